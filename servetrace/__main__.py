@@ -1,0 +1,3 @@
+from servetrace.cli import main
+
+main()

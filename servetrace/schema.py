@@ -1,0 +1,102 @@
+"""The canonical event schema, version 1 (DESIGN §2): the single source of names.
+
+Everything else imports event kinds, column names, aliases and units from here, and the
+CLI help and README tables are generated from these definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+# Lifecycle order: events of one request with equal timestamps are taken in this order.
+EVENT_KINDS: tuple[str, ...] = (
+    "arrival",
+    "admission",
+    "first_token",
+    "token",
+    "preemption",
+    "completion",
+    "cancellation",
+    "release",
+)
+EVENT_DTYPE = pl.Enum(list(EVENT_KINDS))
+TERMINAL_EVENTS: tuple[str, ...] = ("completion", "cancellation")
+TICK_EVENTS: tuple[str, ...] = ("first_token", "token")
+
+# Well-known spellings from engines and clients, mapped onto the canonical kinds.
+EVENT_ALIASES: dict[str, str] = {
+    "arrived": "arrival",
+    "arrive": "arrival",
+    "request_arrival": "arrival",
+    "enqueued": "arrival",
+    "queued": "arrival",
+    "received": "arrival",
+    "sent": "arrival",
+    "send": "arrival",
+    "request_sent": "arrival",
+    "scheduled": "admission",
+    "schedule": "admission",
+    "admitted": "admission",
+    "admit": "admission",
+    "started": "admission",
+    "running": "admission",
+    "first_token_time": "first_token",
+    "firsttoken": "first_token",
+    "ttft": "first_token",
+    "first_chunk": "first_token",
+    "tok": "token",
+    "chunk": "token",
+    "output_token": "token",
+    "decode": "token",
+    "preempted": "preemption",
+    "preempt": "preemption",
+    "evicted": "preemption",
+    "swapped_out": "preemption",
+    "finished": "completion",
+    "finish": "completion",
+    "completed": "completion",
+    "complete": "completion",
+    "done": "completion",
+    "end": "completion",
+    "aborted": "cancellation",
+    "abort": "cancellation",
+    "canceled": "cancellation",
+    "cancelled": "cancellation",
+    "cancel": "cancellation",
+    "freed": "release",
+    "released": "release",
+    "free": "release",
+}
+
+TIME_UNITS: dict[str, int] = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str
+    required: bool
+    description: str
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("request_id", "string or integer", True, "identifies one request within the trace"),
+    Column("event", "string", True, "one of: " + ", ".join(EVENT_KINDS)),
+    Column("ts", "integer, float or timestamp", True,
+           "when it happened: integers are ns, floats are s, unless --time-unit"),
+    Column("tokens", "integer >= 1", False,
+           "output tokens carried by a first_token/token event (a streamed chunk); default 1"),
+    Column("prompt_tokens", "integer >= 0", False, "on arrival: input length"),
+    Column("output_tokens", "integer >= 0", False,
+           "on completion: authoritative output count; default: sum of tokens over ticks"),
+)
+REQUIRED_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.required)
+OPTIONAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if not c.required)
+CANONICAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+
+# Attribute column that importers set to say where the times were measured.
+SOURCE_COLUMN = "source"
+SOURCE_CLIENT = "client"
+SOURCE_SERVER = "server"
