@@ -1,0 +1,30 @@
+"""The ``servetrace`` command line: a thin Typer layer over the core.
+
+Each command lives in its own module of this package and registers itself on ``app``
+with the ``guarded`` decorator, which turns exceptions into ``error:``/``hint:`` lines and
+exit codes (DESIGN §7), so no command prints a traceback for a user mistake.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from servetrace.cli import analyze as _analyze  # noqa: F401  (registers commands)
+from servetrace.cli import check as _check  # noqa: F401
+from servetrace.cli import compare as _compare  # noqa: F401
+from servetrace.cli import imports as _imports  # noqa: F401
+from servetrace.cli import simulate as _simulate  # noqa: F401
+from servetrace.cli._app import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:
+        # `servetrace analyze … | head`: the reader left early; that is not an error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)

@@ -1,0 +1,66 @@
+"""The Typer application object, consoles and the error guard shared by every command."""
+
+from __future__ import annotations
+
+import functools
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from servetrace.errors import ExitCode, ServetraceError
+
+app = typer.Typer(
+    name="servetrace",
+    help="Analyze LLM inference-serving traces: queue wait, prefill, decode, TTFT, ITL.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+# Reports go to stdout, diagnostics to stderr, so `--format json > out.json` stays clean.
+out_console = Console(soft_wrap=True, highlight=False)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def report_error(error: ServetraceError) -> None:
+    err_console.print(f"[bold red]error:[/] {error.message}", markup=True)
+    if error.hint:
+        err_console.print(f"[bold]hint:[/] {error.hint}", markup=True)
+
+
+def warn(message: str) -> None:
+    err_console.print(f"[bold yellow]warning:[/] {message}")
+
+
+def guarded(command: F) -> F:
+    """Turn every failure of a command into a one-line message and its exit code.
+
+    A ServetraceError is the user's to fix: message, hint, its exit code. Anything else is
+    a bug in servetrace: a short traceback, a request to report it, exit 4.
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except ServetraceError as error:
+            report_error(error)
+            raise typer.Exit(int(error.exit_code)) from None
+        except BrokenPipeError:
+            raise typer.Exit(int(ExitCode.OK)) from None
+        except Exception:  # noqa: BLE001 - the CLI boundary is the one place for this
+            err_console.print(traceback.format_exc(limit=4), markup=False)
+            err_console.print(
+                "[bold red]error:[/] internal error in servetrace; please report it with "
+                "the command line and the traceback above."
+            )
+            raise typer.Exit(int(ExitCode.INTERNAL)) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,137 @@
+"""The response-time decomposition check (DESIGN §5).
+
+The lesson's formula ``T_response ≈ TTFT + (N_output − 1) · mean ITL`` is checked twice:
+
+- **per request**, with the request's own mean gap between ticks: the residual is zero
+  exactly when every tick carries one token, so a non-zero residual points at bundled
+  chunks, missing ticks or an output count that disagrees with the ticks;
+- **fleet-wide**, with one token-weighted mean ITL for the whole deployment (Σ decode /
+  Σ (N − 1) over completed requests): the error shows which requests the single-number
+  model misses (stalls, preemptions, batch growth).
+
+A request is *within tolerance* when ``|residual| ≤ max(abs_tol, rel_tol · response)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from servetrace.stats import describe
+
+DEFAULT_ABS_TOL_NS = 1_000_000  # 1 ms: below what any client or log can resolve reliably
+DEFAULT_REL_TOL = 0.01
+WORST_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class FormulaCheck:
+    """How well one version of the formula predicts response time."""
+
+    checked: int
+    within_tolerance: int
+    residual_ns: dict[str, float | int | None]
+    worst: tuple[dict[str, object], ...]
+
+    @property
+    def share_within(self) -> float | None:
+        return self.within_tolerance / self.checked if self.checked else None
+
+
+@dataclass(frozen=True)
+class FormulaReport:
+    abs_tol_ns: int
+    rel_tol: float
+    per_request: FormulaCheck
+    fleet: FormulaCheck
+    fleet_itl_ns: float | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _within(residual: pl.Expr, abs_tol_ns: int, rel_tol: float) -> pl.Expr:
+    tolerance = pl.max_horizontal(pl.lit(float(abs_tol_ns)), pl.col("response_ns") * rel_tol)
+    return residual.abs() <= tolerance
+
+
+def _likely_cause() -> pl.Expr:
+    """A short, honest hint at why a request misses: evidence we have in the row."""
+    return (
+        pl.when(pl.col("preemptions") > 0)
+        .then(pl.lit("preempted"))
+        .when(pl.col("output_tokens") != pl.col("ticks"))
+        .then(pl.lit("multi-token chunks"))
+        .when(pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns"))
+        .then(pl.lit("stall"))
+        .otherwise(pl.lit(""))
+    )
+
+
+def _check(frame: pl.DataFrame, residual: str, abs_tol_ns: int, rel_tol: float) -> FormulaCheck:
+    checked = frame.filter(pl.col(residual).is_not_null())
+    if checked.height == 0:
+        return FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())
+    within = int(checked.select(_within(pl.col(residual), abs_tol_ns, rel_tol).sum()).item())
+    worst = (
+        checked.with_columns(pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause"))
+        .sort("_abs", descending=True)
+        .head(WORST_SHOWN)
+        .select(
+            "request_id",
+            pl.col(residual).alias("residual_ns"),
+            "response_ns",
+            "output_tokens",
+            "ticks",
+            "preemptions",
+            "cause",
+        )
+    )
+    return FormulaCheck(
+        checked=checked.height,
+        within_tolerance=within,
+        residual_ns=describe(checked[residual]),
+        worst=tuple(worst.to_dicts()),
+    )
+
+
+def check_formula(
+    requests: pl.DataFrame,
+    abs_tol_ns: int = DEFAULT_ABS_TOL_NS,
+    rel_tol: float = DEFAULT_REL_TOL,
+) -> FormulaReport:
+    """Check the decomposition on completed requests of the per-request frame."""
+    completed = requests.filter(
+        (pl.col("outcome") == "completed") & pl.col("response_ns").is_not_null()
+    )
+    per_request = _check(completed, "formula_residual_ns", abs_tol_ns, rel_tol)
+
+    multi = completed.filter(pl.col("output_tokens") >= 2)
+    steps = multi.select((pl.col("output_tokens") - 1).sum()).item() if multi.height else 0
+    fleet_itl = multi["decode_ns"].sum() / steps if steps else None
+    notes: list[str] = []
+    if fleet_itl is None:
+        fleet = FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())
+        notes.append("no completed request has 2 or more output tokens: no fleet ITL")
+    else:
+        with_error = completed.with_columns(
+            (
+                pl.col("response_ns")
+                - pl.col("ttft_ns")
+                - (pl.col("output_tokens") - 1).clip(lower_bound=0) * fleet_itl
+            ).alias("fleet_error_ns")
+        )
+        fleet = _check(with_error, "fleet_error_ns", abs_tol_ns, rel_tol)
+    unchecked = completed.height - per_request.checked
+    if unchecked:
+        notes.append(
+            f"{unchecked} completed requests have no per-tick times (single tick carrying "
+            "several tokens, or a request-level import): per-request check skipped for them"
+        )
+    return FormulaReport(
+        abs_tol_ns=abs_tol_ns,
+        rel_tol=rel_tol,
+        per_request=per_request,
+        fleet=fleet,
+        fleet_itl_ns=float(fleet_itl) if fleet_itl is not None else None,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,376 @@
+"""The request state machine: named rules, quarantine and the per-request timeline (DESIGN §3).
+
+```
+arrival → QUEUED → admission → RUNNING → first_token → DECODING → completion
+            ↑                     │                        │
+            └──── preemption ─────┴────────────────────────┘
+any non-terminal state → cancellation;   terminal → release (optional)
+```
+
+The trace is split once into *ticks* (``first_token``/``token`` rows, the bulk of any log)
+and *control* events (everything else, a handful per request). Ticks are sorted by
+request and time and reduced with one ``group_by``; the state machine runs row by row
+(as shifted columns, never a Python loop) over the small control frame plus one
+synthetic row per request for its first tick. Each invalid request gets exactly one rule:
+the first violated one in ``RULES`` order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import polars as pl
+
+from servetrace.schema import EVENT_DTYPE, TERMINAL_EVENTS, TICK_EVENTS
+
+# Rule name -> what it means. Order is priority: a request breaking several rules is
+# reported under the first one.
+RULES: dict[str, str] = {
+    "missing_request_id": "row has no request_id",
+    "missing_event": "row has no event kind",
+    "missing_timestamp": "row has no timestamp",
+    "invalid_token_count": "a first_token/token row carries tokens < 1",
+    "missing_arrival": "request has no arrival event",
+    "duplicate_arrival": "request has more than one arrival event",
+    "event_before_arrival": "an event precedes the request's arrival",
+    "duplicate_first_token": "request has more than one first_token event",
+    "token_before_first_token": "a token event precedes the first_token event",
+    "duplicate_terminal": "request has more than one completion/cancellation",
+    "event_after_terminal": "an event other than release follows completion/cancellation",
+    "admission_while_not_queued": "admission while the request was not queued",
+    "token_before_admission": "first token before the request was admitted",
+    "preemption_while_not_running": "preemption while the request was not running",
+    "token_while_queued": "a token was emitted while the request was queued (preempted)",
+    "completion_without_tokens": "completion with no output token",
+    "release_before_terminal": "release before completion/cancellation",
+    "duplicate_release": "request has more than one release event",
+}
+ROW_RULES = ("missing_request_id", "missing_event", "missing_timestamp")
+
+# Numeric states, so the state machine is integer arithmetic on columns.
+QUEUED, RUNNING, DECODING, TERMINATED, RELEASED = 1, 2, 3, 4, 5
+
+KEY = "_key"
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The lifecycle of every request, valid or not.
+
+    ``requests``: one row per request (key, request_id, rule, outcome, timestamps of each
+    lifecycle step, counts, attributes). ``ticks``: every output tick sorted by request
+    and time, with the gap to the previous tick of the same request. ``transitions``:
+    state changes of valid requests as queued/running/in-system deltas, for concurrency.
+    ``row_quarantine``: input rows that cannot belong to any request.
+    """
+
+    requests: pl.DataFrame
+    ticks: pl.DataFrame
+    transitions: pl.DataFrame
+    row_quarantine: pl.DataFrame
+    trace_start_ns: int | None
+    trace_end_ns: int | None
+    has_admissions: bool
+    has_releases: bool
+
+
+def with_request_key(events: pl.DataFrame) -> pl.DataFrame:
+    """Add an integer ``_key`` per request: integer ids as they are, strings by code."""
+    rid = pl.col("request_id")
+    if events.schema["request_id"].is_integer():
+        key = rid.cast(pl.Int64)
+    else:
+        key = rid.cast(pl.Categorical).to_physical().cast(pl.Int64)
+    return events.with_columns(key.alias(KEY))
+
+
+def split_row_quarantine(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Rows without request id, event or timestamp cannot be placed: quarantine them."""
+    rule = (
+        pl.when(pl.col("request_id").is_null())
+        .then(pl.lit("missing_request_id"))
+        .when(pl.col("event").is_null())
+        .then(pl.lit("missing_event"))
+        .when(pl.col("ts").is_null())
+        .then(pl.lit("missing_timestamp"))
+    )
+    null_any = (
+        pl.col("request_id").is_null() | pl.col("event").is_null() | pl.col("ts").is_null()
+    )
+    if not events.select(null_any.any()).item():
+        return events, events.clear().with_columns(pl.lit(None, pl.String).alias("rule"))
+    bad = events.filter(null_any).with_columns(rule.alias("rule"))
+    return events.filter(~null_any), bad
+
+
+def _tick_frame(events: pl.DataFrame) -> pl.DataFrame:
+    ticks = events.filter(pl.col("event").is_in(TICK_EVENTS))
+    tokens = pl.col("tokens") if "tokens" in events.columns else pl.lit(1, pl.Int64)
+    ticks = ticks.select(
+        KEY,
+        "ts",
+        tokens.fill_null(1).cast(pl.Int64).alias("tokens"),
+        (pl.col("event") == "first_token").alias("is_first"),
+    ).sort(KEY, "ts", "is_first", descending=[False, False, True])
+    same_request = pl.col(KEY) == pl.col(KEY).shift(1)
+    return ticks.with_columns(
+        pl.when(same_request).then(pl.col("ts").diff()).alias("gap_ns"),
+    )
+
+
+def _tick_aggregates(ticks: pl.DataFrame) -> pl.DataFrame:
+    return ticks.group_by(KEY, maintain_order=True).agg(
+        pl.len().alias("ticks"),
+        pl.col("tokens").sum().alias("tokens_sum"),
+        pl.col("tokens").min().alias("min_chunk_tokens"),
+        pl.col("ts").first().alias("first_tick_ns"),
+        pl.col("ts").last().alias("last_tick_ns"),
+        pl.col("gap_ns").max().alias("itl_max_ns"),
+        pl.col("is_first").sum().alias("n_first"),
+        pl.col("is_first").first().alias("first_is_first"),
+    )
+
+
+def _control_frame(events: pl.DataFrame, tick_aggs: pl.DataFrame) -> pl.DataFrame:
+    """Non-tick events plus one synthetic ``first_token`` row per request, in order."""
+    control = events.filter(~pl.col("event").is_in(TICK_EVENTS)).select(KEY, "event", "ts")
+    first_ticks = tick_aggs.select(
+        KEY, pl.lit("first_token", EVENT_DTYPE).alias("event"), pl.col("first_tick_ns").alias("ts")
+    )
+    return pl.concat([control, first_ticks]).sort(KEY, "ts", "event")
+
+
+def _state_after(event: pl.Expr, has_admissions: bool) -> pl.Expr:
+    # A client-side trace has no admission events: arrival leads straight to running.
+    after_arrival = QUEUED if has_admissions else RUNNING
+    return (
+        pl.when(event == "arrival")
+        .then(after_arrival)
+        .when(event == "admission")
+        .then(RUNNING)
+        .when(event == "first_token")
+        .then(DECODING)
+        .when(event == "preemption")
+        .then(QUEUED)
+        .when(event.is_in(TERMINAL_EVENTS))
+        .then(TERMINATED)
+        .otherwise(RELEASED)
+    )
+
+
+def _sequence(control: pl.DataFrame, has_admissions: bool, trace_end: int) -> pl.DataFrame:
+    """Row-wise state machine over the control events: state before/after, rule hits."""
+    same = pl.col(KEY) == pl.col(KEY).shift(1)
+    same_next = pl.col(KEY) == pl.col(KEY).shift(-1)
+    seq = control.with_columns(
+        _state_after(pl.col("event"), has_admissions).alias("state"),
+    ).with_columns(
+        pl.when(same).then(pl.col("state").shift(1)).otherwise(0).alias("prev_state"),
+        pl.when(same_next).then(pl.col("ts").shift(-1)).alias("next_ts"),
+    )
+    e, prev = pl.col("event"), pl.col("prev_state")
+    running = prev.is_in([RUNNING, DECODING])
+    return seq.with_columns(
+        ((e == "arrival") & (prev != 0)).alias("hit_event_before_arrival"),
+        ((e == "admission") & (prev != QUEUED) & (prev < TERMINATED)).alias(
+            "hit_admission_while_not_queued"
+        ),
+        ((e == "first_token") & (prev == QUEUED)).alias("hit_token_before_admission"),
+        ((e == "preemption") & ~running & (prev < TERMINATED)).alias(
+            "hit_preemption_while_not_running"
+        ),
+        (e.is_in(TERMINAL_EVENTS) & (prev >= TERMINATED)).alias("hit_duplicate_terminal"),
+        ((e != "release") & ~e.is_in(TERMINAL_EVENTS) & (prev >= TERMINATED)).alias(
+            "hit_event_after_terminal"
+        ),
+        ((e == "release") & (prev < TERMINATED)).alias("hit_release_before_terminal"),
+        # Time queued after each preemption: until the next event (re-admission or a
+        # cancellation), or the end of the trace for a request still waiting.
+        pl.when(e == "preemption")
+        .then(pl.col("next_ts").fill_null(trace_end) - pl.col("ts"))
+        .alias("requeued_part_ns"),
+    )
+
+
+def _tokens_while_queued(ticks: pl.DataFrame, control: pl.DataFrame) -> pl.DataFrame:
+    """Keys of requests with a tick between a preemption and the next admission."""
+    preempted = control.filter(pl.col("event") == "preemption").select(KEY).unique()
+    if preempted.height == 0:
+        return preempted
+    gates = (
+        control.filter(pl.col("event").is_in(["admission", "preemption"]))
+        .join(preempted, on=KEY, how="semi")
+        .select(KEY, "ts", (pl.col("event") == "preemption").alias("queued"))
+        .sort(KEY, "ts")
+    )
+    later_ticks = ticks.join(preempted, on=KEY, how="semi").select(KEY, "ts").sort(KEY, "ts")
+    # At an equal timestamp a token precedes a preemption (lifecycle order): strict asof.
+    hits = later_ticks.join_asof(
+        gates, on="ts", by=KEY, strategy="backward", allow_exact_matches=False,
+        check_sortedness=False,
+    )
+    return hits.filter(pl.col("queued").fill_null(False)).select(KEY).unique()
+
+
+def _control_aggregates(
+    events: pl.DataFrame, seq: pl.DataFrame, attributes: list[str]
+) -> pl.DataFrame:
+    e, ts = pl.col("event"), pl.col("ts")
+    per_seq = seq.group_by(KEY).agg(
+        (e == "arrival").sum().alias("n_arrival"),
+        ts.filter(e == "arrival").min().alias("arrival_ns"),
+        (e == "admission").sum().alias("n_admission"),
+        ts.filter(e == "admission").min().alias("admission_ns"),
+        (e == "preemption").sum().alias("preemptions"),
+        pl.col("requeued_part_ns").sum().alias("requeued_ns"),
+        e.is_in(TERMINAL_EVENTS).sum().alias("n_terminal"),
+        ts.filter(e.is_in(TERMINAL_EVENTS)).min().alias("terminal_ns"),
+        e.filter(e.is_in(TERMINAL_EVENTS)).first().alias("terminal_event"),
+        prev_state_at_cancel(),
+        (e == "release").sum().alias("n_release"),
+        *[pl.col(c).any().alias(c) for c in seq.columns if c.startswith("hit_")],
+    )
+    carried = [c for c in ("prompt_tokens", "output_tokens") if c in events.columns]
+    if not carried and not attributes:
+        return per_seq
+    # Request attributes: the first non-null value on any non-tick row (usually arrival).
+    # output_tokens is authoritative on the completion row only.
+    rows = events.filter(~pl.col("event").is_in(TICK_EVENTS))
+    aggs = [pl.col(c).drop_nulls().first().alias(c) for c in attributes]
+    if "prompt_tokens" in carried:
+        aggs.append(pl.col("prompt_tokens").drop_nulls().first())
+    if "output_tokens" in carried:
+        aggs.append(
+            pl.col("output_tokens").filter(e == "completion").drop_nulls().first().alias(
+                "reported_output_tokens"
+            )
+        )
+    return per_seq.join(rows.group_by(KEY).agg(aggs), on=KEY, how="left")
+
+
+def prev_state_at_cancel() -> pl.Expr:
+    return (
+        pl.col("prev_state").filter(pl.col("event") == "cancellation").first().alias("cancel_state")
+    )
+
+
+def _rule_column() -> pl.Expr:
+    checks: dict[str, pl.Expr] = {
+        "invalid_token_count": pl.col("min_chunk_tokens") < 1,
+        "missing_arrival": pl.col("n_arrival").fill_null(0) == 0,
+        "duplicate_arrival": pl.col("n_arrival") > 1,
+        "event_before_arrival": pl.col("hit_event_before_arrival"),
+        "duplicate_first_token": pl.col("n_first") > 1,
+        "token_before_first_token": (pl.col("n_first") >= 1) & ~pl.col("first_is_first"),
+        "duplicate_terminal": pl.col("hit_duplicate_terminal"),
+        "event_after_terminal": pl.col("hit_event_after_terminal")
+        | (pl.col("last_tick_ns") > pl.col("terminal_ns")),
+        "admission_while_not_queued": pl.col("hit_admission_while_not_queued"),
+        "token_before_admission": pl.col("hit_token_before_admission"),
+        "preemption_while_not_running": pl.col("hit_preemption_while_not_running"),
+        "token_while_queued": pl.col("hit_token_while_queued"),
+        "completion_without_tokens": (pl.col("terminal_event") == "completion")
+        & (pl.col("ticks").fill_null(0) == 0),
+        "release_before_terminal": pl.col("hit_release_before_terminal"),
+        "duplicate_release": pl.col("n_release") > 1,
+    }
+    expr: pl.Expr | None = None
+    for name in reversed(list(checks)):
+        cond = checks[name].fill_null(False)
+        expr = pl.when(cond).then(pl.lit(name)).otherwise(
+            expr if expr is not None else pl.lit(None, pl.String)
+        )
+    assert expr is not None
+    return expr.alias("rule")
+
+
+def build_timeline(events: pl.DataFrame, attributes: list[str]) -> Timeline:
+    """Apply the lifecycle rules to canonical events; one row per request."""
+    events, row_quarantine = split_row_quarantine(events)
+    events = with_request_key(events)
+    has_admissions = bool(events.select((pl.col("event") == "admission").any()).item())
+    has_releases = bool(events.select((pl.col("event") == "release").any()).item())
+    bounds = events.select(pl.col("ts").min().alias("lo"), pl.col("ts").max().alias("hi"))
+    trace_start, trace_end = bounds.row(0)
+
+    ticks = _tick_frame(events)
+    tick_aggs = _tick_aggregates(ticks)
+    control = _control_frame(events, tick_aggs)
+    seq = _sequence(control, has_admissions, trace_end if trace_end is not None else 0)
+    queued_tokens = _tokens_while_queued(ticks, control)
+    control_aggs = _control_aggregates(events, seq, attributes).with_columns(
+        pl.col(KEY).is_in(queued_tokens[KEY].implode()).alias("hit_token_while_queued")
+    )
+    ids = events.group_by(KEY).agg(
+        pl.col("request_id").first(), pl.len().cast(pl.Int64).alias("rows")
+    )
+    requests = (
+        ids.join(control_aggs, on=KEY, how="left")
+        .join(tick_aggs, on=KEY, how="left")
+        .with_columns(_rule_column())
+        .with_columns(
+            pl.when(pl.col("terminal_event") == "completion")
+            .then(pl.lit("completed"))
+            .when(pl.col("terminal_event") == "cancellation")
+            .then(pl.lit("cancelled"))
+            .otherwise(pl.lit("in_flight"))
+            .alias("outcome"),
+        )
+        .sort(KEY)
+    )
+    transitions = _transitions(seq, requests.filter(pl.col("rule").is_null()).select(KEY))
+    return Timeline(
+        requests=requests,
+        ticks=ticks,
+        transitions=transitions,
+        row_quarantine=row_quarantine,
+        trace_start_ns=trace_start,
+        trace_end_ns=trace_end,
+        has_admissions=has_admissions,
+        has_releases=has_releases,
+    )
+
+
+def _transitions(seq: pl.DataFrame, valid_keys: pl.DataFrame) -> pl.DataFrame:
+    """Queued/running/in-system level changes at each control event of valid requests."""
+    state, prev = pl.col("state"), pl.col("prev_state")
+
+    def level(s: pl.Expr, states: list[int]) -> pl.Expr:
+        return s.is_in(states).cast(pl.Int64)
+
+    return (
+        seq.join(valid_keys, on=KEY, how="semi")
+        .select(
+            KEY,
+            "ts",
+            (level(state, [QUEUED]) - level(prev, [QUEUED])).alias("d_queued"),
+            (level(state, [RUNNING, DECODING]) - level(prev, [RUNNING, DECODING])).alias(
+                "d_running"
+            ),
+            (
+                level(state, [QUEUED, RUNNING, DECODING])
+                - level(prev, [QUEUED, RUNNING, DECODING])
+            ).alias("d_in_system"),
+        )
+    )
+
+
+def subset(timeline: Timeline, keys: pl.Series) -> Timeline:
+    """The timeline of some requests only (for per-group summaries)."""
+    wanted = keys.implode()
+    return replace(
+        timeline,
+        requests=timeline.requests.filter(pl.col(KEY).is_in(wanted)),
+        ticks=timeline.ticks.filter(pl.col(KEY).is_in(wanted)),
+        transitions=timeline.transitions.filter(pl.col(KEY).is_in(wanted)),
+        row_quarantine=timeline.row_quarantine.clear(),
+    )
+
+
+def quarantined_rows(events: pl.DataFrame, timeline: Timeline) -> pl.DataFrame:
+    """Every input row of an invalid request, plus unplaceable rows, with its rule."""
+    bad = timeline.requests.filter(pl.col("rule").is_not_null()).select(KEY, "rule")
+    placeable, _ = split_row_quarantine(events)
+    keyed = with_request_key(placeable)
+    rows = keyed.join(bad, on=KEY, how="inner").drop(KEY)
+    return pl.concat([timeline.row_quarantine, rows], how="diagonal_relaxed")

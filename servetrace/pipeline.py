@@ -1,0 +1,164 @@
+"""One trace, end to end: canonical events → timeline → per-request metrics → summary.
+
+This is the library entry point the CLI and the comparison build on. It collects the
+events once; everything after works on in-memory frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from servetrace.errors import InputError
+from servetrace.ingest import IngestOptions, Trace, normalise, read_events
+from servetrace.lifecycle import KEY, Timeline, build_timeline, quarantined_rows, subset
+from servetrace.metrics import gap_frame, request_metrics
+from servetrace.summary import GoodputTarget, Summary, summarize
+
+NS_PER_DAY = 86_400 * 10**9
+MAX_PLAUSIBLE_SPAN_NS = 30 * NS_PER_DAY
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    goodput: tuple[GoodputTarget, ...] = ()
+    formula_abs_tol_ns: int = 1_000_000
+    formula_rel_tol: float = 0.01
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything servetrace knows about one trace."""
+
+    inputs: tuple[str, ...]
+    events: pl.DataFrame
+    timeline: Timeline
+    requests: pl.DataFrame  # one row per valid request; see metrics.REQUEST_COLUMNS
+    gaps: pl.DataFrame  # every inter-tick gap of completed requests: request_id, itl_ns
+    summary: Summary
+    attributes: tuple[str, ...] = field(default_factory=tuple)
+
+    def quarantine(self) -> pl.DataFrame:
+        """Input rows that were not analysed, each with the rule it broke."""
+        return quarantined_rows(self.events, self.timeline)
+
+    def requests_out(self) -> pl.DataFrame:
+        """The per-request frame as users get it (no internal key)."""
+        return self.requests.drop(KEY)
+
+
+def _span_warnings(timeline: Timeline) -> list[str]:
+    start, end = timeline.trace_start_ns, timeline.trace_end_ns
+    if start is None or end is None or timeline.requests.height < 2:
+        return []
+    span = end - start
+    if span > MAX_PLAUSIBLE_SPAN_NS:
+        return [
+            f"the trace spans {span / NS_PER_DAY:.0f} days: are the timestamps in the unit "
+            "you think? Set it with --time-unit ns|us|ms|s"
+        ]
+    if span <= 1_000:
+        return [
+            f"every event falls within {span} ns: are the timestamps in the unit you "
+            "think? Set it with --time-unit ns|us|ms|s"
+        ]
+    return []
+
+
+def analyze_events(
+    events: pl.DataFrame | pl.LazyFrame,
+    options: AnalysisOptions | None = None,
+    inputs: Sequence[str] = ("<memory>",),
+    ingest: IngestOptions | None = None,
+) -> Analysis:
+    """Analyse canonical events held in memory (e.g. from an importer)."""
+    lazy = events.lazy() if isinstance(events, pl.DataFrame) else events
+    label = inputs[0] if inputs else "<memory>"
+    frame = normalise(lazy, label, ingest)
+    return _analyze(frame.collect(), options or AnalysisOptions(), tuple(inputs))
+
+
+def analyze_trace(trace: Trace, options: AnalysisOptions | None = None) -> Analysis:
+    try:
+        collected = trace.events.collect()
+    except pl.exceptions.PolarsError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise InputError(
+            f"{', '.join(trace.files)}: cannot read the trace: {first}",
+            hint="is every file complete, and does each column hold one type?",
+        ) from None
+    return _analyze(collected, options or AnalysisOptions(), trace.inputs)
+
+
+def analyze_paths(
+    paths: Sequence[str],
+    ingest: IngestOptions | None = None,
+    options: AnalysisOptions | None = None,
+) -> Analysis:
+    return analyze_trace(read_events(paths, ingest), options)
+
+
+def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, ...]) -> Analysis:
+    if events.height == 0:
+        raise InputError(
+            f"{', '.join(inputs)}: the trace has no event rows",
+            hint="a trace needs at least one row: request_id, event, ts",
+        )
+    attributes = [
+        c for c in events.columns
+        if c not in ("request_id", "event", "ts", "tokens", "prompt_tokens", "output_tokens")
+    ]
+    timeline = build_timeline(events, attributes)
+    requests = request_metrics(timeline, attributes)
+    gaps = _gaps_with_ids(timeline, requests)
+    summary = summarize(
+        timeline,
+        requests,
+        gaps,
+        targets=options.goodput,
+        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
+        warnings=_span_warnings(timeline),
+    )
+    return Analysis(
+        inputs=inputs,
+        events=events,
+        timeline=timeline,
+        requests=requests,
+        gaps=gaps,
+        summary=summary,
+        attributes=tuple(attributes),
+    )
+
+
+def _gaps_with_ids(timeline: Timeline, requests: pl.DataFrame) -> pl.DataFrame:
+    gaps = gap_frame(timeline, requests)
+    ids = requests.select(KEY, "request_id")
+    return gaps.join(ids, on=KEY, how="left").select(KEY, "request_id", "itl_ns")
+
+
+def summarize_by(analysis: Analysis, column: str, options: AnalysisOptions | None = None
+                 ) -> dict[object, Summary]:
+    """One summary per value of a request attribute (``--by policy``)."""
+    options = options or AnalysisOptions()
+    requests = analysis.requests
+    if column not in requests.columns:
+        from servetrace.errors import UsageError
+
+        available = ", ".join(c for c in requests.columns if not c.startswith("_"))
+        raise UsageError(f"--by {column}: no such request column", hint=f"columns: {available}")
+    result: dict[object, Summary] = {}
+    for value in requests[column].unique(maintain_order=True).sort(nulls_last=True).to_list():
+        group = requests.filter(
+            pl.col(column).is_null() if value is None else pl.col(column) == value
+        )
+        keys = group[KEY]
+        result[value] = summarize(
+            subset(analysis.timeline, keys),
+            group,
+            analysis.gaps.filter(pl.col(KEY).is_in(keys.implode())),
+            targets=options.goodput,
+            formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
+        )
+    return result

@@ -1,0 +1,305 @@
+"""Trace-level summaries (DESIGN §6): outcomes, latency distributions, throughput,
+goodput, concurrency, and the accounting that proves no row was lost.
+
+Latency statistics describe **completed** requests only, as the peer tools do, so the
+numbers are comparable; cancelled and in-flight requests are described apart. ``itl``
+pools every gap (gap-weighted); every other metric has one value per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from servetrace.formula import FormulaReport, check_formula
+from servetrace.lifecycle import KEY, RULES, Timeline
+from servetrace.metrics import LATENCY_METRICS
+from servetrace.stats import describe
+
+EXAMPLES_SHOWN = 5
+NS_PER_S = 1e9
+
+
+@dataclass(frozen=True)
+class GoodputTarget:
+    """A per-request service-level target, e.g. ``ttft <= 200 ms`` (limit in ns)."""
+
+    metric: str
+    op: str
+    limit_ns: float
+
+    def expr(self) -> pl.Expr:
+        column = pl.col(f"{self.metric}_ns")
+        ops = {"<=": column.le, "<": column.lt, ">=": column.ge, ">": column.gt}
+        # A metric a request cannot have (TPOT of a one-token answer) does not fail it.
+        return ops[self.op](self.limit_ns).fill_null(True)
+
+    def text(self) -> str:
+        return f"{self.metric}{self.op}{self.limit_ns / 1e6:g}ms"
+
+
+@dataclass(frozen=True)
+class Accounting:
+    rows: int
+    rows_analyzed: int
+    rows_quarantined: int
+    requests: int
+    requests_valid: int
+    requests_invalid: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    accounting: Accounting
+    outcomes: dict[str, int]
+    cancelled_in: dict[str, int]
+    violations: dict[str, dict[str, object]]
+    metrics: dict[str, dict[str, float | int | None]]  # latencies in ns
+    tokens: dict[str, dict[str, float | int | None]]  # output/prompt length distributions
+    cancelled: dict[str, object]
+    in_flight: dict[str, object]
+    throughput: dict[str, float | None]
+    goodput: dict[str, object] | None
+    concurrency: dict[str, float | int | None]
+    formula: FormulaReport
+    leaked_state: dict[str, object] | None
+    source: str
+    arrival_known: bool
+    ticks_available: bool
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _ids(frame: pl.DataFrame) -> list[object]:
+    return frame["request_id"].head(EXAMPLES_SHOWN).to_list()
+
+
+def violations(timeline: Timeline) -> dict[str, dict[str, object]]:
+    """Per rule: how many requests (and rows) broke it, with example request ids."""
+    invalid = timeline.requests.filter(pl.col("rule").is_not_null()).sort(KEY)
+    result: dict[str, dict[str, object]] = {}
+    for rule in RULES:
+        of_rule = invalid.filter(pl.col("rule") == rule)
+        if of_rule.height:
+            result[rule] = {
+                "requests": of_rule.height,
+                "rows": int(of_rule["rows"].sum()),
+                "examples": _ids(of_rule),
+            }
+    row_rules = timeline.row_quarantine.group_by("rule").len()
+    for rule, rows in row_rules.iter_rows():
+        result[rule] = {"requests": 0, "rows": rows, "examples": []}
+    return result
+
+
+def accounting(timeline: Timeline) -> Accounting:
+    requests = timeline.requests
+    invalid = requests.filter(pl.col("rule").is_not_null())
+    quarantined = int(invalid["rows"].sum()) + timeline.row_quarantine.height
+    total = int(requests["rows"].sum()) + timeline.row_quarantine.height
+    return Accounting(
+        rows=total,
+        rows_analyzed=total - quarantined,
+        rows_quarantined=quarantined,
+        requests=requests.height,
+        requests_valid=requests.height - invalid.height,
+        requests_invalid=invalid.height,
+    )
+
+
+def latency_distributions(
+    completed: pl.DataFrame, gaps: pl.DataFrame
+) -> dict[str, dict[str, float | int | None]]:
+    out: dict[str, dict[str, float | int | None]] = {}
+    for spec in LATENCY_METRICS:
+        source = gaps if spec.per == "gap" else completed
+        out[spec.name] = describe(source[spec.column])
+    return out
+
+
+def concurrency(
+    transitions: pl.DataFrame, start: int | None, end: int | None, has_admissions: bool
+) -> dict[str, float | int | None]:
+    """Time-weighted mean and peak of requests queued, running and in the system."""
+    names = ("queued", "running", "in_system")
+    empty: dict[str, float | int | None] = {}
+    for name in names:
+        empty[f"{name}_mean"] = None
+        empty[f"{name}_peak"] = None
+    if start is None or end is None or end <= start or transitions.height == 0:
+        return empty
+    levels = (
+        transitions.group_by("ts")
+        .agg(pl.col(f"d_{n}").sum() for n in names)
+        .sort("ts")
+        .select("ts", *[pl.col(f"d_{n}").cum_sum().alias(n) for n in names])
+        .filter(pl.col("ts") <= end)
+    )
+    ts = levels["ts"].to_numpy()
+    held = np.diff(np.append(np.clip(ts, start, end), end)).astype(np.float64)
+    out: dict[str, float | int | None] = {}
+    for name in names:
+        if name != "in_system" and not has_admissions:
+            out[f"{name}_mean"], out[f"{name}_peak"] = None, None
+            continue
+        level = levels[name].to_numpy().astype(np.float64)
+        out[f"{name}_mean"] = float(np.dot(level, held) / (end - start))
+        out[f"{name}_peak"] = int(level.max())
+    return out
+
+
+def throughput(
+    requests: pl.DataFrame, arrival_known: bool, goodput_met: int | None
+) -> dict[str, float | None]:
+    """Rates over the window first arrival → last terminal event, completed requests."""
+    keys = ("window_s", "requests_per_s", "output_tokens_per_s", "total_tokens_per_s",
+            "goodput_requests_per_s")
+    if not arrival_known or requests.height == 0:
+        return dict.fromkeys(keys)
+    ended = requests.filter(pl.col("e2e_ns").is_not_null())
+    if ended.height == 0:
+        return dict.fromkeys(keys)
+    start = requests["arrival_ns"].min()
+    end = ended.select((pl.col("arrival_ns") + pl.col("e2e_ns")).max()).item()
+    window_s = (end - start) / NS_PER_S if end > start else None  # type: ignore[operator]
+    completed = requests.filter(pl.col("outcome") == "completed")
+    if not window_s:
+        return dict.fromkeys(keys)
+    output = completed["output_tokens"].sum()
+    prompt_known = completed.height > 0 and completed["prompt_tokens"].null_count() == 0
+    return {
+        "window_s": window_s,
+        "requests_per_s": completed.height / window_s,
+        "output_tokens_per_s": output / window_s,
+        "total_tokens_per_s": (output + completed["prompt_tokens"].sum()) / window_s
+        if prompt_known
+        else None,
+        "goodput_requests_per_s": goodput_met / window_s if goodput_met is not None else None,
+    }
+
+
+def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> dict[str, object] | None:
+    if not targets:
+        return None
+    meets = pl.all_horizontal([t.expr() for t in targets])
+    met = int(completed.select(meets.sum()).item()) if completed.height else 0
+    per_target = {
+        t.text(): (
+            completed.select(t.expr().mean()).item() if completed.height else None
+        )
+        for t in targets
+    }
+    return {
+        "targets": [t.text() for t in targets],
+        "requests_met": met,
+        "requests_completed": completed.height,
+        "fraction": met / completed.height if completed.height else None,
+        "attainment_by_target": per_target,
+    }
+
+
+def _cancelled(requests: pl.DataFrame) -> dict[str, object]:
+    cancelled = requests.filter(pl.col("outcome") == "cancelled")
+    return {
+        "count": cancelled.height,
+        "output_tokens_delivered": int(cancelled["output_tokens"].sum()),
+        "time_to_cancel_ns": describe(cancelled["e2e_ns"]),
+        "examples": _ids(cancelled),
+    }
+
+
+def _in_flight(requests: pl.DataFrame, trace_end: int | None) -> dict[str, object]:
+    flying = requests.filter(pl.col("outcome") == "in_flight")
+    age = flying.select((pl.lit(trace_end) - pl.col("arrival_ns")).alias("age"))["age"]
+    return {
+        "count": flying.height,
+        "output_tokens_delivered": int(flying["output_tokens"].sum()),
+        "age_at_end_ns": describe(age),
+        "examples": _ids(flying),
+    }
+
+
+def _leaked(timeline: Timeline, requests: pl.DataFrame) -> dict[str, object] | None:
+    if not timeline.has_releases:
+        return None
+    ended = timeline.requests.filter(
+        pl.col("rule").is_null() & pl.col("terminal_ns").is_not_null()
+        & (pl.col("n_release").fill_null(0) == 0)
+    )
+    return {"requests": ended.height, "examples": _ids(ended.sort(KEY))}
+
+
+def _constant_flag(requests: pl.DataFrame, column: str) -> bool:
+    if column not in requests.columns or requests.height == 0:
+        return True
+    return bool(requests[column].fill_null(True).all())
+
+
+def summarize(
+    timeline: Timeline,
+    requests: pl.DataFrame,
+    gaps: pl.DataFrame,
+    targets: Sequence[GoodputTarget] = (),
+    formula_tolerance: tuple[int, float] | None = None,
+    warnings: Sequence[str] = (),
+) -> Summary:
+    """Everything the report shows, from the timeline and the per-request frame."""
+    completed = requests.filter(pl.col("outcome") == "completed")
+    outcomes = {
+        name: int((requests["outcome"] == name).sum())
+        for name in ("completed", "cancelled", "in_flight")
+    }
+    cancelled_in = {
+        name: int((requests["cancelled_in"] == name).sum())
+        for name in ("queued", "prefill", "decode", "before_first_token")
+    }
+    arrival_known = _constant_flag(requests, "arrival_known")
+    ticks_available = _constant_flag(requests, "ticks_available")
+    source = "server"
+    if "source" in requests.columns and requests.height:
+        values = requests["source"].drop_nulls().unique().to_list()
+        source = ",".join(sorted(str(v) for v in values)) or "server"
+    good = goodput(completed, targets)
+    met = int(good["requests_met"]) if good else None  # type: ignore[call-overload]
+    tolerance = formula_tolerance or (1_000_000, 0.01)
+    notes = list(warnings)
+    if 0 < completed.height < 100:
+        notes.append(
+            f"only {completed.height} completed requests: p99 and p99.9 are unreliable"
+        )
+    if not arrival_known:
+        notes.append(
+            "send times are unknown in this trace: throughput and concurrency are not "
+            "computed (latencies are measured from each request's own send)"
+        )
+    return Summary(
+        accounting=accounting(timeline),
+        outcomes=outcomes,
+        cancelled_in=cancelled_in,
+        violations=violations(timeline),
+        metrics=latency_distributions(completed, gaps),
+        tokens={
+            "output_tokens": describe(completed["output_tokens"]),
+            "prompt_tokens": describe(completed["prompt_tokens"]),
+        },
+        cancelled=_cancelled(requests),
+        in_flight=_in_flight(requests, timeline.trace_end_ns),
+        throughput=throughput(requests, arrival_known, met),
+        goodput=good,
+        concurrency=concurrency(
+            timeline.transitions,
+            requests["arrival_ns"].min() if requests.height else None,  # type: ignore[arg-type]
+            timeline.trace_end_ns,
+            timeline.has_admissions,
+        )
+        if arrival_known
+        else concurrency(timeline.transitions, None, None, False),
+        formula=check_formula(requests, *tolerance),
+        leaked_state=_leaked(timeline, requests),
+        source=source,
+        arrival_known=arrival_known,
+        ticks_available=ticks_available,
+        warnings=tuple(notes),
+    )
