@@ -250,7 +250,7 @@ def _normalise_ts(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl
     elif isinstance(dtype, pl.Duration):
         expr = ts.dt.total_nanoseconds()
     elif dtype == pl.String:
-        expr = _parse_text_ts(frame, path)
+        expr = _parse_text_ts(frame, path, unit)
     elif dtype == pl.Null:
         expr = ts.cast(pl.Int64)
     else:
@@ -261,24 +261,34 @@ def _normalise_ts(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl
     return frame.with_columns(expr.alias("ts"))
 
 
-def _parse_text_ts(frame: pl.LazyFrame, path: Path) -> pl.Expr:
-    """Text timestamps are accepted only when every value parses as a date-time."""
-    parsed = pl.col("ts").str.to_datetime(time_unit="ns", strict=False)
+def _parse_text_ts(frame: pl.LazyFrame, path: Path, unit: str | None) -> pl.Expr:
+    """Text timestamps (CSV, JSON) must all be numbers, or all date-times."""
+    text = pl.col("ts").str.strip_chars()
+    as_int = text.cast(pl.Int64, strict=False)
+    as_float = text.cast(pl.Float64, strict=False)
+    as_time = text.str.to_datetime(time_unit="ns", strict=False)
+    present = pl.col("ts").is_not_null()
+    counts = frame.select(
+        (present & as_int.is_null()).sum().alias("not_int"),
+        (present & as_float.is_null()).sum().alias("not_float"),
+        (present & as_time.is_null()).sum().alias("not_time"),
+    ).collect().row(0, named=True)
+    if counts["not_int"] == 0:
+        return as_int * TIME_UNITS[unit or "ns"]
+    if counts["not_float"] == 0:
+        return (as_float * TIME_UNITS[unit or "s"]).round(0).cast(pl.Int64)
+    if counts["not_time"] == 0:
+        return as_time.dt.epoch("ns")
     bad = (
-        frame.select(pl.col("ts"), parsed.alias("_parsed"))
-        .filter(pl.col("ts").is_not_null() & pl.col("_parsed").is_null())
-        .select("ts")
-        .head(3)
-        .collect()
+        frame.filter(present & as_float.is_null() & as_time.is_null())
+        .select("ts").head(3).collect()
     )
-    if bad.height:
-        examples = ", ".join(repr(v) for v in bad["ts"].to_list())
-        raise InputError(
-            f"{path}: column 'ts' holds text that is not a time (e.g. {examples})",
-            hint="timestamps must be numbers (ns, or seconds for floats) or ISO date-times; "
-            "map the right column with --column ts=NAME",
-        )
-    return parsed.dt.epoch("ns")
+    examples = ", ".join(repr(v) for v in bad["ts"].to_list())
+    raise InputError(
+        f"{path}: column 'ts' holds text that is not a time (e.g. {examples})",
+        hint="timestamps must be numbers (ns, or seconds for floats) or ISO date-times; "
+        "map the right column with --column ts=NAME",
+    )
 
 
 def event_mapping(values: Iterable[str | None], extra: Mapping[str, str]) -> dict[str, str]:

@@ -37,8 +37,8 @@ RULES: dict[str, str] = {
     "token_before_first_token": "a token event precedes the first_token event",
     "duplicate_terminal": "request has more than one completion/cancellation",
     "event_after_terminal": "an event other than release follows completion/cancellation",
-    "admission_while_not_queued": "admission while the request was not queued",
     "token_before_admission": "first token before the request was admitted",
+    "admission_while_not_queued": "admission while the request was not queued",
     "preemption_while_not_running": "preemption while the request was not running",
     "token_while_queued": "a token was emitted while the request was queued (preempted)",
     "completion_without_tokens": "completion with no output token",
@@ -179,11 +179,6 @@ def _sequence(control: pl.DataFrame, has_admissions: bool, trace_end: int) -> pl
         ((e == "preemption") & ~running & (prev < TERMINATED)).alias(
             "hit_preemption_while_not_running"
         ),
-        (e.is_in(TERMINAL_EVENTS) & (prev >= TERMINATED)).alias("hit_duplicate_terminal"),
-        ((e != "release") & ~e.is_in(TERMINAL_EVENTS) & (prev >= TERMINATED)).alias(
-            "hit_event_after_terminal"
-        ),
-        ((e == "release") & (prev < TERMINATED)).alias("hit_release_before_terminal"),
         # Time queued after each preemption: until the next event (re-admission or a
         # cancellation), or the end of the trace for a request still waiting.
         pl.when(e == "preemption")
@@ -225,6 +220,8 @@ def _control_aggregates(
         pl.col("requeued_part_ns").sum().alias("requeued_ns"),
         e.is_in(TERMINAL_EVENTS).sum().alias("n_terminal"),
         ts.filter(e.is_in(TERMINAL_EVENTS)).min().alias("terminal_ns"),
+        ts.filter(~e.is_in([*TERMINAL_EVENTS, "release"])).max().alias("last_control_ns"),
+        ts.filter(e == "release").min().alias("release_ns"),
         e.filter(e.is_in(TERMINAL_EVENTS)).first().alias("terminal_event"),
         prev_state_at_cancel(),
         (e == "release").sum().alias("n_release"),
@@ -255,6 +252,7 @@ def prev_state_at_cancel() -> pl.Expr:
 
 
 def _rule_column() -> pl.Expr:
+    terminal = pl.col("terminal_ns")
     checks: dict[str, pl.Expr] = {
         "invalid_token_count": pl.col("min_chunk_tokens") < 1,
         "missing_arrival": pl.col("n_arrival").fill_null(0) == 0,
@@ -262,20 +260,23 @@ def _rule_column() -> pl.Expr:
         "event_before_arrival": pl.col("hit_event_before_arrival"),
         "duplicate_first_token": pl.col("n_first") > 1,
         "token_before_first_token": (pl.col("n_first") >= 1) & ~pl.col("first_is_first"),
-        "duplicate_terminal": pl.col("hit_duplicate_terminal"),
-        "event_after_terminal": pl.col("hit_event_after_terminal")
-        | (pl.col("last_tick_ns") > pl.col("terminal_ns")),
+        "duplicate_terminal": pl.col("n_terminal") > 1,
+        # At equal timestamps every kind but release precedes the terminal event.
+        "event_after_terminal": (pl.col("last_control_ns") > terminal)
+        | (pl.col("last_tick_ns") > terminal),
         "admission_while_not_queued": pl.col("hit_admission_while_not_queued"),
         "token_before_admission": pl.col("hit_token_before_admission"),
         "preemption_while_not_running": pl.col("hit_preemption_while_not_running"),
         "token_while_queued": pl.col("hit_token_while_queued"),
         "completion_without_tokens": (pl.col("terminal_event") == "completion")
         & (pl.col("ticks").fill_null(0) == 0),
-        "release_before_terminal": pl.col("hit_release_before_terminal"),
+        "release_before_terminal": pl.col("release_ns").is_not_null()
+        & (terminal.is_null() | (pl.col("release_ns") < terminal)),
         "duplicate_release": pl.col("n_release") > 1,
     }
+    assert set(checks) == set(RULES) - set(ROW_RULES)
     expr: pl.Expr | None = None
-    for name in reversed(list(checks)):
+    for name in reversed([r for r in RULES if r in checks]):
         cond = checks[name].fill_null(False)
         expr = pl.when(cond).then(pl.lit(name)).otherwise(
             expr if expr is not None else pl.lit(None, pl.String)

@@ -1,0 +1,193 @@
+"""``servetrace analyze`` and ``servetrace validate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+
+from servetrace.cli._app import app, guarded, out_console, warn
+from servetrace.cli._inputs import (
+    ColumnOpt,
+    EventMapOpt,
+    FromOpt,
+    TimeUnitOpt,
+    load_analysis,
+)
+from servetrace.errors import ExitCode, UsageError
+from servetrace.lifecycle import RULES
+from servetrace.naming import Naming
+from servetrace.pipeline import Analysis, AnalysisOptions, summarize_by
+from servetrace.render.summary import (
+    SummaryFormat,
+    render_csv,
+    render_json,
+    render_markdown,
+    render_table,
+    report_dict,
+)
+from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
+from servetrace.summary import GoodputTarget
+
+TracesArg = Annotated[
+    list[str],
+    typer.Argument(help="Trace file(s), glob(s) or directory(ies) of parts; read as one trace."),
+]
+
+
+def write_frame(frame: pl.DataFrame, path: Path) -> None:
+    """Write a frame as Parquet, CSV, Arrow IPC or JSON Lines by the file's suffix."""
+    suffix = path.suffix.lower()
+    writers = {
+        ".parquet": frame.write_parquet,
+        ".csv": frame.write_csv,
+        ".arrow": frame.write_ipc,
+        ".ipc": frame.write_ipc,
+        ".jsonl": frame.write_ndjson,
+        ".ndjson": frame.write_ndjson,
+    }
+    if suffix not in writers:
+        raise UsageError(
+            f"{path}: cannot tell the output format from the suffix {suffix!r}",
+            hint="use .parquet, .csv, .arrow or .jsonl",
+        )
+    if suffix == ".csv":
+        # CSV cannot hold nested values; lists are written as JSON text.
+        nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Struct))]
+        frame = frame.with_columns(pl.col(c).map_elements(str, return_dtype=pl.String)
+                                   for c in nested)
+        frame.write_csv(path)
+        return
+    writers[suffix](path)
+
+
+def parse_goodput(texts: list[str]) -> tuple[GoodputTarget, ...]:
+    if not texts:
+        return ()
+    from servetrace.gate import parse_goodput_target
+
+    return tuple(parse_goodput_target(text) for text in texts)
+
+
+def _report_warnings(analysis: Analysis) -> None:
+    for message in analysis.summary.warnings:
+        warn(message)
+
+
+@app.command(epilog="Event kinds: " + ", ".join(EVENT_KINDS) + ". Aliases: "
+             + ", ".join(f"{k}→{v}" for k, v in sorted(EVENT_ALIASES.items())) + ".")
+@guarded
+def analyze(
+    traces: TracesArg,
+    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
+        SummaryFormat.table
+    ),
+    requests_out: Annotated[
+        Path | None,
+        typer.Option(help="Write per-request metrics here (.parquet or .csv)."),
+    ] = None,
+    quarantine_out: Annotated[
+        Path | None,
+        typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
+    ] = None,
+    by: Annotated[str | None, typer.Option(help="One summary per value of this column.")] = None,
+    goodput: Annotated[
+        list[str] | None,
+        typer.Option(help="Per-request SLO target, e.g. 'ttft<=200ms'; repeat for several."),
+    ] = None,
+    strict: Annotated[bool, typer.Option(help="Exit 1 if any request breaks a rule.")] = False,
+    naming: Annotated[
+        Naming, typer.Option(help="Show metrics under the names this tool uses.")
+    ] = Naming.servetrace,
+    formula_abs_tol_ms: Annotated[
+        float, typer.Option(help="Formula check: absolute tolerance (ms).")
+    ] = 1.0,
+    formula_rel_tol: Annotated[
+        float, typer.Option(help="Formula check: tolerance relative to response time.")
+    ] = 0.01,
+    column: ColumnOpt = None,
+    time_unit: TimeUnitOpt = None,
+    event_map: EventMapOpt = None,
+    from_format: FromOpt = None,
+) -> None:
+    """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check."""
+    options = AnalysisOptions(
+        goodput=parse_goodput(goodput or []),
+        formula_abs_tol_ns=round(formula_abs_tol_ms * 1e6),
+        formula_rel_tol=formula_rel_tol,
+    )
+    analysis = load_analysis(traces, options, column, time_unit, event_map, from_format)
+    _report_warnings(analysis)
+    if requests_out:
+        write_frame(analysis.requests_out(), requests_out)
+    if quarantine_out:
+        write_frame(analysis.quarantine(), quarantine_out)
+    groups = summarize_by(analysis, by, options) if by else None
+    summary, inputs = analysis.summary, analysis.inputs
+    name = naming.value
+    if fmt is SummaryFormat.json:
+        out_console.out(render_json(report_dict(summary, inputs, groups, by, name)))
+    elif fmt is SummaryFormat.csv:
+        out_console.out(render_csv(groups or {None: summary}, by, name), end="")
+    elif fmt is SummaryFormat.markdown:
+        text = render_markdown(summary, inputs, name)
+        for value, group in (groups or {}).items():
+            text += "\n" + render_markdown(group, inputs, name, title=f"{by} = {value}")
+        out_console.out(text, end="")
+    else:
+        out_console.print(render_table(summary, inputs, name))
+        for value, group in (groups or {}).items():
+            out_console.print()
+            out_console.print(render_table(group, inputs, name, title=f"{by} = {value}"))
+    if strict and analysis.summary.accounting.requests_invalid:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+@app.command()
+@guarded
+def validate(
+    traces: TracesArg,
+    quarantine_out: Annotated[
+        Path | None,
+        typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
+    ] = None,
+    fmt: Annotated[
+        SummaryFormat, typer.Option("--format", "-f", help="table or json.")
+    ] = SummaryFormat.table,
+    column: ColumnOpt = None,
+    time_unit: TimeUnitOpt = None,
+    event_map: EventMapOpt = None,
+    from_format: FromOpt = None,
+) -> None:
+    """Check schema and lifecycle rules only; exit 1 if any request is invalid."""
+    analysis = load_analysis(traces, AnalysisOptions(), column, time_unit, event_map, from_format)
+    _report_warnings(analysis)
+    summary = analysis.summary
+    if quarantine_out:
+        write_frame(analysis.quarantine(), quarantine_out)
+    if fmt is SummaryFormat.json:
+        body = report_dict(summary, analysis.inputs)
+        keep = ("servetrace_version", "schema_version", "inputs", "accounting", "outcomes",
+                "violations", "leaked_state", "warnings")
+        out_console.out(render_json({k: body[k] for k in keep}))
+    else:
+        a = summary.accounting
+        out_console.out(
+            f"{', '.join(analysis.inputs)}: {a.rows:,} rows, {a.requests:,} requests: "
+            f"{a.requests_valid:,} valid, {a.requests_invalid:,} invalid; "
+            f"{a.rows_analyzed:,} rows analysable, {a.rows_quarantined:,} quarantined"
+        )
+        for rule, info in summary.violations.items():
+            out_console.out(
+                f"  {rule}: {info['requests']:,} requests, {info['rows']:,} rows — "
+                f"{RULES.get(rule, '')} (e.g. {', '.join(map(str, info['examples']))})"
+            )
+        if summary.leaked_state and summary.leaked_state["requests"]:
+            out_console.out(
+                f"  leaked_state: {summary.leaked_state['requests']:,} finished requests "
+                "were never released"
+            )
+    if summary.accounting.requests_invalid or summary.accounting.rows_quarantined:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))

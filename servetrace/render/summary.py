@@ -1,0 +1,345 @@
+"""Render an analysis summary as a Rich table, JSON, Markdown or CSV (never computes).
+
+Times arrive in ns and leave in ms; every column and JSON key names its unit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from servetrace import SCHEMA_VERSION, __version__
+from servetrace.formula import FormulaCheck, FormulaReport
+from servetrace.lifecycle import RULES
+from servetrace.metrics import LATENCY_METRICS
+from servetrace.naming import display_name
+from servetrace.summary import Summary
+
+NS_PER_MS = 1e6
+STAT_KEYS = ("count", "mean", "std", "min", "p50", "p90", "p95", "p99", "p99_9", "max")
+TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
+DECOMPOSITION = ("queue_wait", "prefill", "decode")
+
+
+class SummaryFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+
+
+def _num(value: Any) -> Any:
+    """Plain Python numbers for JSON: numpy scalars unwrapped, NaN as null."""
+    if value is None:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def distribution_ms(stats: Mapping[str, Any], unit: str = "ms") -> dict[str, Any]:
+    """A distribution in ns as the JSON contract spells it, converted to ``unit``."""
+    scale = {"ms": NS_PER_MS, "s": 1e9, "us": 1e3, "ns": 1.0}.get(unit, 1.0)
+    out: dict[str, Any] = {"unit": unit}
+    for key in STAT_KEYS:
+        value = _num(stats.get(key))
+        out[key] = value if key == "count" or value is None else value / scale
+    return out
+
+
+def counts_dict(stats: Mapping[str, Any], unit: str) -> dict[str, Any]:
+    return {"unit": unit, **{k: _num(stats.get(k)) for k in STAT_KEYS}}
+
+
+def _formula_check(check: FormulaCheck) -> dict[str, Any]:
+    return {
+        "checked": check.checked,
+        "within_tolerance": check.within_tolerance,
+        "share_within": check.share_within,
+        "residual": distribution_ms(check.residual_ns),
+        "worst": [
+            {
+                "request_id": _num(w["request_id"]),
+                "residual_ms": _num(w["residual_ns"]) / NS_PER_MS,  # type: ignore[operator]
+                "response_ms": _num(w["response_ns"]) / NS_PER_MS,  # type: ignore[operator]
+                "output_tokens": _num(w["output_tokens"]),
+                "ticks": _num(w["ticks"]),
+                "preemptions": _num(w["preemptions"]),
+                "likely_cause": w["cause"] or None,
+            }
+            for w in check.worst
+        ],
+    }
+
+
+def formula_dict(report: FormulaReport) -> dict[str, Any]:
+    return {
+        "formula": "T_response ≈ TTFT + (N_output − 1) · mean ITL",
+        "tolerance": {"abs_ms": report.abs_tol_ns / NS_PER_MS, "rel": report.rel_tol},
+        "per_request": _formula_check(report.per_request),
+        "fleet": {
+            "fleet_itl_ms": report.fleet_itl_ns / NS_PER_MS if report.fleet_itl_ns else None,
+            **_formula_check(report.fleet),
+        },
+        "notes": list(report.notes),
+    }
+
+
+def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]:
+    """The body of the JSON report for one (group of a) trace."""
+    metrics = {
+        display_name(spec.name, naming): distribution_ms(summary.metrics[spec.name])
+        for spec in LATENCY_METRICS
+    }
+    cancelled = dict(summary.cancelled)
+    cancelled["time_to_cancel"] = distribution_ms(cancelled.pop("time_to_cancel_ns"))  # type: ignore[arg-type]
+    in_flight = dict(summary.in_flight)
+    in_flight["age_at_end"] = distribution_ms(in_flight.pop("age_at_end_ns"), "s")  # type: ignore[arg-type]
+    return {
+        "source": summary.source,
+        "arrival_known": summary.arrival_known,
+        "ticks_available": summary.ticks_available,
+        "accounting": vars(summary.accounting),
+        "outcomes": summary.outcomes,
+        "cancelled_in": summary.cancelled_in,
+        "violations": summary.violations,
+        "metrics": metrics,
+        "percentile_method": "linear interpolation (numpy default)",
+        "tokens": {k: counts_dict(v, "tokens") for k, v in summary.tokens.items()},
+        "throughput": {
+            "unit": {"window_s": "s", "requests_per_s": "req/s", "output_tokens_per_s": "tok/s",
+                     "total_tokens_per_s": "tok/s", "goodput_requests_per_s": "req/s"},
+            **{k: _num(v) for k, v in summary.throughput.items()},
+        },
+        "goodput": summary.goodput,
+        "concurrency": {"unit": "requests", **{k: _num(v) for k, v in summary.concurrency.items()}},
+        "formula": formula_dict(summary.formula),
+        "cancelled": cancelled,
+        "in_flight": in_flight,
+        "leaked_state": summary.leaked_state,
+        "warnings": list(summary.warnings),
+    }
+
+
+def report_dict(
+    summary: Summary,
+    inputs: tuple[str, ...],
+    groups: Mapping[object, Summary] | None = None,
+    by: str | None = None,
+    naming: str = "servetrace",
+) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "servetrace_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "inputs": list(inputs),
+        "naming": naming,
+        **summary_dict(summary, naming),
+    }
+    if groups is not None:
+        report["by"] = {
+            "column": by,
+            "groups": [
+                {"value": _num(value), **summary_dict(s, naming)} for value, s in groups.items()
+            ],
+        }
+    return report
+
+
+def render_json(report: Mapping[str, Any]) -> str:
+    return json.dumps(report, indent=2, default=_num, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- human-readable forms
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    value = _num(value)
+    if value is None:
+        return "–"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:.1f}"
+    return f"{value:.{digits}f}"
+
+
+def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
+    rows = []
+    for spec in LATENCY_METRICS:
+        stats = distribution_ms(summary.metrics[spec.name])
+        if not stats["count"]:
+            continue
+        rows.append([display_name(spec.name, naming), *(_fmt(stats[k]) for k in TABLE_STATS)])
+    return rows
+
+
+def _decomposition_text(summary: Summary) -> Text:
+    """queue → prefill → decode as shares of the mean response time, with a bar."""
+    parts = [(name, summary.metrics[name]["mean"]) for name in DECOMPOSITION]
+    known = [(n, float(v)) for n, v in parts if v is not None]
+    total = sum(v for _, v in known)
+    text = Text("mean response = ")
+    if not known or total <= 0:
+        return Text("decomposition unavailable (no admission or tick times)")
+    styles = {"queue_wait": "red", "prefill": "yellow", "decode": "green"}
+    bar = Text()
+    for i, (name, value) in enumerate(known):
+        share = value / total
+        if i:
+            text.append(" → ")
+        text.append(f"{name} {value / NS_PER_MS:,.1f} ms ({share:.0%})", style=styles[name])
+        bar.append("█" * max(0, round(share * 40)), style=styles[name])
+    return Text.assemble(text, "\n", bar)
+
+
+def _accounting_line(summary: Summary) -> str:
+    a, o = summary.accounting, summary.outcomes
+    return (
+        f"{a.requests:,} requests ({a.rows:,} rows): {o['completed']:,} completed, "
+        f"{o['cancelled']:,} cancelled, {o['in_flight']:,} in flight, "
+        f"{a.requests_invalid:,} invalid ({a.rows_quarantined:,} rows quarantined)"
+    )
+
+
+def _lines(summary: Summary) -> list[str]:
+    """Short facts under the table: throughput, concurrency, cancellations, formula."""
+    lines: list[str] = []
+    t = summary.throughput
+    if t["window_s"]:
+        line = (
+            f"throughput over {t['window_s']:.1f} s: {t['requests_per_s']:.2f} req/s, "
+            f"{t['output_tokens_per_s']:,.0f} output tok/s"
+        )
+        if t["total_tokens_per_s"] is not None:
+            line += f", {t['total_tokens_per_s']:,.0f} total tok/s"
+        lines.append(line)
+    if summary.goodput:
+        g = summary.goodput
+        rate = t.get("goodput_requests_per_s")
+        lines.append(
+            f"goodput ({' and '.join(g['targets'])}): {g['requests_met']:,} of "  # type: ignore[arg-type]
+            f"{g['requests_completed']:,} completed met every target "
+            f"({_fmt((g['fraction'] or 0) * 100, 1)}%)"
+            + (f", {rate:.2f} req/s" if rate is not None else "")
+        )
+    c = summary.concurrency
+    if c.get("in_system_mean") is not None:
+        parts = [
+            f"{name} mean {c[f'{name}_mean']:.1f} / peak {c[f'{name}_peak']}"
+            for name in ("queued", "running", "in_system")
+            if c.get(f"{name}_mean") is not None
+        ]
+        lines.append("concurrency: " + ", ".join(parts))
+    ci = {k: v for k, v in summary.cancelled_in.items() if v}
+    if summary.outcomes["cancelled"]:
+        tokens = summary.cancelled["output_tokens_delivered"]
+        lines.append(
+            "cancelled in: " + ", ".join(f"{k} {v:,}" for k, v in ci.items())
+            + f"; {tokens:,} tokens delivered before cancel"
+        )
+    if summary.outcomes["in_flight"]:
+        lines.append(
+            f"in flight at end of trace: {summary.outcomes['in_flight']:,} "
+            "(censored: not in latency statistics)"
+        )
+    if summary.leaked_state and summary.leaked_state["requests"]:
+        lines.append(
+            f"leaked state: {summary.leaked_state['requests']:,} finished requests never "
+            f"released, e.g. {summary.leaked_state['examples']}"
+        )
+    for rule, info in summary.violations.items():
+        lines.append(
+            f"invalid [{rule}]: {info['requests']:,} requests, {info['rows']:,} rows "
+            f"({RULES.get(rule, '')}), e.g. {info['examples']}"
+        )
+    lines.extend(_formula_lines(summary.formula))
+    return lines
+
+
+def _formula_lines(report: FormulaReport) -> list[str]:
+    tol = f"|residual| ≤ max({report.abs_tol_ns / NS_PER_MS:g} ms, {report.rel_tol:.0%})"
+    lines = []
+    pr, fl = report.per_request, report.fleet
+    if pr.checked:
+        lines.append(
+            f"formula T ≈ TTFT + (N−1)·ITL, per request: {pr.within_tolerance:,} of "
+            f"{pr.checked:,} within {tol} ({pr.share_within:.1%})"
+        )
+    if fl.checked and report.fleet_itl_ns:
+        worst = ", ".join(
+            f"{w['request_id']} ({w['residual_ns'] / NS_PER_MS:+,.0f} ms"  # type: ignore[operator]
+            + (f", {w['cause']}" if w["cause"] else "") + ")"
+            for w in fl.worst[:3]
+        )
+        lines.append(
+            f"formula with one fleet ITL of {report.fleet_itl_ns / NS_PER_MS:.2f} ms: "
+            f"{fl.within_tolerance:,} of {fl.checked:,} within ({fl.share_within:.1%}); "
+            f"worst: {worst}"
+        )
+    return lines
+
+
+def render_table(summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace",
+                 title: str | None = None) -> Group:
+    table = Table(
+        title=title or ", ".join(inputs),
+        caption="latencies of completed requests, in ms; itl pools every gap",
+        title_justify="left",
+        caption_justify="left",
+    )
+    table.add_column("metric (ms)", style="bold")
+    for key in TABLE_STATS:
+        table.add_column(key, justify="right")
+    for row in _metric_rows(summary, naming):
+        table.add_row(*row)
+    return Group(
+        Text(_accounting_line(summary)),
+        table,
+        _decomposition_text(summary),
+        Text("\n".join(_lines(summary))),
+    )
+
+
+def render_markdown(summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace",
+                    title: str | None = None) -> str:
+    out = io.StringIO()
+    out.write(f"### servetrace: {title or ', '.join(inputs)}\n\n")
+    out.write(_accounting_line(summary) + "\n\n")
+    out.write("| metric (ms) | " + " | ".join(TABLE_STATS) + " |\n")
+    out.write("|---|" + "---:|" * len(TABLE_STATS) + "\n")
+    for row in _metric_rows(summary, naming):
+        out.write("| " + " | ".join(row) + " |\n")
+    out.write("\n" + _decomposition_text(summary).plain.splitlines()[0] + "\n\n")
+    for line in _lines(summary):
+        out.write(f"- {line}\n")
+    return out.getvalue()
+
+
+def render_csv(groups: Mapping[object, Summary], by: str | None,
+               naming: str = "servetrace") -> str:
+    """One row per (group, metric): the latency table in machine-readable form."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    head = ([by] if by else []) + ["metric", "unit", *STAT_KEYS]
+    writer.writerow(head)
+    for value, summary in groups.items():
+        for spec in LATENCY_METRICS:
+            stats = distribution_ms(summary.metrics[spec.name])
+            writer.writerow(
+                ([value] if by else [])
+                + [display_name(spec.name, naming), "ms", *(_num(stats[k]) for k in STAT_KEYS)]
+            )
+    return out.getvalue()
