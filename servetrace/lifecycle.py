@@ -285,14 +285,37 @@ def _rule_column() -> pl.Expr:
     return expr.alias("rule")
 
 
-def build_timeline(events: pl.DataFrame, attributes: list[str]) -> Timeline:
+@dataclass(frozen=True)
+class TraceFacts:
+    """Facts about the whole trace that a part of it cannot know (streaming batches)."""
+
+    has_admissions: bool
+    has_releases: bool
+    start_ns: int | None
+    end_ns: int | None
+
+
+def trace_facts(events: pl.DataFrame | pl.LazyFrame) -> TraceFacts:
+    """One pass over event kinds and timestamps."""
+    query = events.lazy().select(
+        (pl.col("event") == "admission").any().alias("adm"),
+        (pl.col("event") == "release").any().alias("rel"),
+        pl.col("ts").min().alias("lo"),
+        pl.col("ts").max().alias("hi"),
+    )
+    adm, rel, lo, hi = query.collect().row(0)
+    return TraceFacts(bool(adm), bool(rel), lo, hi)
+
+
+def build_timeline(
+    events: pl.DataFrame, attributes: list[str], facts: TraceFacts | None = None
+) -> Timeline:
     """Apply the lifecycle rules to canonical events; one row per request."""
     events, row_quarantine = split_row_quarantine(events)
     events = with_request_key(events)
-    has_admissions = bool(events.select((pl.col("event") == "admission").any()).item())
-    has_releases = bool(events.select((pl.col("event") == "release").any()).item())
-    bounds = events.select(pl.col("ts").min().alias("lo"), pl.col("ts").max().alias("hi"))
-    trace_start, trace_end = bounds.row(0)
+    facts = facts or trace_facts(events)
+    has_admissions, has_releases = facts.has_admissions, facts.has_releases
+    trace_start, trace_end = facts.start_ns, facts.end_ns
 
     ticks = _tick_frame(events)
     tick_aggs = _tick_aggregates(ticks)

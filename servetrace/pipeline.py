@@ -15,6 +15,7 @@ from servetrace.errors import InputError
 from servetrace.ingest import IngestOptions, Trace, normalise, read_events
 from servetrace.lifecycle import KEY, Timeline, build_timeline, quarantined_rows, subset
 from servetrace.metrics import gap_frame, request_metrics
+from servetrace.schema import CANONICAL_COLUMNS
 from servetrace.summary import GoodputTarget, Summary, summarize
 
 NS_PER_DAY = 86_400 * 10**9
@@ -39,9 +40,12 @@ class Analysis:
     gaps: pl.DataFrame  # every inter-tick gap of completed requests: request_id, itl_ns
     summary: Summary
     attributes: tuple[str, ...] = field(default_factory=tuple)
+    streamed_quarantine: pl.DataFrame | None = None  # streamed traces keep only these rows
 
     def quarantine(self) -> pl.DataFrame:
         """Input rows that were not analysed, each with the rule it broke."""
+        if self.streamed_quarantine is not None:
+            return self.streamed_quarantine
         return quarantined_rows(self.events, self.timeline)
 
     def requests_out(self) -> pl.DataFrame:
@@ -49,7 +53,7 @@ class Analysis:
         return self.requests.drop(KEY)
 
 
-def _span_warnings(timeline: Timeline) -> list[str]:
+def span_warnings(timeline: Timeline) -> list[str]:
     start, end = timeline.trace_start_ns, timeline.trace_end_ns
     if start is None or end is None or timeline.requests.height < 2:
         return []
@@ -65,6 +69,11 @@ def _span_warnings(timeline: Timeline) -> list[str]:
             "think? Set it with --time-unit ns|us|ms|s"
         ]
     return []
+
+
+def attribute_columns(columns: Sequence[str]) -> list[str]:
+    """Every non-canonical column: a request attribute carried to the per-request frame."""
+    return [c for c in columns if c not in CANONICAL_COLUMNS]
 
 
 def analyze_events(
@@ -96,8 +105,15 @@ def analyze_paths(
     paths: Sequence[str],
     ingest: IngestOptions | None = None,
     options: AnalysisOptions | None = None,
+    streaming: bool = False,
+    batch_rows: int | None = None,
 ) -> Analysis:
-    return analyze_trace(read_events(paths, ingest), options)
+    trace = read_events(paths, ingest)
+    if streaming:
+        from servetrace.streaming import DEFAULT_BATCH_ROWS, analyze_streaming
+
+        return analyze_streaming(trace, options, batch_rows or DEFAULT_BATCH_ROWS)
+    return analyze_trace(trace, options)
 
 
 def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, ...]) -> Analysis:
@@ -106,10 +122,7 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
             f"{', '.join(inputs)}: the trace has no event rows",
             hint="a trace needs at least one row: request_id, event, ts",
         )
-    attributes = [
-        c for c in events.columns
-        if c not in ("request_id", "event", "ts", "tokens", "prompt_tokens", "output_tokens")
-    ]
+    attributes = attribute_columns(events.columns)
     timeline = build_timeline(events, attributes)
     requests = request_metrics(timeline, attributes)
     gaps = _gaps_with_ids(timeline, requests)
@@ -119,7 +132,7 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
         gaps,
         targets=options.goodput,
         formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        warnings=_span_warnings(timeline),
+        warnings=span_warnings(timeline),
     )
     return Analysis(
         inputs=inputs,

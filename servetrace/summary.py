@@ -109,13 +109,23 @@ def accounting(timeline: Timeline) -> Accounting:
     )
 
 
+Distribution = dict[str, float | int | None]
+
+
 def latency_distributions(
-    completed: pl.DataFrame, gaps: pl.DataFrame
-) -> dict[str, dict[str, float | int | None]]:
-    out: dict[str, dict[str, float | int | None]] = {}
+    completed: pl.DataFrame, gaps: pl.DataFrame | Distribution
+) -> dict[str, Distribution]:
+    """Every latency metric over completed requests; ``itl`` over the pooled gaps.
+
+    ``gaps`` is the gap frame, or, when the trace was streamed, the ITL distribution
+    already merged from its batches.
+    """
+    out: dict[str, Distribution] = {}
     for spec in LATENCY_METRICS:
-        source = gaps if spec.per == "gap" else completed
-        out[spec.name] = describe(source[spec.column])
+        if spec.per == "gap":
+            out[spec.name] = gaps if isinstance(gaps, dict) else describe(gaps[spec.column])
+        else:
+            out[spec.name] = describe(completed[spec.column])
     return out
 
 
@@ -240,7 +250,7 @@ def _constant_flag(requests: pl.DataFrame, column: str) -> bool:
 def summarize(
     timeline: Timeline,
     requests: pl.DataFrame,
-    gaps: pl.DataFrame,
+    gaps: pl.DataFrame | Distribution,
     targets: Sequence[GoodputTarget] = (),
     formula_tolerance: tuple[int, float] | None = None,
     warnings: Sequence[str] = (),

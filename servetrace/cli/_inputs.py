@@ -70,12 +70,14 @@ def load_analysis(
     time_unit: str | None = None,
     event_map: list[str] | None = None,
     from_format: str | None = None,
+    streaming: bool = False,
+    batch_rows: int | None = None,
 ) -> Analysis:
     ingest = ingest_options(column, time_unit, event_map)
     paths = resolve_paths(traces)
     fmt = _importable(paths, from_format)
     if fmt is None:
-        return analyze_paths(traces, ingest, options)
+        return analyze_paths(traces, ingest, options, streaming, batch_rows)
     from servetrace.importers import import_file
 
     results = [import_file(path, fmt) for path in paths]

@@ -107,6 +107,14 @@ def analyze(
     formula_rel_tol: Annotated[
         float, typer.Option(help="Formula check: tolerance relative to response time.")
     ] = 0.01,
+    streaming: Annotated[
+        bool,
+        typer.Option(help="Read in batches (Polars streaming engine) for traces larger than "
+                     "memory; ITL percentiles then come from a ±0.0125% histogram."),
+    ] = False,
+    batch_rows: Annotated[
+        int, typer.Option(help="Rows per batch with --streaming.", min=1000)
+    ] = 2_000_000,
     column: ColumnOpt = None,
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
@@ -118,7 +126,9 @@ def analyze(
         formula_abs_tol_ns=round(formula_abs_tol_ms * 1e6),
         formula_rel_tol=formula_rel_tol,
     )
-    analysis = load_analysis(traces, options, column, time_unit, event_map, from_format)
+    analysis = load_analysis(
+        traces, options, column, time_unit, event_map, from_format, streaming, batch_rows
+    )
     _report_warnings(analysis)
     if requests_out:
         write_frame(analysis.requests_out(), requests_out)

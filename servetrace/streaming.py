@@ -1,0 +1,135 @@
+"""Analyse a trace larger than memory, batch by batch (``analyze --streaming``).
+
+The Polars streaming engine reads the trace in batches (``collect_batches``). Each batch
+is joined to the rows of requests still open from earlier batches; every request whose
+terminal event (and, when the trace logs them, its release) has been seen is *finished*
+and goes through exactly the same lifecycle and metric code as an in-memory trace. Open
+requests are carried on. What is kept between batches is small and mergeable:
+
+- one row per request (exact per-request metrics, invalid requests with their rule);
+- concurrency transitions (a few per request);
+- pooled ITL gaps as a log-bucketed histogram (``histogram.LogHistogram``).
+
+Peak memory therefore grows with the batch size and the number of requests open at once,
+not with the length of the trace. The trace must be written roughly in time order (as
+logs are); a request's events that arrive after it finished show up as a separate
+fragment under ``missing_arrival`` — the rows are still accounted for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import polars as pl
+
+from servetrace.errors import InputError
+from servetrace.histogram import LogHistogram
+from servetrace.ingest import Trace
+from servetrace.lifecycle import (
+    KEY,
+    Timeline,
+    TraceFacts,
+    build_timeline,
+    quarantined_rows,
+    trace_facts,
+)
+from servetrace.metrics import gap_frame, request_metrics
+from servetrace.pipeline import Analysis, AnalysisOptions, attribute_columns, span_warnings
+from servetrace.schema import TERMINAL_EVENTS
+from servetrace.summary import summarize
+
+DEFAULT_BATCH_ROWS = 2_000_000
+
+
+def _finished(buffer: pl.DataFrame, needs_release: bool) -> pl.Series:
+    """Request ids whose story is complete within ``buffer``."""
+    done = pl.col("event").is_in(TERMINAL_EVENTS).any()
+    if needs_release:
+        done = done & (pl.col("event") == "release").any()
+    status = buffer.group_by("request_id").agg(done.alias("done"))
+    return status.filter(pl.col("done"))["request_id"]
+
+
+def analyze_streaming(
+    trace: Trace,
+    options: AnalysisOptions | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+) -> Analysis:
+    options = options or AnalysisOptions()
+    facts = trace_facts(trace.events)
+    schema = trace.events.collect_schema()
+    attributes = attribute_columns(list(schema.names()))
+
+    parts: list[Timeline] = []
+    requests: list[pl.DataFrame] = []
+    quarantine: list[pl.DataFrame] = []
+    itl = LogHistogram()
+
+    def process(frame: pl.DataFrame) -> None:
+        if frame.height == 0:
+            return
+        timeline = build_timeline(frame, attributes, facts)
+        metrics = request_metrics(timeline, attributes)
+        itl.add(gap_frame(timeline, metrics)["itl_ns"])
+        # The tick frame is the bulk of a batch: drop it once its gaps are counted.
+        parts.append(replace(timeline, ticks=timeline.ticks.clear()))
+        requests.append(metrics)
+        if timeline.requests["rule"].null_count() < timeline.requests.height or (
+            timeline.row_quarantine.height
+        ):
+            quarantine.append(quarantined_rows(frame, timeline))
+
+    carry: pl.DataFrame | None = None
+    for batch in trace.events.collect_batches(chunk_size=batch_rows):
+        buffer = batch if carry is None else pl.concat([carry, batch], how="vertical_relaxed")
+        unplaceable = buffer["request_id"].is_null()
+        done = _finished(buffer, facts.has_releases)
+        finished = buffer.filter(pl.col("request_id").is_in(done.implode()) | unplaceable)
+        carry = buffer.filter(~pl.col("request_id").is_in(done.implode()) & ~unplaceable)
+        process(finished)
+    if carry is not None:
+        process(carry)  # in flight at the end, never released, or invalid
+
+    if not parts:
+        raise InputError(
+            f"{', '.join(trace.inputs)}: the trace has no event rows",
+            hint="a trace needs at least one row: request_id, event, ts",
+        )
+    timeline = _merge(parts, facts)
+    merged = pl.concat(requests, how="diagonal_relaxed")
+    summary = summarize(
+        timeline,
+        merged,
+        itl.describe(),
+        targets=options.goodput,
+        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
+        warnings=[
+            *span_warnings(timeline),
+            "streamed: ITL percentiles come from a log histogram (within ±0.0125%)",
+        ],
+    )
+    rows_out = pl.concat(quarantine, how="diagonal_relaxed") if quarantine else None
+    return Analysis(
+        inputs=trace.inputs,
+        events=rows_out if rows_out is not None else pl.DataFrame(),
+        timeline=timeline,
+        requests=merged,
+        gaps=pl.DataFrame(schema={KEY: pl.Int64, "request_id": pl.String, "itl_ns": pl.Int64}),
+        summary=summary,
+        attributes=tuple(attributes),
+        streamed_quarantine=rows_out,
+    )
+
+
+def _merge(parts: list[Timeline], facts: TraceFacts) -> Timeline:
+    first = parts[0]
+    return Timeline(
+        requests=pl.concat([p.requests for p in parts], how="diagonal_relaxed"),
+        ticks=first.ticks,
+        transitions=pl.concat([p.transitions for p in parts]),
+        row_quarantine=pl.concat([p.row_quarantine for p in parts], how="diagonal_relaxed"),
+        trace_start_ns=facts.start_ns,
+        trace_end_ns=facts.end_ns,
+        has_admissions=facts.has_admissions,
+        has_releases=facts.has_releases,
+    )
