@@ -340,17 +340,29 @@ def _normalise_event(frame: pl.LazyFrame, path: Path, options: IngestOptions) ->
 
 
 def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
+    """Token counts become Int64; text columns (CSV inference) must hold whole numbers."""
     schema = frame.collect_schema()
-    casts = []
-    for name in COUNT_COLUMNS:
-        if name not in schema:
-            continue
-        dtype = schema[name]
-        if not (dtype.is_numeric() or dtype == pl.Null):
-            raise InputError(
-                f"{path}: column {name!r} has type {dtype}, expected a whole number",
-            )
-        casts.append(pl.col(name).cast(pl.Int64, strict=False))
+    present = [c for c in COUNT_COLUMNS if c in schema]
+    bad_type = [c for c in present if not (schema[c].is_numeric() or schema[c] in (pl.Null, pl.String))]
+    if bad_type:
+        raise InputError(
+            f"{path}: column {bad_type[0]!r} has type {schema[bad_type[0]]}, "
+            "expected a whole number"
+        )
+    text = [c for c in present if schema[c] == pl.String]
+    if text:
+        failures = frame.select(
+            (pl.col(c).is_not_null() & pl.col(c).str.strip_chars().cast(pl.Int64, strict=False)
+             .is_null()).sum().alias(c)
+            for c in text
+        ).collect().row(0, named=True)
+        broken = [c for c, n in failures.items() if n]
+        if broken:
+            raise InputError(f"{path}: column {broken[0]!r} holds values that are not whole numbers")
+    casts = [
+        (pl.col(c).str.strip_chars() if c in text else pl.col(c)).cast(pl.Int64, strict=False)
+        for c in present
+    ]
     return frame.with_columns(casts) if casts else frame
 
 

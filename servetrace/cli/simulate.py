@@ -1,0 +1,79 @@
+"""``servetrace simulate``: a seeded continuous-batching engine model writing a trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from servetrace.cli._app import app, err_console, guarded
+from servetrace.cli.analyze import write_frame
+from servetrace.simulate import EngineConfig, Policy, simulate
+from servetrace.workloads import head, read_workload, scale_rate, synthetic_workload
+
+MS = 1_000_000
+
+
+@app.command("simulate")
+@guarded
+def simulate_command(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Trace to write (.parquet, .csv, …).")],
+    policy: Annotated[Policy, typer.Option(help="Scheduler.")] = Policy.FCFS,
+    workload: Annotated[
+        Path | None,
+        typer.Option(help="Replay a workload: Azure LLM 2023 CSV, Mooncake JSONL, or a "
+                     "table with arrival_ns, prompt_tokens, output_tokens."),
+    ] = None,
+    requests: Annotated[int, typer.Option(help="Synthetic workload: number of requests.")] = 1000,
+    rate: Annotated[float, typer.Option(help="Synthetic workload: mean arrivals per second.")] = 4.0,
+    burstiness: Annotated[
+        float, typer.Option(help="Gamma shape of inter-arrival times (1 = Poisson).")
+    ] = 1.0,
+    limit: Annotated[int | None, typer.Option(help="Replay only the first N requests.")] = None,
+    speed: Annotated[
+        float, typer.Option(help="Multiply the arrival rate (2 = twice as fast).")
+    ] = 1.0,
+    max_batch_tokens: Annotated[int, typer.Option(help="Token budget per engine step.")] = 4096,
+    max_running: Annotated[int, typer.Option(help="Most requests in the running batch.")] = 128,
+    kv_blocks: Annotated[int, typer.Option(help="KV-cache capacity in blocks.")] = 4096,
+    block_size: Annotated[int, typer.Option(help="Tokens per KV block.")] = 16,
+    cancel_fraction: Annotated[float, typer.Option(help="Share of clients that give up.")] = 0.0,
+    bundle_prob: Annotated[
+        float, typer.Option(help="Probability that a streamed chunk carries 2-4 tokens.")
+    ] = 0.0,
+    release_delay_ms: Annotated[
+        float | None, typer.Option(help="Emit release events this long after the end.")
+    ] = None,
+    horizon_s: Annotated[
+        float | None, typer.Option(help="Stop the log here (s after the first arrival).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
+) -> None:
+    """Simulate a continuous-batching engine and write its event log (seeded, exact)."""
+    if workload is not None:
+        load = read_workload(workload)
+    else:
+        load = synthetic_workload(requests, rate, seed=seed, burstiness=burstiness)
+    if limit is not None:
+        load = head(load, limit)
+    if speed != 1.0:
+        load = scale_rate(load, speed)
+    config = EngineConfig(
+        policy=policy.value,
+        max_batch_tokens=max_batch_tokens,
+        max_running=max_running,
+        kv_blocks=kv_blocks,
+        block_size=block_size,
+        cancel_fraction=cancel_fraction,
+        bundle_prob=bundle_prob,
+        release_delay_ns=round(release_delay_ms * MS) if release_delay_ms is not None else None,
+        horizon_ns=round(horizon_s * 1e9) if horizon_s is not None else None,
+        seed=seed,
+    )
+    events = simulate(load, config)
+    write_frame(events, output)
+    err_console.print(
+        f"wrote {output}: {events.height:,} events of {load.height:,} requests "
+        f"(policy {policy.value}, seed {seed})"
+    )
