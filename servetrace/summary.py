@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.formula import FormulaReport, check_formula
-from servetrace.lifecycle import KEY, RULES, Timeline
+from servetrace.lifecycle import RULES, Timeline
 from servetrace.metrics import LATENCY_METRICS
 from servetrace.stats import describe
 
@@ -73,12 +73,14 @@ class Summary:
 
 
 def _ids(frame: pl.DataFrame) -> list[object]:
-    return frame["request_id"].head(EXAMPLES_SHOWN).to_list()
+    """The first few request ids, earliest arrival first (stable across runs)."""
+    ordered = frame.sort("arrival_ns", "request_id", nulls_last=True)
+    return ordered["request_id"].head(EXAMPLES_SHOWN).to_list()
 
 
 def violations(timeline: Timeline) -> dict[str, dict[str, object]]:
     """Per rule: how many requests (and rows) broke it, with example request ids."""
-    invalid = timeline.requests.filter(pl.col("rule").is_not_null()).sort(KEY)
+    invalid = timeline.requests.filter(pl.col("rule").is_not_null())
     result: dict[str, dict[str, object]] = {}
     for rule in RULES:
         of_rule = invalid.filter(pl.col("rule") == rule)
@@ -238,7 +240,7 @@ def _leaked(timeline: Timeline, requests: pl.DataFrame) -> dict[str, object] | N
         pl.col("rule").is_null() & pl.col("terminal_ns").is_not_null()
         & (pl.col("n_release").fill_null(0) == 0)
     )
-    return {"requests": ended.height, "examples": _ids(ended.sort(KEY))}
+    return {"requests": ended.height, "examples": _ids(ended)}
 
 
 def _constant_flag(requests: pl.DataFrame, column: str) -> bool:
