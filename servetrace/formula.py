@@ -59,6 +59,8 @@ def _likely_cause() -> pl.Expr:
     return (
         pl.when(pl.col("preemptions") > 0)
         .then(pl.lit("preempted"))
+        .when(pl.col("itl_mean_ns").is_null() & (pl.col("output_tokens") > 1))
+        .then(pl.lit("no tick times"))
         .when(pl.col("output_tokens") != pl.col("ticks"))
         .then(pl.lit("multi-token chunks"))
         .when(pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns"))

@@ -231,14 +231,15 @@ def _control_aggregates(
     if not carried and not attributes:
         return per_seq
     # Request attributes: the first non-null value on any non-tick row (usually arrival).
-    # output_tokens is authoritative on the completion row only.
+    # output_tokens is authoritative on the terminal row (a client that cancelled may
+    # still report the tokens it received).
     rows = events.filter(~pl.col("event").is_in(TICK_EVENTS))
     aggs = [pl.col(c).drop_nulls().first().alias(c) for c in attributes]
     if "prompt_tokens" in carried:
         aggs.append(pl.col("prompt_tokens").drop_nulls().first())
     if "output_tokens" in carried:
         aggs.append(
-            pl.col("output_tokens").filter(e == "completion").drop_nulls().first().alias(
+            pl.col("output_tokens").filter(e.is_in(TERMINAL_EVENTS)).drop_nulls().first().alias(
                 "reported_output_tokens"
             )
         )

@@ -214,8 +214,17 @@ def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> dict[s
 
 def _cancelled(requests: pl.DataFrame) -> dict[str, object]:
     cancelled = requests.filter(pl.col("outcome") == "cancelled")
+    # Client tools end failed requests (HTTP 429, timeouts) with a cancellation too; the
+    # importer keeps their error code, so the report can tell failing from giving up.
+    # 499 is "client closed request": the client's own cancellation, not a failure.
+    failed = (
+        cancelled.filter(pl.col("error_code").is_not_null() & (pl.col("error_code") != 499)).height
+        if "error_code" in cancelled.columns
+        else 0
+    )
     return {
         "count": cancelled.height,
+        "with_error": failed,
         "output_tokens_delivered": int(cancelled["output_tokens"].sum()),
         "time_to_cancel_ns": describe(cancelled["e2e_ns"]),
         "examples": _ids(cancelled),

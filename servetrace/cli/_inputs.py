@@ -13,6 +13,7 @@ import polars as pl
 import typer
 
 from servetrace.cli._app import warn
+from servetrace.errors import InputError
 from servetrace.ingest import IngestOptions, parse_mapping, resolve_paths
 from servetrace.pipeline import Analysis, AnalysisOptions, analyze_events, analyze_paths
 
@@ -53,14 +54,19 @@ def _importable(paths: list[Path], from_format: str | None) -> str | None:
         return from_format
     if not all(p.suffix.lower() in JSON_SUFFIXES for p in paths):
         return None
-    try:
-        from servetrace.importers import detect_format
-    except ImportError:  # pragma: no cover - importers are part of the package
+    from servetrace.importers import detect_format
+
+    detected = {p: detect_format(p) for p in paths}
+    formats = set(detected.values())
+    if formats == {None}:
         return None
-    formats = {detect_format(p) for p in paths}
     if len(formats) == 1:
         return formats.pop()
-    return None
+    listed = "; ".join(f"{p}: {fmt or 'not a known export'}" for p, fmt in detected.items())
+    raise InputError(
+        f"the inputs are not all the same kind of file ({listed})",
+        hint="give one tool's per-request exports at a time (and --from FORMAT if needed)",
+    )
 
 
 def load_analysis(

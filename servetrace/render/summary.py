@@ -28,6 +28,8 @@ NS_PER_MS = 1e6
 STAT_KEYS = ("count", "mean", "std", "min", "p50", "p90", "p95", "p99", "p99_9", "max")
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
 DECOMPOSITION = ("queue_wait", "prefill", "decode")
+DECOMPOSITION_STYLES = {"queue_wait": "red", "prefill": "yellow", "ttft": "yellow",
+                        "decode": "green"}
 
 
 class SummaryFormat(str, Enum):
@@ -187,21 +189,24 @@ def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
 
 
 def _decomposition_text(summary: Summary) -> Text:
-    """queue → prefill → decode as shares of the mean response time, with a bar."""
-    parts = [(name, summary.metrics[name]["mean"]) for name in DECOMPOSITION]
-    known = [(n, float(v)) for n, v in parts if v is not None]
+    """queue → prefill → decode as shares of the mean response time, with a bar.
+
+    A client-side trace has no admission: its response splits into TTFT → decode.
+    """
+    metrics = summary.metrics
+    names = DECOMPOSITION if metrics["queue_wait"]["count"] else ("ttft", "decode")
+    known = [(n, float(metrics[n]["mean"])) for n in names if metrics[n]["mean"] is not None]
     total = sum(v for _, v in known)
-    text = Text("mean response = ")
     if not known or total <= 0:
-        return Text("decomposition unavailable (no admission or tick times)")
-    styles = {"queue_wait": "red", "prefill": "yellow", "decode": "green"}
-    bar = Text()
+        return Text("decomposition unavailable (no completed request with tick times)")
+    text, bar = Text("mean response = "), Text()
     for i, (name, value) in enumerate(known):
         share = value / total
         if i:
             text.append(" → ")
-        text.append(f"{name} {value / NS_PER_MS:,.1f} ms ({share:.0%})", style=styles[name])
-        bar.append("█" * max(0, round(share * 40)), style=styles[name])
+        style = DECOMPOSITION_STYLES[name]
+        text.append(f"{name} {value / NS_PER_MS:,.1f} ms ({share:.0%})", style=style)
+        bar.append("█" * round(share * 40), style=style)
     return Text.assemble(text, "\n", bar)
 
 
@@ -249,6 +254,8 @@ def _lines(summary: Summary) -> list[str]:
         lines.append(
             "cancelled in: " + ", ".join(f"{k} {v:,}" for k, v in ci.items())
             + f"; {tokens:,} tokens delivered before cancel"
+            + (f"; {summary.cancelled['with_error']:,} of them ended with an error"
+               if summary.cancelled.get("with_error") else "")
         )
     if summary.outcomes["in_flight"]:
         lines.append(
@@ -289,6 +296,7 @@ def _formula_lines(report: FormulaReport) -> list[str]:
             f"{fl.within_tolerance:,} of {fl.checked:,} within ({fl.share_within:.1%}); "
             f"worst: {worst}"
         )
+    lines.extend(f"formula: {note}" for note in report.notes)
     return lines
 
 

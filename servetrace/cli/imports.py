@@ -1,0 +1,35 @@
+"""``servetrace import``: another tool's per-request export → a canonical trace file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from servetrace.cli._app import app, err_console, guarded, warn
+from servetrace.cli.analyze import write_frame
+from servetrace.importers import FORMATS, import_file
+
+
+@app.command("import")
+@guarded
+def import_command(
+    fmt: Annotated[
+        str, typer.Argument(metavar="FORMAT", help="One of: " + ", ".join(FORMATS) + ", auto.")
+    ],
+    file: Annotated[Path, typer.Argument(help="The tool's per-request export.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Canonical trace to write (.parquet, .csv, …).")
+    ],
+) -> None:
+    """Convert an AIPerf, GenAI-Perf, vLLM bench, GuideLLM or LLMPerf export."""
+    result = import_file(file, None if fmt == "auto" else fmt)
+    for message in result.warnings:
+        warn(f"{file}: {message}")
+    write_frame(result.events, output)
+    kind = "request-level (no per-token times)" if result.request_level else "per-token"
+    err_console.print(
+        f"wrote {output}: {result.events.height:,} events from {result.records:,} "
+        f"{result.format} records, {kind}, client-side"
+    )
