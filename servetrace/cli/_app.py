@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from servetrace.errors import ExitCode, ServetraceError
 
@@ -28,13 +29,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def report_error(error: ServetraceError) -> None:
-    err_console.print(f"[bold red]error:[/] {error.message}", markup=True)
+    # User text (paths, rules) may contain [brackets]: never let Rich read it as markup.
+    err_console.print(f"[bold red]error:[/] {escape(error.message)}")
     if error.hint:
-        err_console.print(f"[bold]hint:[/] {error.hint}", markup=True)
+        err_console.print(f"[bold]hint:[/] {escape(error.hint)}")
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[bold yellow]warning:[/] {message}")
+    err_console.print(f"[bold yellow]warning:[/] {escape(message)}")
 
 
 def guarded(command: F) -> F:

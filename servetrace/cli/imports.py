@@ -31,5 +31,6 @@ def import_command(
     kind = "request-level (no per-token times)" if result.request_level else "per-token"
     err_console.print(
         f"wrote {output}: {result.events.height:,} events from {result.records:,} "
-        f"{result.format} records, {kind}, client-side"
+        f"{result.format} records, {kind}, client-side",
+        markup=False,
     )

@@ -75,5 +75,6 @@ def simulate_command(
     write_frame(events, output)
     err_console.print(
         f"wrote {output}: {events.height:,} events of {load.height:,} requests "
-        f"(policy {policy.value}, seed {seed})"
+        f"(policy {policy.value}, seed {seed})",
+        markup=False,
     )

@@ -1,0 +1,1098 @@
+"""Workload matching and the comparison of a baseline trace with a candidate.
+
+The baseline comes first (pyperf's rule): every ratio is ``candidate / baseline``.
+
+**Is it a controlled comparison?** ``match_workloads`` pairs the requests of the two
+traces by a key (``request_id``, or ``pair_on``), the k-th occurrence of a key with the
+k-th occurrence in arrival order, and checks arrival offsets (relative to each trace's
+first arrival, within ``arrival_tolerance_ns``) and lengths (prompt tokens where both
+traces know them; output tokens of requests completed in both):
+
+- ``identical``: the same keys, every offset within tolerance, every known length equal;
+- ``same_requests``: the same keys, but some timing or length differs (if the prompt
+  lengths of most pairs differ, the ids only coincide and the verdict is ``different``);
+- ``partial``: some keys shared; compared unpaired;
+- ``different``: no key shared; "differences may come from the load, not the policy".
+
+When no key is shared and ``pair_on`` was not given, requests are paired **by position**
+(k-th arrival with k-th arrival) if both traces have the same number of requests and the
+pairs line up: at least 99% of the known prompt and output lengths agree, or, when no
+length is known, every arrival offset is within tolerance.
+
+**Statistics.** ``identical`` and ``same_requests`` workloads are *paired*: latency
+metrics compare the requests completed in both traces, with a paired bootstrap. Other
+workloads are compared unpaired, each trace's completed requests on their own. ITL
+pools gaps, which do not pair: it is always bootstrapped unpaired, with the effective
+sample size of its design effect (gaps of one request are correlated). Rates use the
+compound-Poisson interval, fractions the unpaired bootstrap of the per-request
+indicator. See ``servetrace.stats`` for the methods, and why a row's p-value is that of
+its own statistic (a Wilcoxon/Mann-Whitney test per metric is reported next to it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+
+from servetrace import stats as st
+from servetrace.errors import UsageError
+from servetrace.metric_specs import (
+    COMPLETED,
+    DEFAULT_COMPARE_METRICS,
+    NS_PER_MS,
+    AnalysisLike,
+    GoodputTarget,
+    MetricSpec,
+    MetricUnavailable,
+    check_stat,
+    get_metric,
+    metric_value,
+    outcome_contributions,
+    to_display,
+    window_s,
+)
+
+WorkloadVerdict = Literal["identical", "same_requests", "partial", "different"]
+DEFAULT_ARRIVAL_TOLERANCE_NS = 10 * NS_PER_MS
+# Position pairing needs this share of the known lengths to agree.
+POSITION_AGREEMENT = 0.99
+# Below this many values above a percentile, the percentile is flagged as unreliable.
+TAIL_VALUES = 10
+
+ROW_SCHEMA: dict[str, Any] = {
+    "candidate": pl.String,
+    "metric": pl.String,
+    "stat": pl.String,
+    "unit": pl.String,
+    "baseline": pl.Float64,
+    "candidate_value": pl.Float64,
+    "ratio": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_value": pl.Float64,
+    "significant": pl.Boolean,
+    "better": pl.String,
+    "verdict": pl.String,
+    "words": pl.String,
+    "paired": pl.Boolean,
+    "method": pl.String,
+    "n_baseline": pl.Int64,
+    "n_candidate": pl.Int64,
+}
+TEST_SCHEMA: dict[str, Any] = {
+    "candidate": pl.String,
+    "metric": pl.String,
+    "test": pl.String,
+    "based_on": pl.String,
+    "n_baseline": pl.Int64,
+    "n_candidate": pl.Int64,
+    "statistic": pl.Float64,
+    "p_value": pl.Float64,
+}
+DECOMPOSITION_COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("queue_wait", "queue_wait_ns"),
+    ("prefill", "prefill_ns"),
+    ("decode", "decode_ns"),
+    ("delivery_tail", "delivery_tail_ns"),
+)
+
+
+# --------------------------------------------------------------------------- workload
+@dataclass(frozen=True)
+class WorkloadMatch:
+    """Whether two traces ran the same workload, and how their requests pair.
+
+    ``pairs`` holds ``base_row``/``cand_row``: row positions in each ``requests`` frame
+    of every pair found (used for statistics only when ``paired``).
+    """
+
+    verdict: WorkloadVerdict
+    shared_requests: int
+    paired: bool
+    paired_by: str | None
+    baseline_requests: int
+    candidate_requests: int
+    arrival_mismatches: int
+    max_arrival_offset_diff_ns: int | None
+    prompt_length_mismatches: int
+    output_length_mismatches: int
+    arrival_tolerance_ns: int
+    pairs: pl.DataFrame = field(repr=False)
+
+    @property
+    def message(self) -> str:
+        tol = f"{self.arrival_tolerance_ns / NS_PER_MS:g} ms"
+        n = self.shared_requests
+        by = f"paired by {self.paired_by}" if self.paired_by else "unpaired"
+        if self.verdict == "identical":
+            return (
+                f"identical workload: {n} requests with the same arrival offsets "
+                f"(within {tol}) and lengths; {by}"
+            )
+        if self.verdict == "same_requests":
+            parts = []
+            if self.arrival_mismatches:
+                worst = (self.max_arrival_offset_diff_ns or 0) / NS_PER_MS
+                parts.append(
+                    f"{self.arrival_mismatches} arrival offsets differ by more than {tol} "
+                    f"(at most {worst:.4g} ms)"
+                )
+            if self.prompt_length_mismatches:
+                parts.append(f"{self.prompt_length_mismatches} prompt lengths differ")
+            if self.output_length_mismatches:
+                parts.append(f"{self.output_length_mismatches} output lengths differ")
+            return f"same {n} requests, but " + "; ".join(parts) + f"; {by}"
+        if self.verdict == "partial":
+            return (
+                f"partial workload match: {n} shared requests of {self.baseline_requests} "
+                f"(baseline) and {self.candidate_requests} (candidate); compared unpaired: "
+                "differences may come from the load, not the policy"
+            )
+        return (
+            "different workloads (no shared requests): differences may come from the "
+            "load, not the policy"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        worst = self.max_arrival_offset_diff_ns
+        return {
+            "verdict": self.verdict,
+            "shared_requests": self.shared_requests,
+            "paired": self.paired,
+            "paired_by": self.paired_by,
+            "baseline_requests": self.baseline_requests,
+            "candidate_requests": self.candidate_requests,
+            "arrival_tolerance_ms": self.arrival_tolerance_ns / NS_PER_MS,
+            "arrival_mismatches": self.arrival_mismatches,
+            "max_arrival_offset_diff_ms": None if worst is None else worst / NS_PER_MS,
+            "prompt_length_mismatches": self.prompt_length_mismatches,
+            "output_length_mismatches": self.output_length_mismatches,
+            "message": self.message,
+        }
+
+
+def _int_column(frame: pl.DataFrame, name: str) -> pl.Expr:
+    if name in frame.columns:
+        return pl.col(name).cast(pl.Int64)
+    return pl.lit(None, dtype=pl.Int64).alias(name)
+
+
+def _prepare(requests: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Row, key, occurrence, arrival offset, lengths, completion of every request."""
+    return (
+        requests.with_row_index("_row")
+        .select(
+            pl.col("_row").cast(pl.Int64),
+            pl.col(key).cast(pl.String).alias("_key"),
+            (pl.col("arrival_ns") - pl.col("arrival_ns").min()).alias("_offset"),
+            _int_column(requests, "prompt_tokens").alias("_prompt"),
+            _int_column(requests, "output_tokens").alias("_output"),
+            (pl.col("outcome") == COMPLETED).alias("_completed"),
+        )
+        .sort("_offset", "_row")
+        .with_columns(_pos=pl.int_range(pl.len()))
+    )
+
+
+@dataclass(frozen=True)
+class _Consistency:
+    arrival: int
+    worst: int | None
+    prompt: int
+    prompt_known: int
+    output: int
+    output_known: int
+
+    @property
+    def clean(self) -> bool:
+        return self.arrival == 0 and self.prompt == 0 and self.output == 0
+
+
+def _consistency(joined: pl.DataFrame, tolerance_ns: int) -> _Consistency:
+    if joined.height == 0:
+        return _Consistency(0, None, 0, 0, 0, 0)
+    diff = (pl.col("_offset") - pl.col("_offset_c")).abs()
+    prompt_known = pl.col("_prompt").is_not_null() & pl.col("_prompt_c").is_not_null()
+    output_known = (
+        pl.col("_completed")
+        & pl.col("_completed_c")
+        & pl.col("_output").is_not_null()
+        & pl.col("_output_c").is_not_null()
+    )
+    row = joined.select(
+        (diff > tolerance_ns).sum().alias("arrival"),
+        diff.max().alias("worst"),
+        (prompt_known & (pl.col("_prompt") != pl.col("_prompt_c"))).sum().alias("prompt"),
+        prompt_known.sum().alias("prompt_known"),
+        (output_known & (pl.col("_output") != pl.col("_output_c"))).sum().alias("output"),
+        output_known.sum().alias("output_known"),
+    ).row(0, named=True)
+    worst = row["worst"]
+    return _Consistency(
+        int(row["arrival"]),
+        None if worst is None else int(worst),
+        int(row["prompt"]),
+        int(row["prompt_known"]),
+        int(row["output"]),
+        int(row["output_known"]),
+    )
+
+
+def _lines_up(check: _Consistency, pairs: int) -> bool:
+    """Whether position pairs look like the same requests (see the module docstring)."""
+    if check.prompt_known == 0 and check.output_known == 0:
+        return check.arrival == 0
+    for wrong, known in ((check.prompt, check.prompt_known), (check.output, check.output_known)):
+        if known and (known - wrong) < POSITION_AGREEMENT * known:
+            return False
+    return pairs > 0
+
+
+def match_workloads(
+    base_requests: pl.DataFrame,
+    cand_requests: pl.DataFrame,
+    pair_on: str | None = None,
+    arrival_tolerance_ns: int = DEFAULT_ARRIVAL_TOLERANCE_NS,
+) -> WorkloadMatch:
+    """Match the workloads of two traces' ``requests`` frames (see the module docstring)."""
+    key = pair_on or "request_id"
+    missing = [
+        f"{name} ({', '.join(frame.columns)})"
+        for name, frame in (("baseline", base_requests), ("candidate", cand_requests))
+        if key not in frame.columns
+    ]
+    if missing:
+        raise UsageError(
+            f"cannot pair requests on {key!r}: no such column in " + "; ".join(missing),
+            hint="give --pair-on a column that both traces carry",
+        )
+    base = _prepare(base_requests, key)
+    cand = _prepare(cand_requests, key)
+    keyed_b = base.filter(pl.col("_key").is_not_null()).with_columns(
+        _occ=pl.int_range(pl.len()).over("_key")
+    )
+    keyed_c = cand.filter(pl.col("_key").is_not_null()).with_columns(
+        _occ=pl.int_range(pl.len()).over("_key")
+    )
+    joined = keyed_b.join(keyed_c, on=["_key", "_occ"], how="inner", suffix="_c").sort("_row")
+    nb, nc = base_requests.height, cand_requests.height
+    shared = joined.height
+    paired_by: str | None = key
+    check = _consistency(joined, arrival_tolerance_ns)
+    verdict: WorkloadVerdict
+    if shared == 0:
+        verdict = "different"
+        paired_by = None
+        if pair_on is None and nb == nc and nb > 0:
+            by_position = base.join(cand, on="_pos", how="inner", suffix="_c").sort("_row")
+            position_check = _consistency(by_position, arrival_tolerance_ns)
+            if _lines_up(position_check, by_position.height):
+                joined, check, shared, paired_by = (
+                    by_position,
+                    position_check,
+                    by_position.height,
+                    "position",
+                )
+                verdict = "identical" if check.clean else "same_requests"
+    elif shared == nb == nc:
+        ids_only = check.prompt_known > 0 and check.prompt > check.prompt_known / 2
+        if ids_only:
+            verdict, paired_by = "different", None
+        else:
+            verdict = "identical" if check.clean else "same_requests"
+    else:
+        verdict = "partial"
+    paired = verdict in ("identical", "same_requests")
+    pairs = joined.select(pl.col("_row").alias("base_row"), pl.col("_row_c").alias("cand_row"))
+    return WorkloadMatch(
+        verdict=verdict,
+        shared_requests=shared,
+        paired=paired,
+        paired_by=paired_by if paired else None,
+        baseline_requests=nb,
+        candidate_requests=nc,
+        arrival_mismatches=check.arrival,
+        max_arrival_offset_diff_ns=check.worst,
+        prompt_length_mismatches=check.prompt,
+        output_length_mismatches=check.output,
+        arrival_tolerance_ns=int(arrival_tolerance_ns),
+        pairs=pairs,
+    )
+
+
+# --------------------------------------------------------------------------- populations
+@dataclass(frozen=True)
+class _Population:
+    """The requests (and their gaps) that latency statistics describe, per side."""
+
+    paired: bool
+    base: pl.DataFrame
+    cand: pl.DataFrame
+    base_gaps: pl.DataFrame
+    cand_gaps: pl.DataFrame
+
+
+def _gaps_of(analysis: AnalysisLike, requests: pl.DataFrame) -> pl.DataFrame:
+    gaps = analysis.gaps
+    if gaps.height == 0 or requests.height == 0:
+        return gaps.clear()
+    ids = requests.select(pl.col("request_id").cast(gaps.schema["request_id"]))
+    return gaps.join(ids, on="request_id", how="semi")
+
+
+def _population(base: AnalysisLike, cand: AnalysisLike, match: WorkloadMatch) -> _Population:
+    if match.paired:
+        rows = (
+            match.pairs.join(
+                base.requests.with_row_index("base_row").select(
+                    pl.col("base_row").cast(pl.Int64), (pl.col("outcome") == COMPLETED).alias("b")
+                ),
+                on="base_row",
+            )
+            .join(
+                cand.requests.with_row_index("cand_row").select(
+                    pl.col("cand_row").cast(pl.Int64), (pl.col("outcome") == COMPLETED).alias("c")
+                ),
+                on="cand_row",
+            )
+            .filter(pl.col("b") & pl.col("c"))
+            .sort("base_row")
+        )
+        b = base.requests[rows.get_column("base_row").to_numpy()]
+        c = cand.requests[rows.get_column("cand_row").to_numpy()]
+    else:
+        b = base.requests.filter(pl.col("outcome") == COMPLETED)
+        c = cand.requests.filter(pl.col("outcome") == COMPLETED)
+    return _Population(match.paired, b, c, _gaps_of(base, b), _gaps_of(cand, c))
+
+
+# --------------------------------------------------------------------------- rows
+@dataclass(frozen=True)
+class Measured:
+    """One compared statistic: its metric, interval and verdict (internal units)."""
+
+    spec: MetricSpec
+    stat: str
+    ci: st.RatioCI
+    change: st.Change
+    paired: bool
+
+
+@dataclass
+class _Context:
+    base: AnalysisLike
+    cand: AnalysisLike
+    population: _Population
+    seed: int
+    resamples: int
+    confidence: float
+    min_change: float
+    max_resample_size: int
+    goodput: tuple[GoodputTarget, ...]
+    notes: list[str] = field(default_factory=list)
+    tests: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _array(frame: pl.DataFrame, column: str) -> np.ndarray:
+    if column not in frame.columns:
+        raise MetricUnavailable(f"the trace has no {column} column")
+    return frame.get_column(column).cast(pl.Float64).fill_null(np.nan).to_numpy()
+
+
+def _clusters(gaps: pl.DataFrame) -> np.ndarray:
+    codes = gaps.select(pl.col("request_id").rank("dense").cast(pl.Int64) - 1).to_series()
+    return codes.to_numpy()
+
+
+def _gap_n_eff(values: np.ndarray, codes: np.ndarray, stats: Sequence[str]) -> dict[str, float]:
+    """Effective sample size of pooled gaps per statistic (n / design effect)."""
+    out: dict[str, float] = {}
+    if values.size == 0:
+        return out
+    for stat in stats:
+        q = st.percentile_of(stat)
+        if q is None:
+            y = values
+        else:
+            cut = np.percentile(values, q, method=st.PERCENTILE_METHOD)
+            y = (values <= cut).astype(np.float64)
+        out[stat] = values.size / st.design_effect(y, codes)
+    return out
+
+
+def _measure_latency(ctx: _Context, spec: MetricSpec, stats: Sequence[str]) -> list[Measured]:
+    pop = ctx.population
+    boot_stats = [s for s in stats if s != "count"]
+    out: list[Measured] = []
+    if spec.source == "gaps":
+        gb, gc = pop.base_gaps, pop.cand_gaps
+        for gaps, requests in ((gb, pop.base), (gc, pop.cand)):
+            if gaps.height == 0 and _has_gaps(requests):
+                raise MetricUnavailable(
+                    "no per-gap samples (a streamed analysis keeps only a histogram)"
+                )
+        b = _array(gb, spec.column)
+        c = _array(gc, spec.column)
+        cis = (
+            st.bootstrap_ratio_cis(
+                b,
+                c,
+                boot_stats,
+                paired=False,
+                resamples=ctx.resamples,
+                seed=ctx.seed,
+                confidence=ctx.confidence,
+                max_resample_size=ctx.max_resample_size,
+                n_eff_base=_gap_n_eff(b, _clusters(gb), boot_stats),
+                n_eff_cand=_gap_n_eff(c, _clusters(gc), boot_stats),
+            )
+            if boot_stats
+            else {}
+        )
+        paired = False
+        if "itl_mean_ns" in pop.base.columns and "itl_mean_ns" in pop.cand.columns:
+            _rank_test(
+                ctx,
+                spec,
+                _array(pop.base, "itl_mean_ns"),
+                _array(pop.cand, "itl_mean_ns"),
+                pop.paired,
+                "itl_mean_ns per request",
+            )
+    else:
+        b = _array(pop.base, spec.column)
+        c = _array(pop.cand, spec.column)
+        paired = pop.paired
+        cis = (
+            st.bootstrap_ratio_cis(
+                b,
+                c,
+                boot_stats,
+                paired=paired,
+                resamples=ctx.resamples,
+                seed=ctx.seed,
+                confidence=ctx.confidence,
+                max_resample_size=ctx.max_resample_size,
+            )
+            if boot_stats
+            else {}
+        )
+        _rank_test(ctx, spec, b, c, paired, f"{spec.column} per request")
+    for stat in stats:
+        if stat == "count":
+            ci = st.rate_ratio_ci(
+                np.ones(int(np.count_nonzero(~np.isnan(b)))),
+                np.ones(int(np.count_nonzero(~np.isnan(c)))),
+                confidence=ctx.confidence,
+                stat="count",
+            )
+        else:
+            ci = cis[stat]
+        out.append(_measured(ctx, spec, stat, ci, paired))
+    return out
+
+
+def _has_gaps(requests: pl.DataFrame) -> bool:
+    """Whether some request had two output ticks or more (so ITL gaps should exist)."""
+    return "ticks" in requests.columns and bool((requests.get_column("ticks") > 1).any())
+
+
+def _rank_test(
+    ctx: _Context, spec: MetricSpec, b: np.ndarray, c: np.ndarray, paired: bool, based_on: str
+) -> None:
+    result = st.paired_test(b, c) if paired else st.unpaired_test(b, c)
+    ctx.tests.append(
+        {
+            "metric": spec.name,
+            "test": result.name,
+            "based_on": based_on,
+            "n_baseline": result.n_baseline,
+            "n_candidate": result.n_candidate,
+            "statistic": result.statistic,
+            "p_value": result.p_value,
+        }
+    )
+
+
+def _measured(ctx: _Context, spec: MetricSpec, stat: str, ci: st.RatioCI, paired: bool) -> Measured:
+    change = st.assess_change(
+        ci,
+        spec.better,
+        ctx.min_change,
+        speed=spec.kind != "outcome" and stat not in ("fraction", "count"),
+    )
+    return Measured(spec, stat, ci, change, paired)
+
+
+def _measure_rate(ctx: _Context, spec: MetricSpec, stats: Sequence[str]) -> list[Measured]:
+    """throughput, goodput, cancelled and preemption rows."""
+    out: list[Measured] = []
+    for stat in stats:
+        try:
+            out.append(_measure_rate_stat(ctx, spec, stat))
+        except MetricUnavailable as error:
+            ctx.notes.append(f"{spec.name}.{stat} skipped: {error.message}")
+    return out
+
+
+def _measure_rate_stat(ctx: _Context, spec: MetricSpec, stat: str) -> Measured:
+    base, cand = ctx.base, ctx.cand
+    vb = metric_value(base, spec.name, stat, goodput=ctx.goodput)
+    vc = metric_value(cand, spec.name, stat, goodput=ctx.goodput)
+    if spec.name == "throughput" or stat in ("requests_per_s", "count"):
+        xb = _rate_contributions(base, spec, stat, vb, ctx)
+        xc = _rate_contributions(cand, spec, stat, vc, ctx)
+        ci = st.rate_ratio_ci(
+            xb, xc, base_value=vb, cand_value=vc, confidence=ctx.confidence, stat=stat
+        )
+    else:  # a fraction or mean over requests: the bootstrap of the per-request values
+        xb = outcome_contributions(base, spec, stat, ctx.goodput)
+        xc = outcome_contributions(cand, spec, stat, ctx.goodput)
+        ci = st.bootstrap_ratio_ci(
+            xb,
+            xc,
+            "mean",
+            paired=False,
+            resamples=ctx.resamples,
+            seed=ctx.seed,
+            confidence=ctx.confidence,
+            max_resample_size=ctx.max_resample_size,
+        )
+        ci = replace(ci, stat=stat)
+        _rank_test(ctx, spec, xb, xc, False, f"{spec.name} per request ({stat})")
+    return _measured(ctx, spec, stat, ci, False)
+
+
+def _rate_contributions(
+    analysis: AnalysisLike, spec: MetricSpec, stat: str, value: float | None, ctx: _Context
+) -> np.ndarray:
+    """What each request adds to a rate or count, for its compound-Poisson variance."""
+    requests = analysis.requests
+    if spec.name == "throughput":  # completed requests, as servetrace.summary counts them
+        done = requests.filter(pl.col("outcome") == COMPLETED)
+        if stat == "requests_per_s":
+            return np.ones(done.height)
+        if "output_tokens" not in requests.columns:
+            raise MetricUnavailable("the trace has no output_tokens column")
+        tokens = pl.col("output_tokens").cast(pl.Float64).fill_null(0)
+        if stat == "total_tokens_per_s" and "prompt_tokens" in requests.columns:
+            tokens = tokens + pl.col("prompt_tokens").cast(pl.Float64).fill_null(0)
+        return done.select(tokens).to_series().to_numpy()
+    if spec.name == "goodput" and not ctx.goodput:
+        # Only the summary's rate is known: as many unit events as good requests.
+        window = window_s(analysis) or 0.0
+        return np.ones(round((value or 0.0) * window))
+    return outcome_contributions(analysis, spec, stat, ctx.goodput)
+
+
+# --------------------------------------------------------------------------- compare
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison of one candidate with the baseline.
+
+    ``rows`` follows the JSON contract (values in reporting units: ms for times, plus
+    ``words``, ``paired``, ``method``, ``n_baseline``, ``n_candidate``); ``tests`` has a
+    rank test per metric; ``decomposition`` the queue-wait/prefill/decode/delivery-tail
+    deltas of mean and p50 (ms); ``buckets`` (paired only) the mean per-request deltas
+    by prompt-length and output-length quartile.
+    """
+
+    baseline_label: str
+    candidate_label: str
+    workload: WorkloadMatch
+    rows: pl.DataFrame
+    tests: pl.DataFrame
+    decomposition: pl.DataFrame
+    buckets: pl.DataFrame | None
+    tradeoff: str | None
+    warnings: tuple[str, ...]
+    notes: tuple[str, ...]
+    seed: int
+    resamples: int
+    confidence: float
+    min_change: float
+    max_resample_size: int
+    measured: tuple[Measured, ...] = field(repr=False, default=())
+
+    @property
+    def significant(self) -> pl.DataFrame:
+        return self.rows.filter(pl.col("significant"))
+
+    def method(self) -> dict[str, Any]:
+        return {
+            "bootstrap": "paired" if self.workload.paired else "independent",
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "min_change": self.min_change,
+            "max_resample_size": self.max_resample_size,
+            "percentiles": st.PERCENTILE_METHOD,
+            "rates": "compound-Poisson Wald interval on the log ratio",
+            "significant": (
+                f"{self.confidence:.0%} interval of the ratio excludes 1 and the change "
+                f"exceeds {self.min_change:.0%}"
+            ),
+        }
+
+
+def _resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricSpec], list[str]]:
+    problems: list[str] = []
+    specs: list[MetricSpec] = []
+    for name in metrics:
+        try:
+            spec = get_metric(name)
+        except UsageError as error:
+            problems.append(error.message)
+            continue
+        if spec not in specs:
+            specs.append(spec)
+    canonical: list[str] = []
+    for stat in stats:
+        name = st.canonical_stat(stat)
+        if not st.is_statistic(name):
+            problems.append(f"unknown statistic {stat!r}")
+        elif name not in canonical:
+            canonical.append(name)
+    if problems:
+        raise UsageError(
+            "; ".join(problems),
+            hint="metrics: "
+            + ", ".join(DEFAULT_COMPARE_METRICS)
+            + "; statistics: mean, std, min, max, p50, p90, p99, p99_9 or any pNN",
+        )
+    return specs, canonical
+
+
+def _validate(resamples: int, confidence: float, min_change: float) -> None:
+    problems = []
+    if resamples < 100:
+        problems.append(f"resamples must be at least 100 (got {resamples})")
+    if not 0.5 <= confidence < 1.0:
+        problems.append(f"confidence must be in [0.5, 1) (got {confidence})")
+    if min_change < 0:
+        problems.append(f"min_change must not be negative (got {min_change})")
+    if problems:
+        raise UsageError("; ".join(problems))
+
+
+def _context(
+    base: AnalysisLike,
+    cand: AnalysisLike,
+    match: WorkloadMatch,
+    *,
+    seed: int,
+    resamples: int,
+    confidence: float,
+    min_change: float,
+    max_resample_size: int,
+    goodput: Sequence[GoodputTarget],
+) -> _Context:
+    _validate(resamples, confidence, min_change)
+    return _Context(
+        base,
+        cand,
+        _population(base, cand, match),
+        seed,
+        resamples,
+        confidence,
+        min_change,
+        max_resample_size,
+        tuple(goodput),
+    )
+
+
+def _measure(ctx: _Context, keys: Sequence[tuple[str, str]]) -> list[Measured]:
+    grouped: dict[str, list[str]] = {}
+    for metric, stat in keys:
+        spec = get_metric(metric)
+        canonical = check_stat(spec, stat)
+        stats = grouped.setdefault(spec.name, [])
+        if canonical not in stats:
+            stats.append(canonical)
+    out: list[Measured] = []
+    for name, stats in grouped.items():
+        spec = get_metric(name)
+        if spec.kind == "latency":
+            try:
+                out.extend(_measure_latency(ctx, spec, stats))
+            except MetricUnavailable as error:
+                ctx.notes.append(f"{name} skipped: {error.message}")
+        else:
+            out.extend(_measure_rate(ctx, spec, stats))
+    return out
+
+
+def measure(
+    base: AnalysisLike,
+    cand: AnalysisLike,
+    keys: Sequence[tuple[str, str]],
+    *,
+    match: WorkloadMatch | None = None,
+    seed: int = 0,
+    resamples: int = st.DEFAULT_RESAMPLES,
+    confidence: float = st.DEFAULT_CONFIDENCE,
+    min_change: float = 0.05,
+    max_resample_size: int = st.DEFAULT_MAX_RESAMPLE_SIZE,
+    goodput: Sequence[GoodputTarget] = (),
+    pair_on: str | None = None,
+) -> tuple[list[Measured], list[str]]:
+    """Compare exactly the given ``(metric, stat)`` keys; returns the rows and notes.
+
+    The engine behind ``compare`` and behind the regression budgets of ``check``.
+    """
+    if match is None:
+        match = match_workloads(base.requests, cand.requests, pair_on)
+    ctx = _context(
+        base,
+        cand,
+        match,
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+        min_change=min_change,
+        max_resample_size=max_resample_size,
+        goodput=goodput,
+    )
+    return _measure(ctx, keys), ctx.notes
+
+
+def compare(
+    base: AnalysisLike,
+    cand: AnalysisLike,
+    *,
+    metrics: Sequence[str] = DEFAULT_COMPARE_METRICS,
+    stats: Sequence[str] = st.DEFAULT_COMPARE_STATS,
+    seed: int = 0,
+    resamples: int = st.DEFAULT_RESAMPLES,
+    min_change: float = 0.05,
+    confidence: float = st.DEFAULT_CONFIDENCE,
+    pair_on: str | None = None,
+    arrival_tolerance_ns: int = DEFAULT_ARRIVAL_TOLERANCE_NS,
+    goodput: Sequence[GoodputTarget] = (),
+    baseline_label: str = "baseline",
+    candidate_label: str = "candidate",
+    max_resample_size: int = st.DEFAULT_MAX_RESAMPLE_SIZE,
+) -> Comparison:
+    """Compare a candidate trace with the baseline (the reference).
+
+    Latency metrics get one row per statistic in ``stats``; throughput, goodput,
+    cancelled and preemptions one row per statistic of their own. Metrics the traces
+    cannot provide (no goodput targets, no prompt lengths) are skipped with a note.
+    """
+    specs, stat_names = _resolve(metrics, stats)
+    match = match_workloads(base.requests, cand.requests, pair_on, arrival_tolerance_ns)
+    ctx = _context(
+        base,
+        cand,
+        match,
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+        min_change=min_change,
+        max_resample_size=max_resample_size,
+        goodput=goodput,
+    )
+    keys = [
+        (spec.name, stat)
+        for spec in specs
+        for stat in (stat_names if spec.kind == "latency" else spec.stats)
+    ]
+    measured = _measure(ctx, keys)
+    population = ctx.population
+    rows = _rows_frame(measured, candidate_label)
+    tests = pl.DataFrame(
+        [{"candidate": candidate_label, **test} for test in ctx.tests], schema=TEST_SCHEMA
+    )
+    warnings = _warnings(match, population, stat_names, baseline_label, candidate_label)
+    return Comparison(
+        baseline_label=baseline_label,
+        candidate_label=candidate_label,
+        workload=match,
+        rows=rows,
+        tests=tests,
+        decomposition=decompose(population.base, population.cand),
+        buckets=length_buckets(population.base, population.cand) if match.paired else None,
+        tradeoff=_tradeoff(measured, candidate_label),
+        warnings=tuple(warnings),
+        notes=tuple(ctx.notes),
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+        min_change=min_change,
+        max_resample_size=max_resample_size,
+        measured=tuple(measured),
+    )
+
+
+def _rows_frame(measured: Sequence[Measured], label: str) -> pl.DataFrame:
+    records = []
+    for row in measured:
+        spec, stat, ci, change = row.spec, row.stat, row.ci, row.change
+        records.append(
+            {
+                "candidate": label,
+                "metric": spec.name,
+                "stat": stat,
+                "unit": spec.unit_of(stat),
+                "baseline": to_display(spec, stat, ci.baseline),
+                "candidate_value": to_display(spec, stat, ci.candidate),
+                "ratio": change.ratio,
+                "ci_low": change.ci_low,
+                "ci_high": change.ci_high,
+                "p_value": change.p_value,
+                "significant": change.significant,
+                "better": spec.better,
+                "verdict": change.verdict,
+                "words": change.words,
+                "paired": row.paired,
+                "method": ci.method,
+                "n_baseline": ci.n_baseline,
+                "n_candidate": ci.n_candidate,
+            }
+        )
+    return pl.DataFrame(records, schema=ROW_SCHEMA)
+
+
+def _warnings(
+    match: WorkloadMatch,
+    population: _Population,
+    stats: Sequence[str],
+    base_label: str,
+    cand_label: str,
+) -> list[str]:
+    out: list[str] = []
+    if not match.paired:
+        out.append(f"{cand_label}: {match.message}")
+    sides = ((base_label, population.base.height), (cand_label, population.cand.height))
+    for label, n in sides:
+        if n == 0:
+            out.append(f"{label} has no completed requests to compare")
+        elif n < st.MIN_SAMPLES:
+            out.append(
+                f"only {n} completed requests in {label}: too few to call any latency "
+                f"change significant (need {st.MIN_SAMPLES})"
+            )
+    n = min(population.base.height, population.cand.height)
+    for stat in stats:
+        q = st.percentile_of(stat)
+        if q is None or q >= 100.0 or n == 0:
+            continue
+        if n * (1.0 - q / 100.0) < TAIL_VALUES:
+            need = math.ceil(TAIL_VALUES / (1.0 - q / 100.0))
+            out.append(
+                f"{stat} rests on fewer than {TAIL_VALUES} requests above it (n={n}); "
+                f"treat it as unreliable (it needs about {need} completed requests)"
+            )
+    return out
+
+
+# --------------------------------------------------------------------------- explain
+def _ms(frame: pl.DataFrame, column: str, how: str) -> float | None:
+    if column not in frame.columns or frame.height == 0:
+        return None
+    series = frame.get_column(column).cast(pl.Float64)
+    value = series.mean() if how == "mean" else series.median()
+    return None if value is None else float(value) / NS_PER_MS  # type: ignore[arg-type]
+
+
+def decompose(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
+    """Where the end-to-end difference comes from: per component, mean and p50 (ms).
+
+    For every completed request ``e2e = queue_wait + prefill + decode + delivery_tail``,
+    so the mean deltas add up to the e2e delta (``share`` is each part of it); medians do
+    not add, and the ``residual`` row says by how much they miss.
+    """
+    records: list[dict[str, Any]] = []
+    parts = [
+        (name, column)
+        for name, column in DECOMPOSITION_COMPONENTS
+        if column in base.columns and column in cand.columns
+    ]
+    total_b, total_c = _ms(base, "e2e_ns", "mean"), _ms(cand, "e2e_ns", "mean")
+    total_delta = None if total_b is None or total_c is None else total_c - total_b
+
+    def record(
+        name: str, mb: float | None, mc: float | None, pb: float | None, pc: float | None
+    ) -> dict[str, Any]:
+        delta = None if mb is None or mc is None else mc - mb
+        return {
+            "component": name,
+            "baseline_mean_ms": mb,
+            "candidate_mean_ms": mc,
+            "delta_mean_ms": delta,
+            "share": (delta / total_delta if delta is not None and total_delta else None),
+            "baseline_p50_ms": pb,
+            "candidate_p50_ms": pc,
+            "delta_p50_ms": None if pb is None or pc is None else pc - pb,
+        }
+
+    sums = [0.0, 0.0, 0.0, 0.0]
+    known = [True, True, True, True]
+    for name, column in parts:
+        values = (
+            _ms(base, column, "mean"),
+            _ms(cand, column, "mean"),
+            _ms(base, column, "p50"),
+            _ms(cand, column, "p50"),
+        )
+        records.append(record(name, *values))
+        for i, value in enumerate(values):
+            if value is None:
+                known[i] = False
+            else:
+                sums[i] += value
+    totals = (total_b, total_c, _ms(base, "e2e_ns", "p50"), _ms(cand, "e2e_ns", "p50"))
+    # Inputs are whole nanoseconds: a residual under a nanosecond is float noise.
+    residual = [
+        None if t is None or not k else (0.0 if abs(t - s) < 1e-6 else t - s)
+        for t, s, k in zip(totals, sums, known, strict=True)
+    ]
+    records.append(record("residual", *residual))
+    records.append(record("e2e", *totals))
+    schema = {
+        "component": pl.String,
+        **{
+            name: pl.Float64
+            for name in (
+                "baseline_mean_ms",
+                "candidate_mean_ms",
+                "delta_mean_ms",
+                "share",
+                "baseline_p50_ms",
+                "candidate_p50_ms",
+                "delta_p50_ms",
+            )
+        },
+    }
+    return pl.DataFrame(records, schema=schema)
+
+
+def _length_labels(lengths: np.ndarray, quartiles: int = 4) -> np.ndarray:
+    """Bucket number of each length: quantile edges of the known lengths."""
+    known = lengths[~np.isnan(lengths)]
+    edges = np.unique(np.quantile(known, np.linspace(0, 1, quartiles + 1)[1:-1]))
+    out = np.searchsorted(edges, lengths, side="left").astype(np.float64)
+    out[np.isnan(lengths)] = np.nan
+    return out
+
+
+def length_buckets(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
+    """Paired requests grouped by baseline prompt/output length quartile, mean deltas (ms).
+
+    Which requests gained or lost: ``delta_*_ms`` are means of ``candidate - baseline``
+    over the bucket's requests; ``faster_fraction`` is the share whose e2e improved.
+    """
+    deltas: dict[str, pl.Series] = {}
+    for name, column in (
+        ("ttft", "ttft_ns"),
+        ("itl", "itl_mean_ns"),
+        ("tpot", "tpot_ns"),
+        ("e2e", "e2e_ns"),
+    ):
+        if column in base.columns and column in cand.columns:
+            deltas[f"delta_{name}_ms"] = (
+                cand.get_column(column).cast(pl.Float64) - base.get_column(column).cast(pl.Float64)
+            ) / NS_PER_MS
+    frames: list[pl.DataFrame] = []
+    for dimension in ("prompt_tokens", "output_tokens"):
+        if dimension not in base.columns:
+            continue
+        lengths = base.get_column(dimension).cast(pl.Float64).fill_null(np.nan).to_numpy()
+        if base.height == 0 or np.isnan(lengths).all():
+            continue
+        frame = (
+            pl.DataFrame(
+                {
+                    "length": lengths,
+                    "bucket": _length_labels(lengths),
+                    **deltas,
+                }
+            )
+            .fill_nan(None)
+            .drop_nulls("bucket")
+        )
+        aggs = [pl.col(name).mean() for name in deltas]
+        extra = []
+        if "delta_e2e_ms" in deltas:
+            aggs.append((pl.col("delta_e2e_ms") < 0).mean().alias("faster_fraction"))
+            extra.append("faster_fraction")
+        grouped = (
+            frame.group_by("bucket")
+            .agg(
+                pl.len().alias("requests"),
+                pl.col("length").min().alias("lo"),
+                pl.col("length").max().alias("hi"),
+                *aggs,
+            )
+            .sort("bucket")
+            .with_columns(
+                dimension=pl.lit(dimension),
+                lo=pl.col("lo").cast(pl.Int64),
+                hi=pl.col("hi").cast(pl.Int64),
+                requests=pl.col("requests").cast(pl.Int64),
+            )
+            .with_columns(
+                bucket=pl.when(pl.col("lo") == pl.col("hi"))
+                .then(pl.col("lo").cast(pl.String))
+                .otherwise(pl.format("{}-{}", pl.col("lo"), pl.col("hi")))
+            )
+        )
+        frames.append(
+            grouped.select("dimension", "bucket", "lo", "hi", "requests", *deltas, *extra)
+        )
+    if not frames:
+        return pl.DataFrame(
+            schema={
+                "dimension": pl.String,
+                "bucket": pl.String,
+                "lo": pl.Int64,
+                "hi": pl.Int64,
+                "requests": pl.Int64,
+            }
+        )
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _tradeoff(measured: Sequence[Measured], label: str) -> str | None:
+    """ "B trades 70 ms of TTFT for 4 ms of ITL" when both changes are significant and
+    opposite (means, else medians; TPOT stands in for ITL when ITL was not compared)."""
+    rows = {(m.spec.name, m.stat): m for m in measured}
+    for stat in ("mean", "p50"):
+        first = rows.get(("ttft", stat))
+        second = rows.get(("itl", stat)) or rows.get(("tpot", stat))
+        if first is None or second is None:
+            continue
+        a, b = first.change, second.change
+        if not (a.significant and b.significant) or a.verdict == b.verdict:
+            return None
+        da = _delta_ms(first)
+        db = _delta_ms(second)
+        if da is None or db is None:
+            return None
+        worse, better = (first, second) if a.verdict == "slower" else (second, first)
+        dw, dbt = (da, db) if worse is first else (db, da)
+        what = "" if stat == "mean" else " (medians)"
+        return (
+            f"{label} trades {_short(abs(dw))} of {worse.spec.name.upper()} for "
+            f"{_short(abs(dbt))} of {better.spec.name.upper()}{what}"
+        )
+    return None
+
+
+def _delta_ms(row: Measured) -> float | None:
+    if row.ci.baseline is None or row.ci.candidate is None:
+        return None
+    return (row.ci.candidate - row.ci.baseline) / NS_PER_MS
+
+
+def _short(ms: float) -> str:
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    if ms >= 1:
+        return f"{ms:.3g} ms"
+    return f"{ms * 1000:.3g} µs"
