@@ -36,6 +36,7 @@ import polars as pl
 
 from servetrace import stats as st
 from servetrace.errors import UsageError
+from servetrace.metrics import LATENCY_METRICS
 from servetrace.summary import GoodputTarget
 
 Better = Literal["lower", "higher"]
@@ -117,15 +118,11 @@ def _latency(name: str, source: Source, column: str, description: str) -> Metric
 METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
-        _latency("queue_wait", "requests", "queue_wait_ns", "first admission - arrival"),
-        _latency("prefill", "requests", "prefill_ns", "first token - first admission"),
-        _latency("ttft", "requests", "ttft_ns", "first token - arrival"),
-        _latency("decode", "requests", "decode_ns", "last token - first token"),
-        _latency("response", "requests", "response_ns", "last token - arrival"),
-        _latency("e2e", "requests", "e2e_ns", "terminal event - arrival"),
-        _latency("delivery_tail", "requests", "delivery_tail_ns", "completion - last token"),
-        _latency("tpot", "requests", "tpot_ns", "decode / (output tokens - 1), per request"),
-        _latency("itl", "gaps", "itl_ns", "every gap between output ticks (pooled)"),
+        # Latency metrics: one definition each, in servetrace.metrics (DESIGN §4).
+        *(
+            _latency(m.name, "gaps" if m.per == "gap" else "requests", m.column, m.definition)
+            for m in LATENCY_METRICS
+        ),
         MetricSpec(
             "throughput",
             "req/s",
