@@ -75,7 +75,11 @@ class Timeline:
 
 
 def with_request_key(events: pl.DataFrame) -> pl.DataFrame:
-    """Add an integer ``_key`` per request: integer ids as they are, strings by code."""
+    """Add an integer ``_key`` per request: integer ids as they are, strings by code.
+
+    Codes of string ids are only meaningful within one call: never join keys computed
+    by two calls (Polars may renumber categories once an earlier cast is freed).
+    """
     rid = pl.col("request_id")
     if events.schema["request_id"].is_integer():
         key = rid.cast(pl.Int64)
@@ -393,9 +397,12 @@ def subset(timeline: Timeline, keys: pl.Series) -> Timeline:
 
 
 def quarantined_rows(events: pl.DataFrame, timeline: Timeline) -> pl.DataFrame:
-    """Every input row of an invalid request, plus unplaceable rows, with its rule."""
-    bad = timeline.requests.filter(pl.col("rule").is_not_null()).select(KEY, "rule")
+    """Every input row of an invalid request, plus unplaceable rows, with its rule.
+
+    Joined on ``request_id``, not ``_key``: string keys are category codes, which Polars
+    may assign differently once the categories of an earlier cast have been freed.
+    """
+    bad = timeline.requests.filter(pl.col("rule").is_not_null()).select("request_id", "rule")
     placeable, _ = split_row_quarantine(events)
-    keyed = with_request_key(placeable)
-    rows = keyed.join(bad, on=KEY, how="inner").drop(KEY)
+    rows = placeable.join(bad, on="request_id", how="inner")
     return pl.concat([timeline.row_quarantine, rows], how="diagonal_relaxed")

@@ -65,15 +65,35 @@ def analyze_streaming(
     quarantine: list[pl.DataFrame] = []
     itl = LogHistogram()
 
+    next_key = 0
+
     def process(frame: pl.DataFrame) -> None:
+        nonlocal next_key
         if frame.height == 0:
             return
         timeline = build_timeline(frame, attributes, facts)
         metrics = request_metrics(timeline, attributes)
         itl.add(gap_frame(timeline, metrics)["itl_ns"])
+        # Keys are only unique within one batch (string ids are category codes): renumber
+        # them trace-wide before keeping anything.
+        renumber = timeline.requests.select(
+            KEY, (pl.int_range(pl.len(), dtype=pl.Int64) + next_key).alias("_new")
+        )
+        next_key += renumber.height
+
+        def rekey(part: pl.DataFrame) -> pl.DataFrame:
+            return part.join(renumber, on=KEY, how="left").drop(KEY).rename({"_new": KEY})
+
         # The tick frame is the bulk of a batch: drop it once its gaps are counted.
-        parts.append(replace(timeline, ticks=timeline.ticks.clear()))
-        requests.append(metrics)
+        parts.append(
+            replace(
+                timeline,
+                requests=rekey(timeline.requests),
+                transitions=rekey(timeline.transitions),
+                ticks=timeline.ticks.clear(),
+            )
+        )
+        requests.append(rekey(metrics))
         if timeline.requests["rule"].null_count() < timeline.requests.height or (
             timeline.row_quarantine.height
         ):
