@@ -42,12 +42,12 @@ class LogHistogram:
         self.lo = lo if self.lo is None else min(self.lo, lo)
         self.hi = hi if self.hi is None else max(self.hi, hi)
         bucket = (pl.col("v").clip(lower_bound=0.0).log1p() * RESOLUTION).round(0).cast(pl.Int64)
-        added = pl.DataFrame({"v": as_float}).group_by(bucket.alias("b")).agg(
-            pl.len().cast(pl.Int64).alias("n")
+        added = (
+            pl.DataFrame({"v": as_float})
+            .group_by(bucket.alias("b"))
+            .agg(pl.len().cast(pl.Int64).alias("n"))
         )
-        self.buckets = (
-            pl.concat([self.buckets, added]).group_by("b").agg(pl.col("n").sum())
-        )
+        self.buckets = pl.concat([self.buckets, added]).group_by("b").agg(pl.col("n").sum())
 
     def describe(self) -> dict[str, float | int | None]:
         if self.n == 0:
@@ -60,7 +60,10 @@ class LogHistogram:
         keys = ordered["b"].to_numpy()
         cumulative = np.cumsum(ordered["n"].to_numpy())
         out: dict[str, float | int | None] = {
-            "count": self.n, "mean": mean, "std": variance**0.5, "min": self.lo,
+            "count": self.n,
+            "mean": mean,
+            "std": variance**0.5,
+            "min": self.lo,
         }
         for name, q in QUANTILES.items():
             rank = q * (self.n - 1)  # 0-based rank, as linear interpolation uses

@@ -142,9 +142,11 @@ def _scan_file(path: Path) -> pl.LazyFrame:
         elif fmt == "ipc":
             frame = pl.scan_ipc(path)
         elif fmt == "csv":
-            separator = "\t" if path.suffix.lower() == ".tsv" else ","
+            separator = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
             if path.suffix.lower() == ".gz":
-                frame = pl.read_csv(gzip.open(path), separator=separator).lazy()
+                with gzip.open(path) as handle:
+                    data = handle.read()
+                frame = pl.read_csv(data, separator=separator, infer_schema_length=10_000).lazy()
             else:
                 frame = pl.scan_csv(path, separator=separator, infer_schema_length=10_000)
         else:
@@ -218,7 +220,8 @@ def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> 
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         problems.append(
-            "missing required column" + ("s " if len(missing) > 1 else " ")
+            "missing required column"
+            + ("s " if len(missing) > 1 else " ")
             + ", ".join(repr(c) for c in missing)
         )
     if problems:
@@ -235,9 +238,7 @@ def _normalise_ts(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl
     dtype = frame.collect_schema()["ts"]
     unit = options.time_unit
     if unit is not None and unit not in TIME_UNITS:
-        raise UsageError(
-            f"--time-unit must be one of {', '.join(TIME_UNITS)}, got {unit!r}"
-        )
+        raise UsageError(f"--time-unit must be one of {', '.join(TIME_UNITS)}, got {unit!r}")
     ts = pl.col("ts")
     if dtype.is_integer():
         factor = TIME_UNITS[unit or "ns"]
@@ -268,11 +269,15 @@ def _parse_text_ts(frame: pl.LazyFrame, path: Path, unit: str | None) -> pl.Expr
     as_float = text.cast(pl.Float64, strict=False)
     as_time = text.str.to_datetime(time_unit="ns", strict=False)
     present = pl.col("ts").is_not_null()
-    counts = frame.select(
-        (present & as_int.is_null()).sum().alias("not_int"),
-        (present & as_float.is_null()).sum().alias("not_float"),
-        (present & as_time.is_null()).sum().alias("not_time"),
-    ).collect().row(0, named=True)
+    counts = (
+        frame.select(
+            (present & as_int.is_null()).sum().alias("not_int"),
+            (present & as_float.is_null()).sum().alias("not_float"),
+            (present & as_time.is_null()).sum().alias("not_time"),
+        )
+        .collect()
+        .row(0, named=True)
+    )
     if counts["not_int"] == 0:
         return as_int * TIME_UNITS[unit or "ns"]
     if counts["not_float"] == 0:
@@ -281,7 +286,9 @@ def _parse_text_ts(frame: pl.LazyFrame, path: Path, unit: str | None) -> pl.Expr
         return as_time.dt.epoch("ns")
     bad = (
         frame.filter(present & as_float.is_null() & as_time.is_null())
-        .select("ts").head(3).collect()
+        .select("ts")
+        .head(3)
+        .collect()
     )
     examples = ", ".join(repr(v) for v in bad["ts"].to_list())
     raise InputError(
@@ -343,7 +350,9 @@ def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
     """Token counts become Int64; text columns (CSV inference) must hold whole numbers."""
     schema = frame.collect_schema()
     present = [c for c in COUNT_COLUMNS if c in schema]
-    bad_type = [c for c in present if not (schema[c].is_numeric() or schema[c] in (pl.Null, pl.String))]
+    bad_type = [
+        c for c in present if not (schema[c].is_numeric() or schema[c] in (pl.Null, pl.String))
+    ]
     if bad_type:
         raise InputError(
             f"{path}: column {bad_type[0]!r} has type {schema[bad_type[0]]}, "
@@ -351,14 +360,24 @@ def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
         )
     text = [c for c in present if schema[c] == pl.String]
     if text:
-        failures = frame.select(
-            (pl.col(c).is_not_null() & pl.col(c).str.strip_chars().cast(pl.Int64, strict=False)
-             .is_null()).sum().alias(c)
-            for c in text
-        ).collect().row(0, named=True)
+        failures = (
+            frame.select(
+                (
+                    pl.col(c).is_not_null()
+                    & pl.col(c).str.strip_chars().cast(pl.Int64, strict=False).is_null()
+                )
+                .sum()
+                .alias(c)
+                for c in text
+            )
+            .collect()
+            .row(0, named=True)
+        )
         broken = [c for c, n in failures.items() if n]
         if broken:
-            raise InputError(f"{path}: column {broken[0]!r} holds values that are not whole numbers")
+            raise InputError(
+                f"{path}: column {broken[0]!r} holds values that are not whole numbers"
+            )
     casts = [
         (pl.col(c).str.strip_chars() if c in text else pl.col(c)).cast(pl.Int64, strict=False)
         for c in present

@@ -98,9 +98,7 @@ def split_row_quarantine(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFra
         .when(pl.col("ts").is_null())
         .then(pl.lit("missing_timestamp"))
     )
-    null_any = (
-        pl.col("request_id").is_null() | pl.col("event").is_null() | pl.col("ts").is_null()
-    )
+    null_any = pl.col("request_id").is_null() | pl.col("event").is_null() | pl.col("ts").is_null()
     if not events.select(null_any.any()).item():
         return events, events.clear().with_columns(pl.lit(None, pl.String).alias("rule"))
     bad = events.filter(null_any).with_columns(rule.alias("rule"))
@@ -205,7 +203,11 @@ def _tokens_while_queued(ticks: pl.DataFrame, control: pl.DataFrame) -> pl.DataF
     later_ticks = ticks.join(preempted, on=KEY, how="semi").select(KEY, "ts").sort(KEY, "ts")
     # At an equal timestamp a token precedes a preemption (lifecycle order): strict asof.
     hits = later_ticks.join_asof(
-        gates, on="ts", by=KEY, strategy="backward", allow_exact_matches=False,
+        gates,
+        on="ts",
+        by=KEY,
+        strategy="backward",
+        allow_exact_matches=False,
         check_sortedness=False,
     )
     return hits.filter(pl.col("queued").fill_null(False)).select(KEY).unique()
@@ -243,9 +245,11 @@ def _control_aggregates(
         aggs.append(pl.col("prompt_tokens").drop_nulls().first())
     if "output_tokens" in carried:
         aggs.append(
-            pl.col("output_tokens").filter(e.is_in(TERMINAL_EVENTS)).drop_nulls().first().alias(
-                "reported_output_tokens"
-            )
+            pl.col("output_tokens")
+            .filter(e.is_in(TERMINAL_EVENTS))
+            .drop_nulls()
+            .first()
+            .alias("reported_output_tokens")
         )
     return per_seq.join(rows.group_by(KEY).agg(aggs), on=KEY, how="left")
 
@@ -283,8 +287,10 @@ def _rule_column() -> pl.Expr:
     expr: pl.Expr | None = None
     for name in reversed([r for r in RULES if r in checks]):
         cond = checks[name].fill_null(False)
-        expr = pl.when(cond).then(pl.lit(name)).otherwise(
-            expr if expr is not None else pl.lit(None, pl.String)
+        expr = (
+            pl.when(cond)
+            .then(pl.lit(name))
+            .otherwise(expr if expr is not None else pl.lit(None, pl.String))
         )
     assert expr is not None
     return expr.alias("rule")
@@ -367,20 +373,14 @@ def _transitions(seq: pl.DataFrame, valid_keys: pl.DataFrame) -> pl.DataFrame:
     def level(s: pl.Expr, states: list[int]) -> pl.Expr:
         return s.is_in(states).cast(pl.Int64)
 
-    return (
-        seq.join(valid_keys, on=KEY, how="semi")
-        .select(
-            KEY,
-            "ts",
-            (level(state, [QUEUED]) - level(prev, [QUEUED])).alias("d_queued"),
-            (level(state, [RUNNING, DECODING]) - level(prev, [RUNNING, DECODING])).alias(
-                "d_running"
-            ),
-            (
-                level(state, [QUEUED, RUNNING, DECODING])
-                - level(prev, [QUEUED, RUNNING, DECODING])
-            ).alias("d_in_system"),
-        )
+    return seq.join(valid_keys, on=KEY, how="semi").select(
+        KEY,
+        "ts",
+        (level(state, [QUEUED]) - level(prev, [QUEUED])).alias("d_queued"),
+        (level(state, [RUNNING, DECODING]) - level(prev, [RUNNING, DECODING])).alias("d_running"),
+        (
+            level(state, [QUEUED, RUNNING, DECODING]) - level(prev, [QUEUED, RUNNING, DECODING])
+        ).alias("d_in_system"),
     )
 
 

@@ -102,8 +102,12 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
         .then(pl.coalesce(fallback_last, pl.when(completed).then(pl.col("terminal_ns"))))
         .otherwise(pl.col("last_tick_ns"))
     )
-    n_out = pl.coalesce(pl.col("reported_output_tokens") if "reported_output_tokens"
-                        in valid.columns else pl.lit(None, pl.Int64), pl.col("tokens_sum"))
+    n_out = pl.coalesce(
+        pl.col("reported_output_tokens")
+        if "reported_output_tokens" in valid.columns
+        else pl.lit(None, pl.Int64),
+        pl.col("tokens_sum"),
+    )
     frame = valid.with_columns(
         last_tick.alias("_last_tick_ns"),
         n_out.fill_null(0).cast(pl.Int64).alias("output_tokens"),
@@ -128,14 +132,16 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
         pl.when(n >= 2).then(decode.cast(pl.Float64) / (n - 1)).alias("tpot_ns"),
         itl_mean.alias("itl_mean_ns"),
         pl.when(~no_ticks).then(pl.col("itl_max_ns")).alias("itl_max_ns"),
-        pl.when(pl.col("preemptions") > 0).then(pl.col("requeued_ns")).otherwise(0)
-        .cast(pl.Int64).alias("requeued_ns"),
+        pl.when(pl.col("preemptions") > 0)
+        .then(pl.col("requeued_ns"))
+        .otherwise(0)
+        .cast(pl.Int64)
+        .alias("requeued_ns"),
     )
     # T_response ≈ TTFT + (N−1)·mean ITL; zero exactly when every tick carries one token.
     predicted_decode = pl.when(n <= 1).then(0.0).otherwise((n - 1) * pl.col("itl_mean_ns"))
     frame = frame.with_columns(
-        (pl.col("response_ns") - pl.col("ttft_ns") - predicted_decode)
-        .alias("formula_residual_ns")
+        (pl.col("response_ns") - pl.col("ttft_ns") - predicted_decode).alias("formula_residual_ns")
     )
     extra = [c for c in attributes if c in frame.columns and c not in REQUEST_COLUMNS]
     if "prompt_tokens" not in frame.columns:
@@ -148,7 +154,6 @@ def gap_frame(timeline: Timeline, requests: pl.DataFrame) -> pl.DataFrame:
     keys = requests.filter(
         (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
     )[KEY]
-    return (
-        timeline.ticks.filter(pl.col("gap_ns").is_not_null() & pl.col(KEY).is_in(keys.implode()))
-        .select(KEY, pl.col("gap_ns").alias("itl_ns"))
-    )
+    return timeline.ticks.filter(
+        pl.col("gap_ns").is_not_null() & pl.col(KEY).is_in(keys.implode())
+    ).select(KEY, pl.col("gap_ns").alias("itl_ns"))

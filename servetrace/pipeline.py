@@ -151,8 +151,9 @@ def _gaps_with_ids(timeline: Timeline, requests: pl.DataFrame) -> pl.DataFrame:
     return gaps.join(ids, on=KEY, how="left").select(KEY, "request_id", "itl_ns")
 
 
-def summarize_by(analysis: Analysis, column: str, options: AnalysisOptions | None = None
-                 ) -> dict[object, Summary]:
+def summarize_by(
+    analysis: Analysis, column: str, options: AnalysisOptions | None = None
+) -> dict[object, Summary]:
     """One summary per value of a request attribute (``--by policy``)."""
     options = options or AnalysisOptions()
     requests = analysis.requests

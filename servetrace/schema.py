@@ -84,13 +84,25 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("request_id", "string or integer", True, "identifies one request within the trace"),
     Column("event", "string", True, "one of: " + ", ".join(EVENT_KINDS)),
-    Column("ts", "integer, float or timestamp", True,
-           "when it happened: integers are ns, floats are s, unless --time-unit"),
-    Column("tokens", "integer >= 1", False,
-           "output tokens carried by a first_token/token event (a streamed chunk); default 1"),
+    Column(
+        "ts",
+        "integer, float or timestamp",
+        True,
+        "when it happened: integers are ns, floats are s, unless --time-unit",
+    ),
+    Column(
+        "tokens",
+        "integer >= 1",
+        False,
+        "output tokens carried by a first_token/token event (a streamed chunk); default 1",
+    ),
     Column("prompt_tokens", "integer >= 0", False, "on arrival: input length"),
-    Column("output_tokens", "integer >= 0", False,
-           "on completion: authoritative output count; default: sum of tokens over ticks"),
+    Column(
+        "output_tokens",
+        "integer >= 0",
+        False,
+        "on completion: authoritative output count; default: sum of tokens over ticks",
+    ),
 )
 REQUIRED_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.required)
 OPTIONAL_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if not c.required)

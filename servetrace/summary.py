@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 import numpy as np
 import polars as pl
@@ -51,37 +52,54 @@ class Accounting:
     requests_invalid: int
 
 
+Distribution = dict[str, float | int | None]
+
+
+class Violation(TypedDict):
+    requests: int
+    rows: int
+    examples: list[Any]
+
+
+class GoodputReport(TypedDict):
+    targets: list[str]
+    requests_met: int
+    requests_completed: int
+    fraction: float | None
+    attainment_by_target: dict[str, float | None]
+
+
 @dataclass(frozen=True)
 class Summary:
     accounting: Accounting
     outcomes: dict[str, int]
     cancelled_in: dict[str, int]
-    violations: dict[str, dict[str, object]]
-    metrics: dict[str, dict[str, float | int | None]]  # latencies in ns
-    tokens: dict[str, dict[str, float | int | None]]  # output/prompt length distributions
-    cancelled: dict[str, object]
-    in_flight: dict[str, object]
+    violations: dict[str, Violation]
+    metrics: dict[str, Distribution]  # latencies in ns
+    tokens: dict[str, Distribution]  # output/prompt length distributions
+    cancelled: dict[str, Any]
+    in_flight: dict[str, Any]
     throughput: dict[str, float | None]
-    goodput: dict[str, object] | None
+    goodput: GoodputReport | None
     concurrency: dict[str, float | int | None]
     formula: FormulaReport
-    leaked_state: dict[str, object] | None
+    leaked_state: dict[str, Any] | None
     source: str
     arrival_known: bool
     ticks_available: bool
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _ids(frame: pl.DataFrame) -> list[object]:
+def _ids(frame: pl.DataFrame) -> list[Any]:
     """The first few request ids, earliest arrival first (stable across runs)."""
     ordered = frame.sort("arrival_ns", "request_id", nulls_last=True)
     return ordered["request_id"].head(EXAMPLES_SHOWN).to_list()
 
 
-def violations(timeline: Timeline) -> dict[str, dict[str, object]]:
+def violations(timeline: Timeline) -> dict[str, Violation]:
     """Per rule: how many requests (and rows) broke it, with example request ids."""
     invalid = timeline.requests.filter(pl.col("rule").is_not_null())
-    result: dict[str, dict[str, object]] = {}
+    result: dict[str, Violation] = {}
     for rule in RULES:
         of_rule = invalid.filter(pl.col("rule") == rule)
         if of_rule.height:
@@ -109,9 +127,6 @@ def accounting(timeline: Timeline) -> Accounting:
         requests_valid=requests.height - invalid.height,
         requests_invalid=invalid.height,
     )
-
-
-Distribution = dict[str, float | int | None]
 
 
 def latency_distributions(
@@ -166,41 +181,43 @@ def throughput(
     requests: pl.DataFrame, arrival_known: bool, goodput_met: int | None
 ) -> dict[str, float | None]:
     """Rates over the window first arrival → last terminal event, completed requests."""
-    keys = ("window_s", "requests_per_s", "output_tokens_per_s", "total_tokens_per_s",
-            "goodput_requests_per_s")
+    keys = (
+        "window_s",
+        "requests_per_s",
+        "output_tokens_per_s",
+        "total_tokens_per_s",
+        "goodput_requests_per_s",
+    )
     if not arrival_known or requests.height == 0:
         return dict.fromkeys(keys)
     ended = requests.filter(pl.col("e2e_ns").is_not_null())
     if ended.height == 0:
         return dict.fromkeys(keys)
-    start = requests["arrival_ns"].min()
-    end = ended.select((pl.col("arrival_ns") + pl.col("e2e_ns")).max()).item()
-    window_s = (end - start) / NS_PER_S if end > start else None  # type: ignore[operator]
+    start = int(requests.select(pl.col("arrival_ns").min()).item())
+    end = int(ended.select((pl.col("arrival_ns") + pl.col("e2e_ns")).max()).item())
+    window_s = (end - start) / NS_PER_S if end > start else None
     completed = requests.filter(pl.col("outcome") == "completed")
     if not window_s:
         return dict.fromkeys(keys)
-    output = completed["output_tokens"].sum()
+    output = int(completed["output_tokens"].sum())
+    prompt = int(completed["prompt_tokens"].sum())
     prompt_known = completed.height > 0 and completed["prompt_tokens"].null_count() == 0
     return {
         "window_s": window_s,
         "requests_per_s": completed.height / window_s,
         "output_tokens_per_s": output / window_s,
-        "total_tokens_per_s": (output + completed["prompt_tokens"].sum()) / window_s
-        if prompt_known
-        else None,
+        "total_tokens_per_s": (output + prompt) / window_s if prompt_known else None,
         "goodput_requests_per_s": goodput_met / window_s if goodput_met is not None else None,
     }
 
 
-def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> dict[str, object] | None:
+def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> GoodputReport | None:
     if not targets:
         return None
     meets = pl.all_horizontal([t.expr() for t in targets])
     met = int(completed.select(meets.sum()).item()) if completed.height else 0
     per_target = {
-        t.text(): (
-            completed.select(t.expr().mean()).item() if completed.height else None
-        )
+        t.text(): (completed.select(t.expr().mean()).item() if completed.height else None)
         for t in targets
     }
     return {
@@ -212,7 +229,7 @@ def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> dict[s
     }
 
 
-def _cancelled(requests: pl.DataFrame) -> dict[str, object]:
+def _cancelled(requests: pl.DataFrame) -> dict[str, Any]:
     cancelled = requests.filter(pl.col("outcome") == "cancelled")
     # Client tools end failed requests (HTTP 429, timeouts) with a cancellation too; the
     # importer keeps their error code, so the report can tell failing from giving up.
@@ -231,7 +248,7 @@ def _cancelled(requests: pl.DataFrame) -> dict[str, object]:
     }
 
 
-def _in_flight(requests: pl.DataFrame, trace_end: int | None) -> dict[str, object]:
+def _in_flight(requests: pl.DataFrame, trace_end: int | None) -> dict[str, Any]:
     flying = requests.filter(pl.col("outcome") == "in_flight")
     age = flying.select((pl.lit(trace_end) - pl.col("arrival_ns")).alias("age"))["age"]
     return {
@@ -242,11 +259,12 @@ def _in_flight(requests: pl.DataFrame, trace_end: int | None) -> dict[str, objec
     }
 
 
-def _leaked(timeline: Timeline, requests: pl.DataFrame) -> dict[str, object] | None:
+def _leaked(timeline: Timeline, requests: pl.DataFrame) -> dict[str, Any] | None:
     if not timeline.has_releases:
         return None
     ended = timeline.requests.filter(
-        pl.col("rule").is_null() & pl.col("terminal_ns").is_not_null()
+        pl.col("rule").is_null()
+        & pl.col("terminal_ns").is_not_null()
         & (pl.col("n_release").fill_null(0) == 0)
     )
     return {"requests": ended.height, "examples": _ids(ended)}
@@ -283,13 +301,11 @@ def summarize(
         values = requests["source"].drop_nulls().unique().to_list()
         source = ",".join(sorted(str(v) for v in values)) or "server"
     good = goodput(completed, targets)
-    met = int(good["requests_met"]) if good else None  # type: ignore[call-overload]
+    met = good["requests_met"] if good else None
     tolerance = formula_tolerance or (1_000_000, 0.01)
     notes = list(warnings)
     if 0 < completed.height < 100:
-        notes.append(
-            f"only {completed.height} completed requests: p99 and p99.9 are unreliable"
-        )
+        notes.append(f"only {completed.height} completed requests: p99 and p99.9 are unreliable")
     if not arrival_known:
         notes.append(
             "send times are unknown in this trace: throughput and concurrency are not "

@@ -74,9 +74,7 @@ def events(*requests: list[Row], id_type: type[pl.DataType] = pl.String) -> pl.D
     rows = [row for request in requests for row in request]
     extra = sorted({k for row in rows for k in row} - set(SCHEMA))
     schema = {**SCHEMA, "request_id": id_type, **{k: pl.String for k in extra}}
-    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(
-        schema=schema
-    )
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
 def worked_example_rows() -> list[Row]:

@@ -58,16 +58,31 @@ def test_analyze_json_contract(mixed: Path) -> None:
     assert report["schema_version"] == SCHEMA_VERSION
     assert report["inputs"] == [str(mixed)]
     assert report["accounting"] == {
-        "rows": 21, "rows_analyzed": 17, "rows_quarantined": 4,
-        "requests": 5, "requests_valid": 4, "requests_invalid": 1,
+        "rows": 21,
+        "rows_analyzed": 17,
+        "rows_quarantined": 4,
+        "requests": 5,
+        "requests_valid": 4,
+        "requests_invalid": 1,
     }
     assert report["outcomes"] == {"completed": 2, "cancelled": 1, "in_flight": 1}
     assert report["cancelled_in"]["prefill"] == 1
     assert report["violations"]["token_before_admission"]["examples"] == ["bad"]
     ttft = report["metrics"]["ttft"]
     assert ttft["unit"] == "ms"
-    assert set(ttft) == {"unit", "count", "mean", "std", "min", "p50", "p90", "p95", "p99",
-                         "p99_9", "max"}
+    assert set(ttft) == {
+        "unit",
+        "count",
+        "mean",
+        "std",
+        "min",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "p99_9",
+        "max",
+    }
     assert ttft["count"] == 2 and ttft["mean"] == pytest.approx(70.0)
     for name in ("queue_wait", "prefill", "ttft", "decode", "response", "e2e", "itl", "tpot"):
         assert report["metrics"][name]["unit"] == "ms"
@@ -77,8 +92,19 @@ def test_analyze_json_contract(mixed: Path) -> None:
 
 def test_requests_out_and_quarantine_out(mixed: Path, tmp_path: Path) -> None:
     requests, quarantine = tmp_path / "r.parquet", tmp_path / "q.csv"
-    result = runner.invoke(app, ["analyze", str(mixed), "--requests-out", str(requests),
-                                 "--quarantine-out", str(quarantine), "-f", "json"])
+    result = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(mixed),
+            "--requests-out",
+            str(requests),
+            "--quarantine-out",
+            str(quarantine),
+            "-f",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     per_request = pl.read_parquet(requests)
     assert list(per_request.columns[: len(REQUEST_COLUMNS)]) == list(REQUEST_COLUMNS)
@@ -127,8 +153,16 @@ def test_usage_error_exit_2(trace: Path) -> None:
 
 @pytest.mark.parametrize(
     "case",
-    ["empty.csv", "header_only.csv", "missing_columns.csv", "unknown_event.csv",
-     "text_in_ts.csv", "corrupt.parquet", "broken_line.jsonl", "no_trace_dir"],
+    [
+        "empty.csv",
+        "header_only.csv",
+        "missing_columns.csv",
+        "unknown_event.csv",
+        "text_in_ts.csv",
+        "corrupt.parquet",
+        "broken_line.jsonl",
+        "no_trace_dir",
+    ],
 )
 def test_unreadable_input_exit_3_one_error_line_no_traceback(case: str) -> None:
     result = runner.invoke(app, ["analyze", str(EDGE / case)])
@@ -154,17 +188,32 @@ def test_internal_error_exit_4(trace: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_column_mapping_flags() -> None:
-    result = runner.invoke(app, [
-        "analyze", str(EDGE / "aliases_and_units.csv"), "--column", "request_id=req",
-        "--column", "event=kind", "--column", "ts=time_ms", "--time-unit", "ms", "-f", "json",
-    ])
+    result = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(EDGE / "aliases_and_units.csv"),
+            "--column",
+            "request_id=req",
+            "--column",
+            "event=kind",
+            "--column",
+            "ts=time_ms",
+            "--time-unit",
+            "ms",
+            "-f",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["metrics"]["ttft"]["mean"] == pytest.approx(80.0)
 
 
 def test_warnings_go_to_stderr_and_json_stays_clean(tmp_path: Path) -> None:
-    frame = events(make_request("a", admission=0.00001, first=0.00002, complete=0.00003),
-                   make_request("b", admission=0.00001, first=0.00002, complete=0.00003))
+    frame = events(
+        make_request("a", admission=0.00001, first=0.00002, complete=0.00003),
+        make_request("b", admission=0.00001, first=0.00002, complete=0.00003),
+    )
     path = tmp_path / "tiny.parquet"
     frame.write_parquet(path)
     result = runner.invoke(app, ["analyze", str(path), "-f", "json"])
@@ -174,8 +223,10 @@ def test_warnings_go_to_stderr_and_json_stays_clean(tmp_path: Path) -> None:
 
 
 def test_goodput_flag(trace: Path) -> None:
-    result = runner.invoke(app, ["analyze", str(trace), "--goodput", "ttft<=100ms",
-                                 "--goodput", "tpot<=4ms", "-f", "json"])
+    result = runner.invoke(
+        app,
+        ["analyze", str(trace), "--goodput", "ttft<=100ms", "--goodput", "tpot<=4ms", "-f", "json"],
+    )
     assert result.exit_code == 0, result.stderr
     good = json.loads(result.stdout)["goodput"]
     assert good["requests_met"] == 0  # tpot is 5 ms

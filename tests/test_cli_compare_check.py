@@ -61,21 +61,38 @@ def test_compare_markdown_for_pull_requests() -> None:
 
 
 def test_check_against_itself_passes() -> None:
-    result = runner.invoke(app, ["check", FCFS, "--baseline", FCFS, "--max-regression",
-                                 "ttft.p99:+10%", "--max-regression", "itl.p50:+2ms", *FAST])
+    result = runner.invoke(
+        app,
+        [
+            "check",
+            FCFS,
+            "--baseline",
+            FCFS,
+            "--max-regression",
+            "ttft.p99:+10%",
+            "--max-regression",
+            "itl.p50:+2ms",
+            *FAST,
+        ],
+    )
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "check passed: 2 of 2 rules" in result.stdout
 
 
 def test_check_mlperf_rule_in_one_line_and_json_contract() -> None:
-    result = runner.invoke(app, ["check", CHUNKED, "--slo", "ttft.p99<=1s && tpot.p99<=200ms",
-                                 "-f", "json"])
+    result = runner.invoke(
+        app, ["check", CHUNKED, "--slo", "ttft.p99<=1s && tpot.p99<=200ms", "-f", "json"]
+    )
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["passed"] is False
     ttft, tpot = report["rules"]
     assert (ttft["rule"], ttft["kind"], ttft["passed"], ttft["unit"]) == (
-        "ttft.p99<=1s", "slo", False, "ms")
+        "ttft.p99<=1s",
+        "slo",
+        False,
+        "ms",
+    )
     assert ttft["value"] == pytest.approx(1348.9, abs=0.1) and ttft["limit"] == 1000
     assert ttft["baseline"] is None and ttft["significant"] is None
     assert tpot["passed"] is True
@@ -89,8 +106,9 @@ def test_check_regression_is_detected_against_a_trace_and_a_json_baseline(tmp_pa
     assert "FAIL itl.p90" in against_trace.stdout and "significant" in against_trace.stdout
     summary = tmp_path / "baseline.json"
     summary.write_text(runner.invoke(app, ["analyze", FCFS, "-f", "json"]).stdout)
-    against_json = runner.invoke(app, ["check", CHUNKED, "--baseline", str(summary), *budget,
-                                       "-f", "json"])
+    against_json = runner.invoke(
+        app, ["check", CHUNKED, "--baseline", str(summary), *budget, "-f", "json"]
+    )
     assert against_json.exit_code == 1
     rule = json.loads(against_json.stdout)["rules"][0]
     assert rule["baseline"] == pytest.approx(21.7, abs=0.1)
@@ -98,8 +116,9 @@ def test_check_regression_is_detected_against_a_trace_and_a_json_baseline(tmp_pa
 
 
 def test_check_junit_has_one_testcase_per_rule() -> None:
-    result = runner.invoke(app, ["check", CHUNKED, "--slo", "ttft.p99<=1s, itl.p50<20ms",
-                                 "-f", "junit"])
+    result = runner.invoke(
+        app, ["check", CHUNKED, "--slo", "ttft.p99<=1s, itl.p50<20ms", "-f", "junit"]
+    )
     assert result.exit_code == 1
     root = ET.fromstring(result.stdout)
     cases = root.findall(".//testcase")
@@ -115,11 +134,19 @@ def test_check_bad_rule_exit_2_with_position() -> None:
 
 
 def test_check_unreadable_input_exit_3(tmp_path) -> None:
-    missing = runner.invoke(app, ["check", str(tmp_path / "nope.parquet"), "--slo",
-                                  "ttft.p99<=1s"])
+    missing = runner.invoke(app, ["check", str(tmp_path / "nope.parquet"), "--slo", "ttft.p99<=1s"])
     assert missing.exit_code == 3
-    bad_baseline = runner.invoke(app, ["check", FCFS, "--baseline", str(tmp_path / "x.parquet"),
-                                       "--max-regression", "ttft.p99:+5%"])
+    bad_baseline = runner.invoke(
+        app,
+        [
+            "check",
+            FCFS,
+            "--baseline",
+            str(tmp_path / "x.parquet"),
+            "--max-regression",
+            "ttft.p99:+5%",
+        ],
+    )
     assert bad_baseline.exit_code == 3
 
 

@@ -74,14 +74,23 @@ def test_event_map_adds_names() -> None:
 
 def test_float_timestamps_are_seconds_and_datetimes_are_exact(tmp_path) -> None:
     seconds = pl.DataFrame(
-        {"request_id": ["a"] * 3, "event": ["arrival", "first_token", "completion"],
-         "ts": [1.0, 1.25, 1.5]}
+        {
+            "request_id": ["a"] * 3,
+            "event": ["arrival", "first_token", "completion"],
+            "ts": [1.0, 1.25, 1.5],
+        }
     )
     r = analyze_paths([_write(seconds, tmp_path / "s.parquet")]).requests.row(0, named=True)
     assert r["ttft_ns"] == 250 * MS
     stamps = seconds.with_columns(
-        pl.Series("ts", ["2023-11-16 18:15:46.6805900", "2023-11-16 18:15:46.6805901",
-                         "2023-11-16 18:15:46.6805903"]).str.to_datetime(time_unit="ns")
+        pl.Series(
+            "ts",
+            [
+                "2023-11-16 18:15:46.6805900",
+                "2023-11-16 18:15:46.6805901",
+                "2023-11-16 18:15:46.6805903",
+            ],
+        ).str.to_datetime(time_unit="ns")
     )
     r = analyze_paths([_write(stamps, tmp_path / "d.parquet")]).requests.row(0, named=True)
     assert (r["ttft_ns"], r["e2e_ns"]) == (100, 300)  # 100 ns ticks, not float-rounded
@@ -89,10 +98,19 @@ def test_float_timestamps_are_seconds_and_datetimes_are_exact(tmp_path) -> None:
 
 def test_implausible_span_warns_about_time_unit(tmp_path) -> None:
     # milliseconds read as nanoseconds: everything happens within a microsecond
-    frame = pl.DataFrame({"request_id": ["a", "a", "b", "b"],
-                          "event": ["arrival", "completion"] * 2, "ts": [0, 80, 5, 90]})
-    frame = pl.concat([frame, pl.DataFrame({"request_id": ["a", "b"],
-                       "event": ["first_token"] * 2, "ts": [40, 50]})])
+    frame = pl.DataFrame(
+        {
+            "request_id": ["a", "a", "b", "b"],
+            "event": ["arrival", "completion"] * 2,
+            "ts": [0, 80, 5, 90],
+        }
+    )
+    frame = pl.concat(
+        [
+            frame,
+            pl.DataFrame({"request_id": ["a", "b"], "event": ["first_token"] * 2, "ts": [40, 50]}),
+        ]
+    )
     analysis = analyze_paths([_write(frame, tmp_path / "t.parquet")])
     assert any("--time-unit" in w for w in analysis.summary.warnings)
 

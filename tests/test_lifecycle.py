@@ -22,16 +22,24 @@ CASES: dict[str, list[dict]] = {
         "bad", admission=1, first=2, ticks=[3], tokens=[1, 0], complete=3
     ),
     "missing_arrival": make_request("bad", arrival=None, admission=1, first=2, complete=2),
-    "duplicate_arrival": make_request("bad", admission=1, first=2, complete=2)
-    + [row("bad", "arrival", 0.5)],
+    "duplicate_arrival": [
+        *make_request("bad", admission=1, first=2, complete=2),
+        row("bad", "arrival", 0.5),
+    ],
     "event_before_arrival": make_request("bad", arrival=5, admission=1, first=6, complete=6),
-    "duplicate_first_token": make_request("bad", admission=1, first=2, complete=4)
-    + [row("bad", "first_token", 3)],
-    "token_before_first_token": make_request("bad", admission=1, first=3, complete=3)
-    + [row("bad", "token", 2)],
+    "duplicate_first_token": [
+        *make_request("bad", admission=1, first=2, complete=4),
+        row("bad", "first_token", 3),
+    ],
+    "token_before_first_token": [
+        *make_request("bad", admission=1, first=3, complete=3),
+        row("bad", "token", 2),
+    ],
     "duplicate_terminal": make_request("bad", admission=1, first=2, complete=3, cancel=4),
-    "event_after_terminal": make_request("bad", admission=1, first=2, complete=3)
-    + [row("bad", "token", 5)],
+    "event_after_terminal": [
+        *make_request("bad", admission=1, first=2, complete=3),
+        row("bad", "token", 5),
+    ],
     "admission_while_not_queued": make_request("bad", admission=[1, 1.5], first=2, complete=2),
     "token_before_admission": make_request("bad", admission=5, first=2, complete=6),
     "preemption_while_not_running": make_request(
@@ -41,10 +49,14 @@ CASES: dict[str, list[dict]] = {
         "bad", admission=[1, 6], preempt=[3], first=2, ticks=[4, 7], complete=7
     ),
     "completion_without_tokens": make_request("bad", admission=1, complete=3),
-    "release_before_terminal": make_request("bad", admission=1, first=2, complete=3)
-    + [row("bad", "release", 2.5)],
-    "duplicate_release": make_request("bad", admission=1, first=2, complete=3, release=4)
-    + [row("bad", "release", 5)],
+    "release_before_terminal": [
+        *make_request("bad", admission=1, first=2, complete=3),
+        row("bad", "release", 2.5),
+    ],
+    "duplicate_release": [
+        *make_request("bad", admission=1, first=2, complete=3, release=4),
+        row("bad", "release", 5),
+    ],
 }
 
 

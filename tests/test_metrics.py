@@ -93,9 +93,7 @@ def test_preemption_and_requeue() -> None:
     # queued 0-10, running 10-20 (first token 15), preempted at 20, re-admitted at 50,
     # tokens 60 and 70, done at 70.
     frame = events(
-        make_request(
-            "p", admission=[10, 50], preempt=[20], first=15, ticks=[60, 70], complete=70
-        )
+        make_request("p", admission=[10, 50], preempt=[20], first=15, ticks=[60, 70], complete=70)
     )
     r = one(frame)
     assert r["preemptions"] == 1

@@ -11,8 +11,15 @@ from tests.conftest import events, make_request
 from tests.test_lifecycle import CASES
 
 DURATION_COLUMNS = (
-    "queue_wait_ns", "prefill_ns", "ttft_ns", "decode_ns", "response_ns", "e2e_ns",
-    "delivery_tail_ns", "itl_max_ns", "requeued_ns",
+    "queue_wait_ns",
+    "prefill_ns",
+    "ttft_ns",
+    "decode_ns",
+    "response_ns",
+    "e2e_ns",
+    "delivery_tail_ns",
+    "itl_max_ns",
+    "requeued_ns",
 )
 MEAN_COLUMNS = ("itl_mean_ns", "tpot_ns", "formula_residual_ns")
 

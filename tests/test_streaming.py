@@ -26,8 +26,11 @@ def _same_requests(a: pl.DataFrame, b: pl.DataFrame) -> bool:
     return a.drop("_key").sort("request_id").equals(b.drop("_key").sort("request_id"))
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(frame=traces())
 def test_streaming_matches_in_memory(frame: pl.DataFrame, tmp_path: Path) -> None:
     path = _as_log(frame, tmp_path / "t.parquet")
@@ -54,6 +57,8 @@ def test_streaming_keeps_quarantine_and_release(tmp_path: Path) -> None:
     whole = analyze_paths([path])
     assert streamed.summary.violations == whole.summary.violations
     assert streamed.summary.leaked_state == whole.summary.leaked_state
-    assert streamed.quarantine().height == whole.quarantine().height == len(
-        CASES["duplicate_first_token"]
+    assert (
+        streamed.quarantine().height
+        == whole.quarantine().height
+        == len(CASES["duplicate_first_token"])
     )

@@ -57,7 +57,7 @@ def guarded(command: F) -> F:
             raise typer.Exit(int(error.exit_code)) from None
         except BrokenPipeError:
             raise typer.Exit(int(ExitCode.OK)) from None
-        except Exception:  # noqa: BLE001 - the CLI boundary is the one place for this
+        except Exception:
             err_console.print(traceback.format_exc(limit=4), markup=False)
             err_console.print(
                 "[bold red]error:[/] internal error in servetrace; please report it with "

@@ -31,8 +31,11 @@ EventMapOpt = Annotated[
 ]
 FromOpt = Annotated[
     str | None,
-    typer.Option("--from", help="Read another tool's export: aiperf, genai-perf, vllm-bench, "
-                 "guidellm, llmperf (default: canonical trace, or detected from content)."),
+    typer.Option(
+        "--from",
+        help="Read another tool's export: aiperf, genai-perf, vllm-bench, "
+        "guidellm, llmperf (default: canonical trace, or detected from content).",
+    ),
 ]
 
 JSON_SUFFIXES = (".json", ".jsonl", ".gz")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -40,7 +41,7 @@ TracesArg = Annotated[
 def write_frame(frame: pl.DataFrame, path: Path) -> None:
     """Write a frame as Parquet, CSV, Arrow IPC or JSON Lines by the file's suffix."""
     suffix = path.suffix.lower()
-    writers = {
+    writers: dict[str, Callable[[Path], object]] = {
         ".parquet": frame.write_parquet,
         ".csv": frame.write_csv,
         ".arrow": frame.write_ipc,
@@ -56,8 +57,9 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
     if suffix == ".csv":
         # CSV cannot hold nested values; lists are written as JSON text.
         nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Struct))]
-        frame = frame.with_columns(pl.col(c).map_elements(str, return_dtype=pl.String)
-                                   for c in nested)
+        frame = frame.with_columns(
+            pl.col(c).map_elements(str, return_dtype=pl.String) for c in nested
+        )
         frame.write_csv(path)
         return
     writers[suffix](path)
@@ -76,8 +78,13 @@ def _report_warnings(analysis: Analysis) -> None:
         warn(message)
 
 
-@app.command(epilog="Event kinds: " + ", ".join(EVENT_KINDS) + ". Aliases: "
-             + ", ".join(f"{k}→{v}" for k, v in sorted(EVENT_ALIASES.items())) + ".")
+@app.command(
+    epilog="Event kinds: "
+    + ", ".join(EVENT_KINDS)
+    + ". Aliases: "
+    + ", ".join(f"{k}→{v}" for k, v in sorted(EVENT_ALIASES.items()))
+    + "."
+)
 @guarded
 def analyze(
     traces: TracesArg,
@@ -109,8 +116,10 @@ def analyze(
     ] = 0.01,
     streaming: Annotated[
         bool,
-        typer.Option(help="Read in batches (Polars streaming engine) for traces larger than "
-                     "memory; ITL percentiles then come from a ±0.0125% histogram."),
+        typer.Option(
+            help="Read in batches (Polars streaming engine) for traces larger than "
+            "memory; ITL percentiles then come from a ±0.0125% histogram."
+        ),
     ] = False,
     batch_rows: Annotated[
         int, typer.Option(help="Rows per batch with --streaming.", min=1000)
@@ -179,8 +188,16 @@ def validate(
         write_frame(analysis.quarantine(), quarantine_out)
     if fmt is SummaryFormat.json:
         body = report_dict(summary, analysis.inputs)
-        keep = ("servetrace_version", "schema_version", "inputs", "accounting", "outcomes",
-                "violations", "leaked_state", "warnings")
+        keep = (
+            "servetrace_version",
+            "schema_version",
+            "inputs",
+            "accounting",
+            "outcomes",
+            "violations",
+            "leaked_state",
+            "warnings",
+        )
         out_console.out(render_json({k: body[k] for k in keep}))
     else:
         a = summary.accounting

@@ -40,7 +40,9 @@ def check_command(
     ] = None,
     max_regression: Annotated[
         list[str] | None,
-        typer.Option(help="Regression budget vs the baseline, e.g. 'ttft.p99:+10%', 'itl.p50:+2ms'."),
+        typer.Option(
+            help="Regression budget vs the baseline, e.g. 'ttft.p99:+10%', 'itl.p50:+2ms'."
+        ),
     ] = None,
     baseline: Annotated[
         Path | None,
@@ -51,8 +53,10 @@ def check_command(
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(help="Rules file (default: servetrace.toml or [tool.servetrace] in "
-                     "pyproject.toml, found from the working directory up)."),
+        typer.Option(
+            help="Rules file (default: servetrace.toml or [tool.servetrace] in "
+            "pyproject.toml, found from the working directory up)."
+        ),
     ] = None,
     significance: Annotated[
         bool, typer.Option(help="A regression fails only if it is also significant.")

@@ -11,7 +11,7 @@ from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt,
 from servetrace.cli.analyze import parse_goodput
 from servetrace.compare import DEFAULT_ARRIVAL_TOLERANCE_NS, compare
 from servetrace.metric_specs import DEFAULT_COMPARE_METRICS
-from servetrace.pipeline import AnalysisOptions
+from servetrace.pipeline import Analysis, AnalysisOptions
 from servetrace.render.compare import CompareFormat, render_compare
 from servetrace.stats import DEFAULT_COMPARE_STATS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
@@ -57,7 +57,7 @@ def compare_command(
     targets = parse_goodput(goodput or [])
     options = AnalysisOptions(goodput=targets)
 
-    def load(path: str):  # type: ignore[no-untyped-def]
+    def load(path: str) -> Analysis:
         analysis = load_analysis([path], options, column, time_unit, event_map, from_format)
         for message in analysis.summary.warnings:
             warn(f"{path}: {message}")

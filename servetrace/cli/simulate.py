@@ -18,15 +18,21 @@ MS = 1_000_000
 @app.command("simulate")
 @guarded
 def simulate_command(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Trace to write (.parquet, .csv, …).")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Trace to write (.parquet, .csv, …).")
+    ],
     policy: Annotated[Policy, typer.Option(help="Scheduler.")] = Policy.FCFS,
     workload: Annotated[
         Path | None,
-        typer.Option(help="Replay a workload: Azure LLM 2023 CSV, Mooncake JSONL, or a "
-                     "table with arrival_ns, prompt_tokens, output_tokens."),
+        typer.Option(
+            help="Replay a workload: Azure LLM 2023 CSV, Mooncake JSONL, or a "
+            "table with arrival_ns, prompt_tokens, output_tokens."
+        ),
     ] = None,
     requests: Annotated[int, typer.Option(help="Synthetic workload: number of requests.")] = 1000,
-    rate: Annotated[float, typer.Option(help="Synthetic workload: mean arrivals per second.")] = 4.0,
+    rate: Annotated[
+        float, typer.Option(help="Synthetic workload: mean arrivals per second.")
+    ] = 4.0,
     burstiness: Annotated[
         float, typer.Option(help="Gamma shape of inter-arrival times (1 = Poisson).")
     ] = 1.0,

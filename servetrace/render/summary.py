@@ -28,8 +28,12 @@ NS_PER_MS = 1e6
 STAT_KEYS = ("count", "mean", "std", "min", "p50", "p90", "p95", "p99", "p99_9", "max")
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
 DECOMPOSITION = ("queue_wait", "prefill", "decode")
-DECOMPOSITION_STYLES = {"queue_wait": "red", "prefill": "yellow", "ttft": "yellow",
-                        "decode": "green"}
+DECOMPOSITION_STYLES = {
+    "queue_wait": "red",
+    "prefill": "yellow",
+    "ttft": "yellow",
+    "decode": "green",
+}
 
 
 class SummaryFormat(str, Enum):
@@ -73,8 +77,8 @@ def _formula_check(check: FormulaCheck) -> dict[str, Any]:
         "worst": [
             {
                 "request_id": _num(w["request_id"]),
-                "residual_ms": _num(w["residual_ns"]) / NS_PER_MS,  # type: ignore[operator]
-                "response_ms": _num(w["response_ns"]) / NS_PER_MS,  # type: ignore[operator]
+                "residual_ms": float(w["residual_ns"]) / NS_PER_MS,  # type: ignore[arg-type]
+                "response_ms": float(w["response_ns"]) / NS_PER_MS,  # type: ignore[arg-type]
                 "output_tokens": _num(w["output_tokens"]),
                 "ticks": _num(w["ticks"]),
                 "preemptions": _num(w["preemptions"]),
@@ -105,9 +109,9 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
         for spec in LATENCY_METRICS
     }
     cancelled = dict(summary.cancelled)
-    cancelled["time_to_cancel"] = distribution_ms(cancelled.pop("time_to_cancel_ns"))  # type: ignore[arg-type]
+    cancelled["time_to_cancel"] = distribution_ms(cancelled.pop("time_to_cancel_ns"))
     in_flight = dict(summary.in_flight)
-    in_flight["age_at_end"] = distribution_ms(in_flight.pop("age_at_end_ns"), "s")  # type: ignore[arg-type]
+    in_flight["age_at_end"] = distribution_ms(in_flight.pop("age_at_end_ns"), "s")
     return {
         "source": summary.source,
         "arrival_known": summary.arrival_known,
@@ -120,8 +124,13 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
         "percentile_method": "linear interpolation (numpy default)",
         "tokens": {k: counts_dict(v, "tokens") for k, v in summary.tokens.items()},
         "throughput": {
-            "unit": {"window_s": "s", "requests_per_s": "req/s", "output_tokens_per_s": "tok/s",
-                     "total_tokens_per_s": "tok/s", "goodput_requests_per_s": "req/s"},
+            "unit": {
+                "window_s": "s",
+                "requests_per_s": "req/s",
+                "output_tokens_per_s": "tok/s",
+                "total_tokens_per_s": "tok/s",
+                "goodput_requests_per_s": "req/s",
+            },
             **{k: _num(v) for k, v in summary.throughput.items()},
         },
         "goodput": summary.goodput,
@@ -195,7 +204,8 @@ def _decomposition_text(summary: Summary) -> Text:
     """
     metrics = summary.metrics
     names = DECOMPOSITION if metrics["queue_wait"]["count"] else ("ttft", "decode")
-    known = [(n, float(metrics[n]["mean"])) for n in names if metrics[n]["mean"] is not None]
+    means = {n: metrics[n]["mean"] for n in names}
+    known = [(n, float(v)) for n, v in means.items() if v is not None]
     total = sum(v for _, v in known)
     if not known or total <= 0:
         return Text("decomposition unavailable (no completed request with tick times)")
@@ -235,7 +245,7 @@ def _lines(summary: Summary) -> list[str]:
         g = summary.goodput
         rate = t.get("goodput_requests_per_s")
         lines.append(
-            f"goodput ({' and '.join(g['targets'])}): {g['requests_met']:,} of "  # type: ignore[arg-type]
+            f"goodput ({' and '.join(g['targets'])}): {g['requests_met']:,} of "
             f"{g['requests_completed']:,} completed met every target "
             f"({_fmt((g['fraction'] or 0) * 100, 1)}%)"
             + (f", {rate:.2f} req/s" if rate is not None else "")
@@ -252,10 +262,14 @@ def _lines(summary: Summary) -> list[str]:
     if summary.outcomes["cancelled"]:
         tokens = summary.cancelled["output_tokens_delivered"]
         lines.append(
-            "cancelled in: " + ", ".join(f"{k} {v:,}" for k, v in ci.items())
+            "cancelled in: "
+            + ", ".join(f"{k} {v:,}" for k, v in ci.items())
             + f"; {tokens:,} tokens delivered before cancel"
-            + (f"; {summary.cancelled['with_error']:,} of them ended with an error"
-               if summary.cancelled.get("with_error") else "")
+            + (
+                f"; {summary.cancelled['with_error']:,} of them ended with an error"
+                if summary.cancelled.get("with_error")
+                else ""
+            )
         )
     if summary.outcomes["in_flight"]:
         lines.append(
@@ -288,7 +302,8 @@ def _formula_lines(report: FormulaReport) -> list[str]:
     if fl.checked and report.fleet_itl_ns:
         worst = ", ".join(
             f"{w['request_id']} ({w['residual_ns'] / NS_PER_MS:+,.0f} ms"  # type: ignore[operator]
-            + (f", {w['cause']}" if w["cause"] else "") + ")"
+            + (f", {w['cause']}" if w["cause"] else "")
+            + ")"
             for w in fl.worst[:3]
         )
         lines.append(
@@ -300,8 +315,9 @@ def _formula_lines(report: FormulaReport) -> list[str]:
     return lines
 
 
-def render_table(summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace",
-                 title: str | None = None) -> Group:
+def render_table(
+    summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace", title: str | None = None
+) -> Group:
     table = Table(
         title=title or ", ".join(inputs),
         caption="latencies of completed requests, in ms; itl pools every gap",
@@ -321,8 +337,9 @@ def render_table(summary: Summary, inputs: tuple[str, ...], naming: str = "serve
     )
 
 
-def render_markdown(summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace",
-                    title: str | None = None) -> str:
+def render_markdown(
+    summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace", title: str | None = None
+) -> str:
     out = io.StringIO()
     out.write(f"### servetrace: {title or ', '.join(inputs)}\n\n")
     out.write(_accounting_line(summary) + "\n\n")
@@ -336,8 +353,7 @@ def render_markdown(summary: Summary, inputs: tuple[str, ...], naming: str = "se
     return out.getvalue()
 
 
-def render_csv(groups: Mapping[object, Summary], by: str | None,
-               naming: str = "servetrace") -> str:
+def render_csv(groups: Mapping[object, Summary], by: str | None, naming: str = "servetrace") -> str:
     """One row per (group, metric): the latency table in machine-readable form."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
