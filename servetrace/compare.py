@@ -188,7 +188,7 @@ def _prepare(requests: pl.DataFrame, key: str) -> pl.DataFrame:
         requests.with_row_index("_row")
         .select(
             pl.col("_row").cast(pl.Int64),
-            pl.col(key).cast(pl.String).alias("_key"),
+            pl.col(key).cast(pl.String).alias("_pair"),
             (pl.col("arrival_ns") - pl.col("arrival_ns").min()).alias("_offset"),
             _int_column(requests, "prompt_tokens").alias("_prompt"),
             _int_column(requests, "output_tokens").alias("_output"),
@@ -273,13 +273,13 @@ def match_workloads(
         )
     base = _prepare(base_requests, key)
     cand = _prepare(cand_requests, key)
-    keyed_b = base.filter(pl.col("_key").is_not_null()).with_columns(
-        _occ=pl.int_range(pl.len()).over("_key")
+    keyed_b = base.filter(pl.col("_pair").is_not_null()).with_columns(
+        _occ=pl.int_range(pl.len()).over("_pair")
     )
-    keyed_c = cand.filter(pl.col("_key").is_not_null()).with_columns(
-        _occ=pl.int_range(pl.len()).over("_key")
+    keyed_c = cand.filter(pl.col("_pair").is_not_null()).with_columns(
+        _occ=pl.int_range(pl.len()).over("_pair")
     )
-    joined = keyed_b.join(keyed_c, on=["_key", "_occ"], how="inner", suffix="_c").sort("_row")
+    joined = keyed_b.join(keyed_c, on=["_pair", "_occ"], how="inner", suffix="_c").sort("_row")
     nb, nc = base_requests.height, cand_requests.height
     shared = joined.height
     paired_by: str | None = key
@@ -337,12 +337,18 @@ class _Population:
     cand_gaps: pl.DataFrame
 
 
+def _gap_key(gaps: pl.DataFrame) -> str:
+    """The column tying gaps to requests: the analysis' internal key, else the id."""
+    return "_key" if "_key" in gaps.columns else "request_id"
+
+
 def _gaps_of(analysis: AnalysisLike, requests: pl.DataFrame) -> pl.DataFrame:
     gaps = analysis.gaps
     if gaps.height == 0 or requests.height == 0:
         return gaps.clear()
-    ids = requests.select(pl.col("request_id").cast(gaps.schema["request_id"]))
-    return gaps.join(ids, on="request_id", how="semi")
+    key = _gap_key(gaps)
+    ids = requests.select(pl.col(key).cast(gaps.schema[key]))
+    return gaps.join(ids, on=key, how="semi")
 
 
 def _population(base: AnalysisLike, cand: AnalysisLike, match: WorkloadMatch) -> _Population:
@@ -405,7 +411,7 @@ def _array(frame: pl.DataFrame, column: str) -> np.ndarray:
 
 
 def _clusters(gaps: pl.DataFrame) -> np.ndarray:
-    codes = gaps.select(pl.col("request_id").rank("dense").cast(pl.Int64) - 1).to_series()
+    codes = gaps.select(pl.col(_gap_key(gaps)).rank("dense").cast(pl.Int64) - 1).to_series()
     return codes.to_numpy()
 
 

@@ -7,7 +7,7 @@ events once; everything after works on in-memory frames.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -34,19 +34,16 @@ class Analysis:
     """Everything servetrace knows about one trace."""
 
     inputs: tuple[str, ...]
-    events: pl.DataFrame
     timeline: Timeline
     requests: pl.DataFrame  # one row per valid request; see metrics.REQUEST_COLUMNS
-    gaps: pl.DataFrame  # every inter-tick gap of completed requests: request_id, itl_ns
+    gaps: pl.DataFrame  # every inter-tick gap of completed requests: _key, itl_ns
     summary: Summary
+    quarantine_rows: pl.DataFrame  # input rows not analysed, with their rule
     attributes: tuple[str, ...] = field(default_factory=tuple)
-    streamed_quarantine: pl.DataFrame | None = None  # streamed traces keep only these rows
 
     def quarantine(self) -> pl.DataFrame:
         """Input rows that were not analysed, each with the rule it broke."""
-        if self.streamed_quarantine is not None:
-            return self.streamed_quarantine
-        return quarantined_rows(self.events, self.timeline)
+        return self.quarantine_rows
 
     def requests_out(self) -> pl.DataFrame:
         """The per-request frame as users get it (no internal key)."""
@@ -125,7 +122,15 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
     attributes = attribute_columns(events.columns)
     timeline = build_timeline(events, attributes)
     requests = request_metrics(timeline, attributes)
-    gaps = _gaps_with_ids(timeline, requests)
+    gaps = gap_frame(timeline, requests)
+    # Keep what reports need, not the trace: the events and sorted ticks are the bulk of
+    # memory, and only the rows of invalid requests are ever shown again.
+    quarantine = (
+        quarantined_rows(events, timeline)
+        if _has_invalid(timeline)
+        else (events.clear().with_columns(pl.lit(None, pl.String).alias("rule")))
+    )
+    timeline = replace(timeline, ticks=timeline.ticks.clear())
     summary = summarize(
         timeline,
         requests,
@@ -136,19 +141,19 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
     )
     return Analysis(
         inputs=inputs,
-        events=events,
         timeline=timeline,
         requests=requests,
         gaps=gaps,
         summary=summary,
+        quarantine_rows=quarantine,
         attributes=tuple(attributes),
     )
 
 
-def _gaps_with_ids(timeline: Timeline, requests: pl.DataFrame) -> pl.DataFrame:
-    gaps = gap_frame(timeline, requests)
-    ids = requests.select(KEY, "request_id")
-    return gaps.join(ids, on=KEY, how="left").select(KEY, "request_id", "itl_ns")
+def _has_invalid(timeline: Timeline) -> bool:
+    return timeline.row_quarantine.height > 0 or timeline.requests["rule"].null_count() < (
+        timeline.requests.height
+    )
 
 
 def summarize_by(

@@ -34,7 +34,13 @@ from servetrace.lifecycle import (
     trace_facts,
 )
 from servetrace.metrics import gap_frame, request_metrics
-from servetrace.pipeline import Analysis, AnalysisOptions, attribute_columns, span_warnings
+from servetrace.pipeline import (
+    Analysis,
+    AnalysisOptions,
+    _has_invalid,
+    attribute_columns,
+    span_warnings,
+)
 from servetrace.schema import TERMINAL_EVENTS
 from servetrace.summary import summarize
 
@@ -94,9 +100,7 @@ def analyze_streaming(
             )
         )
         requests.append(rekey(metrics))
-        if timeline.requests["rule"].null_count() < timeline.requests.height or (
-            timeline.row_quarantine.height
-        ):
+        if _has_invalid(timeline):
             quarantine.append(quarantined_rows(frame, timeline))
 
     carry: pl.DataFrame | None = None
@@ -128,16 +132,19 @@ def analyze_streaming(
             "streamed: ITL percentiles come from a log histogram (within ±0.0125%)",
         ],
     )
-    rows_out = pl.concat(quarantine, how="diagonal_relaxed") if quarantine else None
+    rows_out = (
+        pl.concat(quarantine, how="diagonal_relaxed")
+        if quarantine
+        else pl.DataFrame(schema={**schema, "rule": pl.String})
+    )
     return Analysis(
         inputs=trace.inputs,
-        events=rows_out if rows_out is not None else pl.DataFrame(),
         timeline=timeline,
         requests=merged,
-        gaps=pl.DataFrame(schema={KEY: pl.Int64, "request_id": pl.String, "itl_ns": pl.Int64}),
+        gaps=pl.DataFrame(schema={KEY: pl.Int64, "itl_ns": pl.Int64}),
         summary=summary,
+        quarantine_rows=rows_out,
         attributes=tuple(attributes),
-        streamed_quarantine=rows_out,
     )
 
 

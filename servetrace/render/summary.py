@@ -235,7 +235,7 @@ def _lines(summary: Summary) -> list[str]:
     t = summary.throughput
     if t["window_s"]:
         line = (
-            f"throughput over {t['window_s']:.1f} s: {t['requests_per_s']:.2f} req/s, "
+            f"throughput over {_fmt(t['window_s'])} s: {t['requests_per_s']:.2f} req/s, "
             f"{t['output_tokens_per_s']:,.0f} output tok/s"
         )
         if t["total_tokens_per_s"] is not None:
