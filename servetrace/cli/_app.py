@@ -21,6 +21,23 @@ app = typer.Typer(
     add_completion=False,
 )
 
+def _version(value: bool) -> None:
+    if value:
+        from servetrace import SCHEMA_VERSION, __version__
+
+        print(f"servetrace {__version__} (event schema {SCHEMA_VERSION})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
+    """Analyze LLM inference-serving traces: queue wait, prefill, decode, TTFT, ITL."""
+
+
 # Reports go to stdout, diagnostics to stderr, so `--format json > out.json` stays clean.
 out_console = Console(soft_wrap=True, highlight=False)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
