@@ -347,8 +347,14 @@ def _gaps_of(analysis: AnalysisLike, requests: pl.DataFrame) -> pl.DataFrame:
     if gaps.height == 0 or requests.height == 0:
         return gaps.clear()
     key = _gap_key(gaps)
-    ids = requests.select(pl.col(key).cast(gaps.schema[key]))
-    return gaps.join(ids, on=key, how="semi")
+    # Gaps in the order of ``requests`` (arrival order), so a seeded bootstrap draws the
+    # same resamples on every run: the analysis' own gap order follows internal keys.
+    order = requests.select(pl.col(key).cast(gaps.schema[key]), pl.int_range(pl.len()).alias("_o"))
+    return (
+        gaps.join(order, on=key, how="inner", maintain_order="left")
+        .sort("_o", maintain_order=True)
+        .drop("_o")
+    )
 
 
 def _population(base: AnalysisLike, cand: AnalysisLike, match: WorkloadMatch) -> _Population:

@@ -146,7 +146,10 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
     extra = [c for c in attributes if c in frame.columns and c not in REQUEST_COLUMNS]
     if "prompt_tokens" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.Int64).alias("prompt_tokens"))
-    return frame.select(KEY, *REQUEST_COLUMNS, *extra).sort("arrival_ns", KEY)
+    # Arrival order, ties by id: deterministic (keys of string ids are not, see lifecycle).
+    return frame.select(KEY, *REQUEST_COLUMNS, *extra).sort(
+        "arrival_ns", "request_id", nulls_last=True
+    )
 
 
 def gap_frame(timeline: Timeline, requests: pl.DataFrame) -> pl.DataFrame:

@@ -164,3 +164,31 @@ def test_check_without_rules_is_a_usage_error(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["check", FCFS])
     assert result.exit_code == 2 and "no rules to check" in result.stderr
+
+
+def test_same_seed_same_report_across_processes() -> None:
+    """Seeded means reproducible: two fresh processes print the same comparison (string
+    request ids get process-dependent internal keys, which must not leak into resamples)."""
+    import subprocess
+    import sys
+
+    command = [
+        sys.executable,
+        "-m",
+        "servetrace",
+        "compare",
+        FCFS,
+        CHUNKED,
+        "-f",
+        "json",
+        "--metric",
+        "itl",
+        "--metric",
+        "ttft",
+        "--resamples",
+        "300",
+    ]
+    first, second = (
+        subprocess.run(command, capture_output=True, text=True, check=True) for _ in range(2)
+    )
+    assert first.stdout == second.stdout
