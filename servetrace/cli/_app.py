@@ -21,6 +21,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
 def _version(value: bool) -> None:
     if value:
         from servetrace import SCHEMA_VERSION, __version__

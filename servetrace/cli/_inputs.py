@@ -95,3 +95,18 @@ def load_analysis(
             warn(f"{result.path}: {message}")
     events = pl.concat([r.events for r in results], how="diagonal_relaxed")
     return analyze_events(events, options, inputs=tuple(traces))
+
+
+def load_reported(
+    path: str,
+    options: AnalysisOptions,
+    column: list[str] | None,
+    time_unit: str | None,
+    event_map: list[str] | None,
+    from_format: str | None,
+) -> Analysis:
+    """One trace of several (compare, check): its warnings name the file they are about."""
+    analysis = load_analysis([path], options, column, time_unit, event_map, from_format)
+    for message in analysis.summary.warnings:
+        warn(f"{path}: {message}")
+    return analysis

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, err_console, guarded, out_console, warn
-from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_analysis
+from servetrace.cli._app import app, err_console, guarded, out_console
+from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
 from servetrace.errors import ExitCode, InputError, UsageError
 from servetrace.gate import evaluate, load_config, parse_goodput_target, parse_rules
 from servetrace.pipeline import Analysis, AnalysisOptions
@@ -89,10 +89,7 @@ def check_command(
     options = AnalysisOptions(goodput=targets)
 
     def load(path: str) -> Analysis:
-        analysis = load_analysis([path], options, column, time_unit, event_map, from_format)
-        for message in analysis.summary.warnings:
-            warn(f"{path}: {message}")
-        return analysis
+        return load_reported(path, options, column, time_unit, event_map, from_format)
 
     analysis = load(trace)
     baseline_path = baseline or settings.baseline

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from servetrace.cli._app import app, guarded, out_console, warn
-from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_analysis
+from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
 from servetrace.cli.analyze import parse_goodput
 from servetrace.compare import DEFAULT_ARRIVAL_TOLERANCE_NS, compare
 from servetrace.metric_specs import DEFAULT_COMPARE_METRICS
@@ -58,10 +58,7 @@ def compare_command(
     options = AnalysisOptions(goodput=targets)
 
     def load(path: str) -> Analysis:
-        analysis = load_analysis([path], options, column, time_unit, event_map, from_format)
-        for message in analysis.summary.warnings:
-            warn(f"{path}: {message}")
-        return analysis
+        return load_reported(path, options, column, time_unit, event_map, from_format)
 
     # Goodput needs per-request targets: without them it is left out, not reported empty.
     metrics = metric or [m for m in DEFAULT_COMPARE_METRICS if targets or m != "goodput"]

@@ -22,10 +22,11 @@ from servetrace.formula import FormulaCheck, FormulaReport
 from servetrace.lifecycle import RULES
 from servetrace.metrics import LATENCY_METRICS
 from servetrace.naming import display_name
+from servetrace.stats import STATISTICS
 from servetrace.summary import Summary
 
 NS_PER_MS = 1e6
-STAT_KEYS = ("count", "mean", "std", "min", "p50", "p90", "p95", "p99", "p99_9", "max")
+STAT_KEYS = STATISTICS
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
 DECOMPOSITION = ("queue_wait", "prefill", "decode")
 DECOMPOSITION_STYLES = {
