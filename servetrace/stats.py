@@ -146,7 +146,11 @@ def describe(values: ArrayLike) -> dict[str, float | int | None]:
     """count, mean, std (population), min, p50, p90, p95, p99, p99_9, max.
 
     Percentiles use linear interpolation. With no values, count is 0 and the rest None.
+    A Polars Series is described by Polars itself (multi-threaded, no Float64 copy of a
+    pooled ITL column of millions of gaps); its linear quantiles equal numpy's.
     """
+    if isinstance(values, pl.Series) and values.dtype.is_numeric():
+        return _describe_series(values)
     array = to_array(values)
     if array.size == 0:
         return {name: (0 if name == "count" else None) for name in STATISTICS}
@@ -160,6 +164,33 @@ def describe(values: ArrayLike) -> dict[str, float | int | None]:
     }
     result.update({name: float(point) for name, point in zip(names, points, strict=True)})
     return {name: result[name] for name in STATISTICS}
+
+
+def _describe_series(values: pl.Series) -> dict[str, float | int | None]:
+    column = pl.col("v").drop_nulls()
+    if values.dtype.is_float():
+        column = column.drop_nans()
+    exprs = {
+        "count": column.count(),
+        "mean": column.mean(),
+        "std": column.std(ddof=0),
+        "min": column.min(),
+        "max": column.max(),
+    }
+    for name in STATISTICS:
+        q = percentile_of(name)
+        if q is not None and name not in exprs:
+            exprs[name] = column.quantile(q / 100, interpolation="linear")
+    row = (
+        values.rechunk()
+        .to_frame("v")
+        .select(**{name: expr.cast(pl.Float64) for name, expr in exprs.items()})
+        .row(0, named=True)
+    )
+    count = int(row["count"] or 0)
+    if count == 0:
+        return {name: (0 if name == "count" else None) for name in STATISTICS}
+    return {name: count if name == "count" else row[name] for name in STATISTICS}
 
 
 def ratio_of(numerator: float, denominator: float) -> float:

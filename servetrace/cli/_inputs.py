@@ -79,7 +79,7 @@ def load_analysis(
     time_unit: str | None = None,
     event_map: list[str] | None = None,
     from_format: str | None = None,
-    streaming: bool = False,
+    streaming: bool | None = False,
     batch_rows: int | None = None,
 ) -> Analysis:
     ingest = ingest_options(column, time_unit, event_map)

@@ -115,12 +115,15 @@ def analyze(
         float, typer.Option(help="Formula check: tolerance relative to response time.")
     ] = 0.01,
     streaming: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            help="Read in batches (Polars streaming engine) for traces larger than "
-            "memory; ITL percentiles then come from a ±0.0125% histogram."
+            "--streaming/--no-streaming",
+            help="Read in batches (Polars streaming engine), for traces larger than memory; "
+            "ITL percentiles then come from a ±0.0125% histogram. Default: stream traces of "
+            "30 million events or more.",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
     batch_rows: Annotated[
         int, typer.Option(help="Rows per batch with --streaming.", min=1000)
     ] = 2_000_000,
