@@ -438,6 +438,13 @@ def subset(timeline: Timeline, keys: pl.Series) -> Timeline:
     )
 
 
+def has_invalid(timeline: Timeline) -> bool:
+    """Whether any row or request of the trace was quarantined."""
+    return timeline.row_quarantine.height > 0 or timeline.requests["rule"].null_count() < (
+        timeline.requests.height
+    )
+
+
 def quarantined_rows(events: pl.DataFrame, timeline: Timeline) -> pl.DataFrame:
     """Every input row of an invalid request, plus unplaceable rows, with its rule.
 

@@ -13,7 +13,14 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.ingest import IngestOptions, Trace, normalise, read_events
-from servetrace.lifecycle import KEY, Timeline, build_timeline, quarantined_rows, subset
+from servetrace.lifecycle import (
+    KEY,
+    Timeline,
+    build_timeline,
+    has_invalid,
+    quarantined_rows,
+    subset,
+)
 from servetrace.metrics import gap_frame, request_metrics
 from servetrace.schema import CANONICAL_COLUMNS
 from servetrace.summary import GoodputTarget, Summary, summarize
@@ -141,7 +148,7 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
     # memory, and only the rows of invalid requests are ever shown again.
     quarantine = (
         quarantined_rows(events, timeline)
-        if _has_invalid(timeline)
+        if has_invalid(timeline)
         else (events.clear().with_columns(pl.lit(None, pl.String).alias("rule")))
     )
     timeline = replace(timeline, ticks=timeline.ticks.clear())
@@ -161,12 +168,6 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
         summary=summary,
         quarantine_rows=quarantine,
         attributes=tuple(attributes),
-    )
-
-
-def _has_invalid(timeline: Timeline) -> bool:
-    return timeline.row_quarantine.height > 0 or timeline.requests["rule"].null_count() < (
-        timeline.requests.height
     )
 
 

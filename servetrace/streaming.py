@@ -30,6 +30,7 @@ from servetrace.lifecycle import (
     Timeline,
     TraceFacts,
     build_timeline,
+    has_invalid,
     quarantined_rows,
     trace_facts,
 )
@@ -37,7 +38,6 @@ from servetrace.metrics import gap_frame, request_metrics
 from servetrace.pipeline import (
     Analysis,
     AnalysisOptions,
-    _has_invalid,
     attribute_columns,
     span_warnings,
 )
@@ -100,7 +100,7 @@ def analyze_streaming(
             )
         )
         requests.append(rekey(metrics))
-        if _has_invalid(timeline):
+        if has_invalid(timeline):
             quarantine.append(quarantined_rows(frame, timeline))
 
     carry: pl.DataFrame | None = None
