@@ -321,7 +321,12 @@ def render_table(
 ) -> Group:
     table = Table(
         title=title or ", ".join(inputs),
-        caption="latencies of completed requests, in ms; itl pools every gap",
+        caption="latencies of completed requests, in ms; "
+        + (
+            "itl pools every gap"
+            if summary.metrics["itl"]["count"]
+            else "no per-token times in this trace, so no itl"
+        ),
         title_justify="left",
         caption_justify="left",
     )
