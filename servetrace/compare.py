@@ -639,7 +639,17 @@ def _warnings(
     out: list[str] = []
     if not match.paired:
         out.append(f"{cand_label}: {match.message}")
-    sides = ((base_label, population.base.height), (cand_label, population.cand.height))
+    sides: tuple[tuple[str, int], ...] = (
+        (base_label, population.base.height),
+        (cand_label, population.cand.height),
+    )
+    if match.paired and min(population.base.height, population.cand.height) == 0:
+        out.append(
+            "no request completed in both traces, so there are no completed requests to "
+            "compare: no latency can be compared "
+            "(see cancelled.* and the outcomes)"
+        )
+        sides = ()
     for label, n in sides:
         if n == 0:
             out.append(f"{label} has no completed requests to compare")

@@ -74,9 +74,10 @@ def parse_mapping(items: Iterable[str], flag: str) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
+            example = "enqueue=arrival" if flag == "--event-map" else "ts=time_ms"
             raise UsageError(
                 f"{flag} expects KEY=VALUE, got {item!r}",
-                hint=f"for example {flag} ts=time_ms",
+                hint=f"for example {flag} {example}",
             )
         mapping[key.strip()] = value.strip()
     return mapping
@@ -84,7 +85,22 @@ def parse_mapping(items: Iterable[str], flag: str) -> dict[str, str]:
 
 def resolve_paths(inputs: Sequence[str]) -> list[Path]:
     """Expand files, globs and directories of parts into a sorted list of trace files."""
-    files: list[Path] = []
+    return [file for file, _ in resolve_parts(inputs)]
+
+
+def hive_values(part: Path, root: Path) -> dict[str, str]:
+    """``key=value`` folders between a directory and one of its parts (hive layout)."""
+    values: dict[str, str] = {}
+    for folder in part.relative_to(root).parts[:-1]:
+        key, sep, value = folder.partition("=")
+        if sep and key:
+            values[key] = value
+    return values
+
+
+def resolve_parts(inputs: Sequence[str]) -> list[tuple[Path, dict[str, str]]]:
+    """Every trace file of the inputs, with the hive partition values of its folders."""
+    files: list[tuple[Path, dict[str, str]]] = []
     for text in inputs:
         path = Path(text)
         if any(ch in text for ch in "*?["):
@@ -92,18 +108,24 @@ def resolve_paths(inputs: Sequence[str]) -> list[Path]:
             matches = [p for p in matches if p.is_file() and _format_of(p)]
             if not matches:
                 raise InputError(f"{text}: the pattern matches no trace file")
-            files.extend(matches)
+            files.extend((match, {}) for match in matches)
         elif path.is_dir():
             parts = sorted(p for p in path.rglob("*") if p.is_file() and _format_of(p))
-            parts = [p for p in parts if not any(s.startswith((".", "_")) for s in p.parts)]
+            # Hidden and underscore entries below the directory (_SUCCESS, .crc) are not
+            # parts; the directory's own path may contain anything.
+            parts = [
+                p
+                for p in parts
+                if not any(s.startswith((".", "_")) for s in p.relative_to(path).parts)
+            ]
             if not parts:
                 raise InputError(
                     f"{text}: directory holds no trace file",
                     hint="expected .parquet, .arrow, .csv or .jsonl files (or parts of them)",
                 )
-            files.extend(parts)
+            files.extend((part, hive_values(part, path)) for part in parts)
         elif path.is_file():
-            files.append(path)
+            files.append((path, {}))
         else:
             raise InputError(f"{text}: no such file or directory")
     return files
@@ -131,8 +153,13 @@ def _sniff_format(path: Path) -> str:
     return "csv"
 
 
-def _scan_file(path: Path) -> pl.LazyFrame:
-    """Scan one file lazily; raise InputError for anything unreadable."""
+def _scan_file(path: Path, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
+    """Scan one file lazily; raise InputError for anything unreadable.
+
+    ``text_columns`` of a CSV are read as text: a sample-based type guess must not turn
+    an id like ``x1`` after 10,000 integer ids, or a fractional timestamp after integer
+    ones, into a parse error; ingest decides their types on every value.
+    """
     fmt = _sniff_format(path)
     if path.stat().st_size == 0:
         raise InputError(f"{path}: file is empty", hint="a trace needs at least one event row")
@@ -143,12 +170,23 @@ def _scan_file(path: Path) -> pl.LazyFrame:
             frame = pl.scan_ipc(path)
         elif fmt == "csv":
             separator = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+            overrides = dict.fromkeys(text_columns, pl.String)
             if path.suffix.lower() == ".gz":
                 with gzip.open(path) as handle:
                     data = handle.read()
-                frame = pl.read_csv(data, separator=separator, infer_schema_length=10_000).lazy()
+                frame = pl.read_csv(
+                    data,
+                    separator=separator,
+                    infer_schema_length=10_000,
+                    schema_overrides=overrides,
+                ).lazy()
             else:
-                frame = pl.scan_csv(path, separator=separator, infer_schema_length=10_000)
+                frame = pl.scan_csv(
+                    path,
+                    separator=separator,
+                    infer_schema_length=10_000,
+                    schema_overrides=overrides,
+                )
         else:
             frame = _scan_ndjson(path)
         frame.collect_schema()
@@ -242,9 +280,12 @@ def _normalise_ts(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl
     ts = pl.col("ts")
     if dtype.is_integer():
         factor = TIME_UNITS[unit or "ns"]
+        if factor != 1:
+            _check_ns_range(frame, ts.cast(pl.Float64) * factor, path)
         expr = ts.cast(pl.Int64) * factor if factor != 1 else ts.cast(pl.Int64)
     elif dtype.is_float():
         factor = TIME_UNITS[unit or "s"]
+        _check_ns_range(frame, ts * factor, path)
         expr = (ts * factor).round(0).cast(pl.Int64)
     elif isinstance(dtype, pl.Datetime):
         expr = ts.dt.epoch("ns")
@@ -262,12 +303,24 @@ def _normalise_ts(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl
     return frame.with_columns(expr.alias("ts"))
 
 
+def _check_ns_range(frame: pl.LazyFrame, ns: pl.Expr, path: Path) -> None:
+    """Times must fit Int64 nanoseconds (±292 years): never wrap around silently."""
+    largest = frame.select(ns.abs().max()).collect().item()
+    if largest is not None and largest >= 2**63:
+        raise InputError(
+            f"{path}: column 'ts' holds {largest:.3g} ns once converted, beyond what a "
+            "64-bit nanosecond time can hold",
+            hint="is --time-unit right? (integers are ns, floats are s by default)",
+        )
+
+
 def _parse_text_ts(frame: pl.LazyFrame, path: Path, unit: str | None) -> pl.Expr:
     """Text timestamps (CSV, JSON) must all be numbers, or all date-times."""
     text = pl.col("ts").str.strip_chars()
     as_int = text.cast(pl.Int64, strict=False)
     as_float = text.cast(pl.Float64, strict=False)
-    as_time = text.str.to_datetime(time_unit="ns", strict=False)
+    # Naive date-times are taken as UTC; RFC 3339 offsets ("Z", "+02:00") are honoured.
+    as_time = text.str.to_datetime(time_unit="ns", time_zone="UTC", strict=False)
     present = pl.col("ts").is_not_null()
     counts = (
         frame.select(
@@ -279,8 +332,11 @@ def _parse_text_ts(frame: pl.LazyFrame, path: Path, unit: str | None) -> pl.Expr
         .row(0, named=True)
     )
     if counts["not_int"] == 0:
+        if unit not in (None, "ns"):
+            _check_ns_range(frame, as_int.cast(pl.Float64) * TIME_UNITS[unit], path)
         return as_int * TIME_UNITS[unit or "ns"]
     if counts["not_float"] == 0:
+        _check_ns_range(frame, as_float * TIME_UNITS[unit or "s"], path)
         return (as_float * TIME_UNITS[unit or "s"]).round(0).cast(pl.Int64)
     if counts["not_time"] == 0:
         return as_time.dt.epoch("ns")
@@ -347,28 +403,35 @@ def _normalise_event(frame: pl.LazyFrame, path: Path, options: IngestOptions) ->
 
 
 def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
-    """Token counts become Int64; text columns (CSV inference) must hold whole numbers."""
+    """Token counts become Int64, exactly: a count that is not a whole number that fits
+    is an error, never silently truncated or nulled (sign is a lifecycle rule)."""
     schema = frame.collect_schema()
     present = [c for c in COUNT_COLUMNS if c in schema]
-    bad_type = [
-        c for c in present if not (schema[c].is_numeric() or schema[c] in (pl.Null, pl.String))
-    ]
+    numeric = (pl.Null, pl.String)
+    bad_type = [c for c in present if not (schema[c].is_numeric() or schema[c] in numeric)]
     if bad_type:
         raise InputError(
             f"{path}: column {bad_type[0]!r} has type {schema[bad_type[0]]}, "
             "expected a whole number"
         )
-    text = [c for c in present if schema[c] == pl.String]
-    if text:
+    values = {
+        c: pl.col(c).str.strip_chars().cast(pl.Float64, strict=False)
+        if schema[c] == pl.String
+        else pl.col(c).cast(pl.Float64)
+        for c in present
+        if schema[c]
+        not in (pl.Int64, pl.Int32, pl.Int16, pl.Int8, pl.UInt8, pl.UInt16, pl.UInt32, pl.Null)
+    }
+    if values:
         failures = (
             frame.select(
                 (
                     pl.col(c).is_not_null()
-                    & pl.col(c).str.strip_chars().cast(pl.Int64, strict=False).is_null()
+                    & (v.is_null() | v.is_nan() | (v != v.floor()) | (v.abs() >= 2.0**63))
                 )
                 .sum()
                 .alias(c)
-                for c in text
+                for c, v in values.items()
             )
             .collect()
             .row(0, named=True)
@@ -376,10 +439,14 @@ def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
         broken = [c for c, n in failures.items() if n]
         if broken:
             raise InputError(
-                f"{path}: column {broken[0]!r} holds values that are not whole numbers"
+                f"{path}: column {broken[0]!r} holds values that are not whole numbers "
+                f"({failures[broken[0]]:,} rows)",
+                hint="token counts are integers: tokens >= 1, prompt/output tokens >= 0",
             )
     casts = [
-        (pl.col(c).str.strip_chars() if c in text else pl.col(c)).cast(pl.Int64, strict=False)
+        (
+            pl.col(c).str.strip_chars().cast(pl.Float64) if schema[c] == pl.String else pl.col(c)
+        ).cast(pl.Int64)
         for c in present
     ]
     return frame.with_columns(casts) if casts else frame
@@ -387,9 +454,19 @@ def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
 
 def _normalise_request_id(frame: pl.LazyFrame) -> pl.LazyFrame:
     dtype = frame.collect_schema()["request_id"]
+    rid = pl.col("request_id")
     if dtype.is_integer():
-        return frame.with_columns(pl.col("request_id").cast(pl.Int64))
-    return frame.with_columns(pl.col("request_id").cast(pl.String))
+        return frame.with_columns(rid.cast(pl.Int64))
+    if dtype.is_float():
+        # A NaN id is a missing id, not a request called "NaN"; whole floats are integers.
+        rid = rid.fill_nan(None)
+        return frame.with_columns(
+            pl.when(rid == rid.floor())
+            .then(rid.cast(pl.Int64).cast(pl.String))
+            .otherwise(rid.cast(pl.String))
+            .alias("request_id")
+        )
+    return frame.with_columns(rid.cast(pl.String))
 
 
 def normalise(
@@ -405,9 +482,18 @@ def normalise(
     return _normalise_counts(frame, path)
 
 
-def scan_file(path: Path, options: IngestOptions) -> pl.LazyFrame:
-    """One file as canonical events (lazy)."""
-    return normalise(_scan_file(path), path, options)
+def scan_file(
+    path: Path, options: IngestOptions, partition: Mapping[str, str] | None = None
+) -> pl.LazyFrame:
+    """One file as canonical events (lazy); ``partition`` adds its hive folder values."""
+    text_columns = [options.columns.get(name, name) for name in ("request_id", "ts")]
+    frame = _scan_file(path, text_columns)
+    if partition:
+        present = set(frame.collect_schema().names())
+        frame = frame.with_columns(
+            pl.lit(value).alias(key) for key, value in partition.items() if key not in present
+        )
+    return normalise(frame, path, options)
 
 
 def read_events(inputs: Sequence[str], options: IngestOptions | None = None) -> Trace:
@@ -417,8 +503,9 @@ def read_events(inputs: Sequence[str], options: IngestOptions | None = None) -> 
     concatenated, so a request may span parts.
     """
     options = options or IngestOptions()
-    files = resolve_paths(inputs)
-    frames = [scan_file(path, options) for path in files]
+    parts = resolve_parts(inputs)
+    files = [path for path, _ in parts]
+    frames = [scan_file(path, options, partition) for path, partition in parts]
     if len(frames) == 1:
         events = frames[0]
     else:

@@ -29,7 +29,8 @@ RULES: dict[str, str] = {
     "missing_request_id": "row has no request_id",
     "missing_event": "row has no event kind",
     "missing_timestamp": "row has no timestamp",
-    "invalid_token_count": "a first_token/token row carries tokens < 1",
+    "invalid_token_count": "tokens < 1 on a first_token/token row, or a negative "
+    "prompt_tokens/output_tokens",
     "missing_arrival": "request has no arrival event",
     "duplicate_arrival": "request has more than one arrival event",
     "event_before_arrival": "an event precedes the request's arrival",
@@ -218,20 +219,28 @@ def _tokens_while_queued(ticks: pl.DataFrame, control: pl.DataFrame) -> pl.DataF
     preempted = control.filter(pl.col("event") == "preemption").select(KEY).unique()
     if preempted.height == 0:
         return preempted
+    # Lifecycle order at equal timestamps: admission < token < preemption. So a token at t
+    # is after an admission at t and before a preemption at t: a preemption takes effect
+    # just after its timestamp (t + 1 ns) for this test.
+    is_preemption = pl.col("event") == "preemption"
     gates = (
         control.filter(pl.col("event").is_in(["admission", "preemption"]))
         .join(preempted, on=KEY, how="semi")
-        .select(KEY, "ts", (pl.col("event") == "preemption").alias("queued"))
-        .sort(KEY, "ts")
+        .select(
+            KEY,
+            (pl.col("ts") + is_preemption.cast(pl.Int64)).alias("ts"),
+            pl.col("ts").alias("_order"),
+            is_preemption.alias("queued"),
+        )
+        .sort(KEY, "ts", "_order")
     )
     later_ticks = ticks.join(preempted, on=KEY, how="semi").select(KEY, "ts").sort(KEY, "ts")
-    # At an equal timestamp a token precedes a preemption (lifecycle order): strict asof.
     hits = later_ticks.join_asof(
         gates,
         on="ts",
         by=KEY,
         strategy="backward",
-        allow_exact_matches=False,
+        allow_exact_matches=True,
         check_sortedness=False,
     )
     return hits.filter(pl.col("queued").fill_null(False)).select(KEY).unique()
@@ -261,11 +270,16 @@ def _control_aggregates(
     )
     carried = [c for c in ("prompt_tokens", "output_tokens") if c in others.columns]
     if not carried and not attributes:
-        return per_seq
+        return per_seq.with_columns(pl.lit(None, pl.Int64).alias("min_count"))
     # Request attributes: the first non-null value on any non-tick row (usually arrival).
     # output_tokens is authoritative on the terminal row (a client that cancelled may
     # still report the tokens it received).
     aggs = [pl.col(c).drop_nulls().first().alias(c) for c in attributes]
+    aggs.append(
+        pl.min_horizontal(pl.col(c).min() for c in carried).alias("min_count")
+        if carried
+        else pl.lit(None, pl.Int64).alias("min_count")
+    )
     if "prompt_tokens" in carried:
         aggs.append(pl.col("prompt_tokens").drop_nulls().first())
     if "output_tokens" in carried:
@@ -288,7 +302,7 @@ def prev_state_at_cancel() -> pl.Expr:
 def _rule_column() -> pl.Expr:
     terminal = pl.col("terminal_ns")
     checks: dict[str, pl.Expr] = {
-        "invalid_token_count": pl.col("min_chunk_tokens") < 1,
+        "invalid_token_count": (pl.col("min_chunk_tokens") < 1) | (pl.col("min_count") < 0),
         "missing_arrival": pl.col("n_arrival").fill_null(0) == 0,
         "duplicate_arrival": pl.col("n_arrival") > 1,
         "event_before_arrival": pl.col("hit_event_before_arrival"),
@@ -333,11 +347,20 @@ class TraceFacts:
 
 def trace_facts(events: pl.DataFrame | pl.LazyFrame) -> TraceFacts:
     """One pass over event kinds and timestamps."""
-    query = events.lazy().select(
-        (pl.col("event") == "admission").any().alias("adm"),
-        (pl.col("event") == "release").any().alias("rel"),
-        pl.col("ts").min().alias("lo"),
-        pl.col("ts").max().alias("hi"),
+    placeable = (
+        pl.col("request_id").is_not_null()
+        & pl.col("event").is_not_null()
+        & pl.col("ts").is_not_null()
+    )
+    query = (
+        events.lazy()
+        .filter(placeable)
+        .select(
+            (pl.col("event") == "admission").any().alias("adm"),
+            (pl.col("event") == "release").any().alias("rel"),
+            pl.col("ts").min().alias("lo"),
+            pl.col("ts").max().alias("hi"),
+        )
     )
     adm, rel, lo, hi = query.collect().row(0)
     return TraceFacts(bool(adm), bool(rel), lo, hi)

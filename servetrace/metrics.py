@@ -121,8 +121,13 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
     itl_mean = pl.when(~no_ticks & (pl.col("ticks") >= 2)).then(
         decode.cast(pl.Float64) / (pl.col("ticks") - 1)
     )
+    # A request cancelled while still waiting for its first admission queued until then.
+    never_admitted = pl.col("admission_ns").is_null() & (pl.col("cancelled_in") == "queued")
     frame = frame.with_columns(
-        (pl.col("admission_ns") - arrival).alias("queue_wait_ns"),
+        pl.when(never_admitted)
+        .then(pl.col("terminal_ns") - arrival)
+        .otherwise(pl.col("admission_ns") - arrival)
+        .alias("queue_wait_ns"),
         (first - pl.col("admission_ns")).alias("prefill_ns"),
         (first - arrival).alias("ttft_ns"),
         decode.alias("decode_ns"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import polars as pl
 
@@ -23,6 +24,7 @@ from servetrace.lifecycle import (
 )
 from servetrace.metrics import gap_frame, request_metrics
 from servetrace.schema import CANONICAL_COLUMNS
+from servetrace.stats import describe
 from servetrace.summary import GoodputTarget, Summary, summarize
 
 NS_PER_DAY = 86_400 * 10**9
@@ -50,6 +52,8 @@ class Analysis:
     summary: Summary
     quarantine_rows: pl.DataFrame  # input rows not analysed, with their rule
     attributes: tuple[str, ...] = field(default_factory=tuple)
+    # A streamed trace keeps no gaps; for --by it keeps one ITL distribution per value.
+    itl_by: tuple[str, dict[Any, dict[str, float | int | None]]] | None = None
 
     def quarantine(self) -> pl.DataFrame:
         """Input rows that were not analysed, each with the rule it broke."""
@@ -122,16 +126,27 @@ def analyze_paths(
     options: AnalysisOptions | None = None,
     streaming: bool | None = False,
     batch_rows: int | None = None,
+    by: str | None = None,
 ) -> Analysis:
-    """Analyse trace files; ``streaming=None`` streams traces of AUTO_STREAMING_EVENTS+."""
+    """Analyse trace files; ``streaming=None`` streams traces of AUTO_STREAMING_EVENTS+
+    and falls back to memory (with a warning) if the log turns out not to be in order."""
     trace = read_events(paths, ingest)
-    if streaming is None:
+    auto = streaming is None
+    if auto:
         streaming = _event_count(trace) >= AUTO_STREAMING_EVENTS
-    if streaming:
-        from servetrace.streaming import DEFAULT_BATCH_ROWS, analyze_streaming
+    if not streaming:
+        return analyze_trace(trace, options)
+    from servetrace.streaming import DEFAULT_BATCH_ROWS, NotTimeOrdered, analyze_streaming
 
-        return analyze_streaming(trace, options, batch_rows or DEFAULT_BATCH_ROWS)
-    return analyze_trace(trace, options)
+    try:
+        return analyze_streaming(trace, options, batch_rows or DEFAULT_BATCH_ROWS, by)
+    except NotTimeOrdered as error:
+        if not auto:
+            raise
+        analysis = analyze_trace(trace, options)
+        note = f"{error.message}: analysed in memory instead of in batches"
+        summary = replace(analysis.summary, warnings=(*analysis.summary.warnings, note))
+        return replace(analysis, summary=summary)
 
 
 def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, ...]) -> Analysis:
@@ -182,16 +197,22 @@ def summarize_by(
 
         available = ", ".join(c for c in requests.columns if not c.startswith("_"))
         raise UsageError(f"--by {column}: no such request column", hint=f"columns: {available}")
+    streamed_itl = analysis.itl_by[1] if analysis.itl_by and analysis.itl_by[0] == column else None
     result: dict[object, Summary] = {}
     for value in requests[column].unique(maintain_order=True).sort(nulls_last=True).to_list():
         group = requests.filter(
             pl.col(column).is_null() if value is None else pl.col(column) == value
         )
         keys = group[KEY]
+        gaps: pl.DataFrame | dict[str, float | int | None] = (
+            streamed_itl.get(value, describe(pl.Series([], dtype=pl.Int64)))
+            if streamed_itl is not None
+            else analysis.gaps.filter(pl.col(KEY).is_in(keys.implode()))
+        )
         result[value] = summarize(
             subset(analysis.timeline, keys),
             group,
-            analysis.gaps.filter(pl.col(KEY).is_in(keys.implode())),
+            gaps,
             targets=options.goodput,
             formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
         )

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from servetrace.errors import InputError
+from servetrace.errors import InputError, UsageError
 from servetrace.histogram import LogHistogram
 from servetrace.ingest import Trace
 from servetrace.lifecycle import (
@@ -60,8 +60,30 @@ def analyze_streaming(
     trace: Trace,
     options: AnalysisOptions | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    by: str | None = None,
 ) -> Analysis:
-    options = options or AnalysisOptions()
+    """Analyse ``trace`` batch by batch; ``by`` also keeps one ITL histogram per value.
+
+    Raises ``NotTimeOrdered`` when a row of an already finished request turns up: the
+    batched path would then split the request, so the caller must analyse in memory.
+    """
+    try:
+        return _analyze_streaming(trace, options or AnalysisOptions(), batch_rows, by)
+    except pl.exceptions.PolarsError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise InputError(
+            f"{', '.join(trace.files)}: cannot read the trace: {first}",
+            hint="is every file complete, and does each column hold one type?",
+        ) from None
+
+
+class NotTimeOrdered(InputError):
+    """A row arrived after its request had finished: the log is not in time order."""
+
+
+def _analyze_streaming(
+    trace: Trace, options: AnalysisOptions, batch_rows: int, by: str | None
+) -> Analysis:
     facts = trace_facts(trace.events)
     schema = trace.events.collect_schema()
     attributes = attribute_columns(list(schema.names()))
@@ -70,6 +92,13 @@ def analyze_streaming(
     requests: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
     itl = LogHistogram()
+    itl_by: dict[object, LogHistogram] = {}
+    if by is not None and by not in attributes:
+        raise UsageError(
+            f"--by {by}: no such request column",
+            hint="columns: " + ", ".join(attributes) if attributes else "the trace has none",
+        )
+    finished_ids: list[pl.Series] = []
 
     next_key = 0
 
@@ -79,7 +108,12 @@ def analyze_streaming(
             return
         timeline = build_timeline(frame, attributes, facts)
         metrics = request_metrics(timeline, attributes)
-        itl.add(gap_frame(timeline, metrics)["itl_ns"])
+        gaps = gap_frame(timeline, metrics)
+        itl.add(gaps["itl_ns"])
+        if by is not None:
+            grouped = gaps.join(metrics.select(KEY, by), on=KEY, how="left")
+            for (value,), group in grouped.group_by(by):
+                itl_by.setdefault(value, LogHistogram()).add(group["itl_ns"])
         # Keys are only unique within one batch (string ids are category codes): renumber
         # them trace-wide before keeping anything.
         renumber = timeline.requests.select(
@@ -107,7 +141,17 @@ def analyze_streaming(
     for batch in trace.events.collect_batches(chunk_size=batch_rows):
         buffer = batch if carry is None else pl.concat([carry, batch], how="vertical_relaxed")
         unplaceable = buffer["request_id"].is_null()
+        if finished_ids:
+            late = batch.filter(pl.col("request_id").is_in(pl.concat(finished_ids).implode()))
+            if late.height:
+                raise NotTimeOrdered(
+                    f"{', '.join(trace.files)}: a row of request {late['request_id'][0]!r} "
+                    f"({late['event'][0]}) comes after the request finished",
+                    hint="batched analysis needs a log in time order; sort it by ts, or "
+                    "use --no-streaming",
+                )
         done = _finished(buffer, facts.has_releases)
+        finished_ids.append(done)
         finished = buffer.filter(pl.col("request_id").is_in(done.implode()) | unplaceable)
         carry = buffer.filter(~pl.col("request_id").is_in(done.implode()) & ~unplaceable)
         process(finished)
@@ -120,7 +164,9 @@ def analyze_streaming(
             hint="a trace needs at least one row: request_id, event, ts",
         )
     timeline = _merge(parts, facts)
-    merged = pl.concat(requests, how="diagonal_relaxed")
+    merged = pl.concat(requests, how="diagonal_relaxed").sort(
+        "arrival_ns", "request_id", nulls_last=True
+    )
     summary = summarize(
         timeline,
         merged,
@@ -145,6 +191,7 @@ def analyze_streaming(
         summary=summary,
         quarantine_rows=rows_out,
         attributes=tuple(attributes),
+        itl_by=(by, {value: h.describe() for value, h in itl_by.items()}) if by else None,
     )
 
 

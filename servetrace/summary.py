@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 import numpy as np
 import polars as pl
 
+from servetrace.errors import UsageError
 from servetrace.formula import FormulaReport, check_formula
 from servetrace.lifecycle import RULES, Timeline
 from servetrace.metrics import LATENCY_METRICS
@@ -108,9 +109,10 @@ def violations(timeline: Timeline) -> dict[str, Violation]:
                 "rows": int(of_rule["rows"].sum()),
                 "examples": _ids(of_rule),
             }
-    row_rules = timeline.row_quarantine.group_by("rule").len()
-    for rule, rows in row_rules.iter_rows():
-        result[rule] = {"requests": 0, "rows": rows, "examples": []}
+    row_rules = dict(timeline.row_quarantine.group_by("rule").len().iter_rows())
+    for rule in RULES:
+        if rule in row_rules:
+            result[rule] = {"requests": 0, "rows": row_rules[rule], "examples": []}
     return result
 
 
@@ -214,6 +216,15 @@ def throughput(
 def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> GoodputReport | None:
     if not targets:
         return None
+    for target in targets:
+        column = f"{target.metric}_ns"
+        if completed.height and completed[column].null_count() == completed.height:
+            raise UsageError(
+                f"goodput target {target.text()}: no completed request has a "
+                f"{target.metric} in this trace",
+                hint="queue_wait and prefill need admission events (client-side tools have "
+                "none); tpot needs outputs of 2+ tokens",
+            )
     meets = pl.all_horizontal([t.expr() for t in targets])
     met = int(completed.select(meets.sum()).item()) if completed.height else 0
     per_target = {

@@ -135,7 +135,8 @@ def test_cancellation_reports_its_state(name, request_rows, state, reached) -> N
     assert r["cancelled_in"] == state
     assert r["e2e_ns"] == 40 * MS
     if state == "queued" and reached == "queue_wait":
-        assert r["queue_wait_ns"] is None and r["ttft_ns"] is None
+        # DESIGN §4: cancelled while queued has a queue wait (arrival → cancel), no TTFT
+        assert r["queue_wait_ns"] == 40 * MS and r["ttft_ns"] is None
     if state == "prefill":
         assert r["queue_wait_ns"] == 10 * MS and r["ttft_ns"] is None
     if reached == "ttft":

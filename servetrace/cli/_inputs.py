@@ -81,12 +81,13 @@ def load_analysis(
     from_format: str | None = None,
     streaming: bool | None = False,
     batch_rows: int | None = None,
+    by: str | None = None,
 ) -> Analysis:
     ingest = ingest_options(column, time_unit, event_map)
     paths = resolve_paths(traces)
     fmt = _importable(paths, from_format)
     if fmt is None:
-        return analyze_paths(traces, ingest, options, streaming, batch_rows)
+        return analyze_paths(traces, ingest, options, streaming, batch_rows, by)
     from servetrace.importers import import_file
 
     results = [import_file(path, fmt) for path in paths]

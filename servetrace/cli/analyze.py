@@ -38,8 +38,25 @@ TracesArg = Annotated[
 ]
 
 
+OUTPUT_SUFFIXES = (".parquet", ".csv", ".arrow", ".ipc", ".jsonl", ".ndjson")
+
+
+def check_output_path(path: Path | None, flag: str) -> None:
+    """Refuse an output path before the analysis runs, not after."""
+    if path is None:
+        return
+    if path.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise UsageError(
+            f"{flag} {path}: cannot tell the output format from the suffix {path.suffix.lower()!r}",
+            hint="use .parquet, .csv, .arrow or .jsonl",
+        )
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: directory {path.parent} does not exist")
+
+
 def write_frame(frame: pl.DataFrame, path: Path) -> None:
     """Write a frame as Parquet, CSV, Arrow IPC or JSON Lines by the file's suffix."""
+    check_output_path(path, "output")
     suffix = path.suffix.lower()
     writers: dict[str, Callable[[Path], object]] = {
         ".parquet": frame.write_parquet,
@@ -49,20 +66,17 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
         ".jsonl": frame.write_ndjson,
         ".ndjson": frame.write_ndjson,
     }
-    if suffix not in writers:
-        raise UsageError(
-            f"{path}: cannot tell the output format from the suffix {suffix!r}",
-            hint="use .parquet, .csv, .arrow or .jsonl",
-        )
     if suffix == ".csv":
         # CSV cannot hold nested values; lists are written as JSON text.
         nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Struct))]
         frame = frame.with_columns(
             pl.col(c).map_elements(str, return_dtype=pl.String) for c in nested
         )
-        frame.write_csv(path)
-        return
-    writers[suffix](path)
+        writers[".csv"] = frame.write_csv
+    try:
+        writers[suffix](path)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write: {error.strerror or error}") from None
 
 
 def parse_goodput(texts: list[str]) -> tuple[GoodputTarget, ...]:
@@ -138,15 +152,17 @@ def analyze(
         formula_abs_tol_ns=round(formula_abs_tol_ms * 1e6),
         formula_rel_tol=formula_rel_tol,
     )
+    check_output_path(requests_out, "--requests-out")
+    check_output_path(quarantine_out, "--quarantine-out")
     analysis = load_analysis(
-        traces, options, column, time_unit, event_map, from_format, streaming, batch_rows
+        traces, options, column, time_unit, event_map, from_format, streaming, batch_rows, by
     )
     _report_warnings(analysis)
+    groups = summarize_by(analysis, by, options) if by else None
     if requests_out:
         write_frame(analysis.requests_out(), requests_out)
     if quarantine_out:
         write_frame(analysis.quarantine(), quarantine_out)
-    groups = summarize_by(analysis, by, options) if by else None
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
     if fmt is SummaryFormat.json:
@@ -163,7 +179,7 @@ def analyze(
         for value, group in (groups or {}).items():
             out_console.print()
             out_console.print(render_table(group, inputs, name, title=f"{by} = {value}"))
-    if strict and analysis.summary.accounting.requests_invalid:
+    if strict and analysis.summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
 
@@ -184,6 +200,7 @@ def validate(
     from_format: FromOpt = None,
 ) -> None:
     """Check schema and lifecycle rules only; exit 1 if any request is invalid."""
+    check_output_path(quarantine_out, "--quarantine-out")
     analysis = load_analysis(traces, AnalysisOptions(), column, time_unit, event_map, from_format)
     _report_warnings(analysis)
     summary = analysis.summary
@@ -209,10 +226,14 @@ def validate(
             f"{a.requests_valid:,} valid, {a.requests_invalid:,} invalid; "
             f"{a.rows_analyzed:,} rows analysable, {a.rows_quarantined:,} quarantined"
         )
-        for rule, info in summary.violations.items():
+        for rule in RULES:  # in rule order, every run the same
+            if rule not in summary.violations:
+                continue
+            info = summary.violations[rule]
+            examples = ", ".join(map(str, info["examples"]))
             out_console.out(
                 f"  {rule}: {info['requests']:,} requests, {info['rows']:,} rows — "
-                f"{RULES.get(rule, '')} (e.g. {', '.join(map(str, info['examples']))})"
+                f"{RULES[rule]}" + (f" (e.g. {examples})" if examples else "")
             )
         if summary.leaked_state and summary.leaked_state["requests"]:
             out_console.out(

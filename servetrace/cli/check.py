@@ -25,9 +25,20 @@ def _analysis_json(path: Path) -> dict[str, Any] | None:
             document = json.load(handle)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None  # not ours: let the trace readers and importers try it
-    if isinstance(document, dict) and "servetrace_version" in document:
-        return document
-    return None
+    if not (isinstance(document, dict) and "servetrace_version" in document):
+        return None
+    if not isinstance(document.get("metrics"), dict) or "rows" in document:
+        raise InputError(
+            f"{path}: a servetrace report, but not one of 'servetrace analyze --format json'",
+            hint="write the baseline with: servetrace analyze TRACE --format json > base.json",
+        )
+    if document.get("naming", "servetrace") != "servetrace":
+        raise InputError(
+            f"{path}: written with --naming {document['naming']}: its metric names are "
+            "another tool's",
+            hint="write the baseline without --naming",
+        )
+    return document
 
 
 @app.command("check")
@@ -119,6 +130,9 @@ def check_command(
         for failure in result.failures:
             err_console.print(failure.message, markup=False)
     if output:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"{output}: cannot write: {error.strerror or error}") from None
     if not result.passed:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -81,7 +81,7 @@ def compare_command(
         )
         for candidate in candidates
     ]
-    for comparison in comparisons:
-        for message in comparison.warnings:
-            warn(message)
+    # Each warning once on stderr (the report repeats them in context on stdout).
+    for message in dict.fromkeys(w for c in comparisons for w in c.warnings):
+        warn(message)
     out_console.out(render_compare(comparisons, fmt, verbose=verbose), end="")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from servetrace.cli._app import app, err_console, guarded, warn
-from servetrace.cli.analyze import write_frame
+from servetrace.cli.analyze import check_output_path, write_frame
 from servetrace.importers import FORMATS, import_file
 
 
@@ -24,6 +24,7 @@ def import_command(
     ],
 ) -> None:
     """Convert an AIPerf, GenAI-Perf, vLLM bench, GuideLLM or LLMPerf export."""
+    check_output_path(output, "--output")
     result = import_file(file, None if fmt == "auto" else fmt)
     for message in result.warnings:
         warn(f"{file}: {message}")

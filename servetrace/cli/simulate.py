@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from servetrace.cli._app import app, err_console, guarded
-from servetrace.cli.analyze import write_frame
+from servetrace.cli.analyze import check_output_path, write_frame
 from servetrace.simulate import EngineConfig, Policy, simulate
 from servetrace.workloads import head, read_workload, scale_rate, synthetic_workload
 
@@ -57,6 +57,7 @@ def simulate_command(
     seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
 ) -> None:
     """Simulate a continuous-batching engine and write its event log (seeded, exact)."""
+    check_output_path(output, "--output")
     if workload is not None:
         load = read_workload(workload)
     else:

@@ -1,0 +1,190 @@
+"""Cases found by review, each pinned so it stays fixed (named after the case)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from servetrace.cli import app
+from servetrace.errors import InputError
+from servetrace.ingest import read_events
+from servetrace.pipeline import analyze_paths
+from servetrace.streaming import NotTimeOrdered, analyze_streaming
+from tests.conftest import MS, events, make_request
+
+runner = CliRunner()
+
+
+def write_csv(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+def test_token_at_the_readmission_timestamp_is_valid(tmp_path: Path) -> None:
+    rows = "a,arrival,0\na,admission,100\na,first_token,200\na,preemption,300\n"
+    rows += "a,admission,400\na,token,400\na,completion,500\n"
+    path = write_csv(tmp_path / "eq.csv", "request_id,event,ts\n" + rows)
+    analysis = analyze_paths([path])
+    assert analysis.summary.violations == {}
+    assert analysis.requests["requeued_ns"].to_list() == [100]
+
+
+def test_negative_prompt_or_output_tokens_are_invalid() -> None:
+    frame = events(
+        make_request("ok", admission=1, first=2, complete=2),
+        make_request("neg", admission=1, first=2, complete=2, prompt_tokens=-5),
+    )
+    from servetrace.pipeline import analyze_events
+
+    assert list(analyze_events(frame).summary.violations) == ["invalid_token_count"]
+
+
+@pytest.mark.parametrize("value", ["2.7", "99999999999999999999999"])
+def test_token_counts_that_are_not_whole_int64_are_errors(tmp_path: Path, value: str) -> None:
+    text = f"request_id,event,ts,tokens\na,arrival,0,\na,first_token,5,{value}\na,completion,6,\n"
+    with pytest.raises(InputError, match="not whole numbers"):
+        analyze_paths([write_csv(tmp_path / "t.csv", text)])
+
+
+def test_iso_timestamps_with_zone_offsets(tmp_path: Path) -> None:
+    text = "request_id,event,ts\na,arrival,2024-01-01T00:00:00.000Z\n"
+    text += "a,first_token,2024-01-01T00:00:00.250Z\na,completion,2024-01-01T02:00:00.500+02:00\n"
+    r = analyze_paths([write_csv(tmp_path / "iso.csv", text)]).requests.row(0, named=True)
+    assert (r["ttft_ns"], r["e2e_ns"]) == (250 * MS, 500 * MS)
+
+
+def test_overflowing_time_unit_is_an_error(tmp_path: Path) -> None:
+    from servetrace.ingest import IngestOptions
+
+    text = "request_id,event,ts\na,arrival,10000000000\na,first_token,10000000001\n"
+    with pytest.raises(InputError, match="64-bit"):
+        analyze_paths([write_csv(tmp_path / "t.csv", text)], IngestOptions(time_unit="s"))
+
+
+def test_csv_id_column_is_typed_on_every_row(tmp_path: Path) -> None:
+    lines = ["request_id,event,ts"]
+    for i in range(4000):
+        lines += [
+            f"{i},arrival,{i * 10}",
+            f"{i},first_token,{i * 10 + 1}",
+            f"{i},completion,{i * 10 + 2}",
+        ]
+    lines += ["x1,arrival,50000", "x1,first_token,50001", "x1,completion,50002"]
+    analysis = analyze_paths([write_csv(tmp_path / "late.csv", "\n".join(lines) + "\n")])
+    assert analysis.summary.outcomes["completed"] == 4001
+
+
+def test_nan_request_id_is_a_missing_id(tmp_path: Path) -> None:
+    frame = pl.DataFrame(
+        {
+            "request_id": [1.0, 1.0, 1.0, float("nan")],
+            "event": ["arrival", "first_token", "completion", "token"],
+            "ts": [0, 5, 6, 7],
+        }
+    )
+    frame.write_parquet(tmp_path / "nan.parquet")
+    violations = analyze_paths([str(tmp_path / "nan.parquet")]).summary.violations
+    assert violations["missing_request_id"]["rows"] == 1
+
+
+def test_directory_inside_an_underscore_folder(tmp_path: Path, worked_example) -> None:
+    parts = tmp_path / "_private" / "parts"
+    parts.mkdir(parents=True)
+    worked_example.write_parquet(parts / "p0.parquet")
+    (parts / "_SUCCESS.csv").write_text("not a part\n")
+    assert analyze_paths([str(parts)]).summary.outcomes["completed"] == 1
+
+
+def test_hive_partition_values_become_columns(tmp_path: Path) -> None:
+    for policy in ("fcfs", "sjf"):
+        folder = tmp_path / "trace" / f"policy={policy}"
+        folder.mkdir(parents=True)
+        events(make_request(f"{policy}-1", admission=1, first=2, complete=3)).write_parquet(
+            folder / "part-0.parquet"
+        )
+    result = runner.invoke(
+        app, ["analyze", str(tmp_path / "trace"), "--by", "policy", "-f", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    groups = json.loads(result.stdout)["by"]["groups"]
+    assert [g["value"] for g in groups] == ["fcfs", "sjf"]
+
+
+def test_streaming_refuses_a_row_after_its_request_finished(tmp_path: Path) -> None:
+    frame = events(
+        make_request("x", admission=1, first=2, complete=3),
+        *[
+            make_request(f"f{i}", admission=10 + i, first=11 + i, complete=12 + i)
+            for i in range(400)
+        ],
+        [{"request_id": "x", "event": "token", "ts": 999 * MS}],
+    )
+    path = tmp_path / "late.parquet"
+    frame.write_parquet(path)
+    with pytest.raises(NotTimeOrdered, match="comes after the request finished"):
+        analyze_streaming(read_events([str(path)]), batch_rows=10)
+    result = runner.invoke(app, ["analyze", str(path), "--streaming", "--batch-rows", "1000"])
+    assert result.exit_code == 3 and "--no-streaming" in result.stderr
+
+
+def test_streaming_ignores_unplaceable_rows_for_trace_facts(tmp_path: Path) -> None:
+    frame = events(
+        make_request("a", first=100, ticks=[150], complete=200),
+        make_request("b", first=120, cancel=130),
+        [{"request_id": None, "event": "admission", "ts": 5 * MS}],
+    )
+    path = tmp_path / "client.parquet"
+    frame.write_parquet(path)
+    whole = analyze_paths([str(path)])
+    streamed = analyze_streaming(read_events([str(path)]), batch_rows=3)
+    assert streamed.summary.violations == whole.summary.violations
+    assert (
+        streamed.summary.outcomes
+        == whole.summary.outcomes
+        == {"completed": 1, "cancelled": 1, "in_flight": 0}
+    )
+
+
+def test_streaming_by_keeps_itl_per_group() -> None:
+    sample = str(Path(__file__).parent.parent / "sample_traces" / "realistic.parquet")
+    result = runner.invoke(app, ["analyze", sample, "--streaming", "--by", "policy", "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    (group,) = json.loads(result.stdout)["by"]["groups"]
+    assert group["metrics"]["itl"]["count"] == 566_257
+
+
+def test_strict_counts_row_level_quarantine(tmp_path: Path) -> None:
+    text = "request_id,event,ts\na,arrival,0\na,first_token,5\na,completion,6\n,token,7\n"
+    result = runner.invoke(app, ["analyze", write_csv(tmp_path / "n.csv", text), "--strict"])
+    assert result.exit_code == 1
+
+
+def test_unwritable_output_is_a_usage_error_before_any_work(tmp_path: Path) -> None:
+    sample = str(Path(__file__).parent.parent / "sample_traces" / "worked_example.csv")
+    for flag in ("--requests-out", "--quarantine-out"):
+        result = runner.invoke(app, ["analyze", sample, flag, str(tmp_path / "no" / "x.csv")])
+        assert result.exit_code == 2 and "does not exist" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_compare_report_is_not_a_baseline(tmp_path: Path) -> None:
+    sample = str(Path(__file__).parent.parent / "sample_traces" / "policy_fcfs.parquet")
+    report = runner.invoke(app, ["compare", sample, sample, "-f", "json", "--resamples", "50"])
+    baseline = tmp_path / "cmp.json"
+    baseline.write_text(report.stdout)
+    result = runner.invoke(
+        app, ["check", sample, "--baseline", str(baseline), "--max-regression", "ttft.p99:+10%"]
+    )
+    assert result.exit_code == 3 and str(baseline) in result.stderr
+
+
+def test_goodput_on_a_metric_the_trace_lacks_is_a_usage_error(tmp_path: Path) -> None:
+    frame = events(make_request("a", first=100, ticks=[150], complete=200))
+    path = tmp_path / "client.parquet"
+    frame.write_parquet(path)
+    result = runner.invoke(app, ["analyze", str(path), "--goodput", "queue_wait<=1ms"])
+    assert result.exit_code == 2 and "no completed request has a queue_wait" in result.stderr
