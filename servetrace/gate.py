@@ -847,7 +847,8 @@ def _slo_result(rule: SloRule, value: float | None) -> RuleResult:
             unit,
             None,
             None,
-            f"FAIL {rule.key}: no value (no completed requests)",
+            f"FAIL {rule.key}: no value: no completed request of this trace has a "
+            f"{rule.metric} (a rule that cannot be checked does not pass)",
         )
     passed = OPERATORS[rule.op](value, limit)
     relation = rule.op if passed else _NEGATION[rule.op]
@@ -880,7 +881,8 @@ def _regression_result(
             unit,
             shown_base,
             None,
-            f"FAIL {rule.key}: no value in the {which} (no completed requests)",
+            f"FAIL {rule.key}: no value in the {which}: none of its completed requests "
+            f"has a {rule.metric}",
         )
     limit = rule.limit_for(base)
     shown_limit = to_display(spec, rule.stat, limit)

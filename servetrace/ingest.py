@@ -243,6 +243,13 @@ def _first_line(error: BaseException) -> str:
 
 def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl.LazyFrame:
     found = frame.collect_schema().names()
+    # Polars renames a repeated CSV header to NAME_duplicated_N: say so instead.
+    repeated = sorted({c.rsplit("_duplicated_", 1)[0] for c in found if "_duplicated_" in c})
+    if repeated:
+        raise InputError(
+            f"{path}: the header names {', '.join(repr(c) for c in repeated)} more than once",
+            hint="give every column its own name",
+        )
     renames: dict[str, str] = {}
     problems: list[str] = []
     for canonical, source in options.columns.items():

@@ -162,6 +162,7 @@ def test_usage_error_exit_2(trace: Path) -> None:
         "corrupt.parquet",
         "broken_line.jsonl",
         "no_trace_dir",
+        "duplicate_header.csv",
     ],
 )
 def test_unreadable_input_exit_3_one_error_line_no_traceback(case: str) -> None:

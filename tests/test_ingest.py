@@ -131,6 +131,7 @@ def _write(frame: pl.DataFrame, path: Path) -> str:
         ("corrupt.parquet", "cannot read as parquet"),
         ("broken_line.jsonl", "line 3 is not valid JSON"),
         ("no_trace_dir", "directory holds no trace file"),
+        ("duplicate_header.csv", "the header names 'ts' more than once"),
         ("does_not_exist.csv", "no such file or directory"),
     ],
 )
