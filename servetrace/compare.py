@@ -209,23 +209,12 @@ def _measure_latency(ctx: _Context, spec: MetricSpec, stats: Sequence[str]) -> l
                 )
         b = _array(gb, spec.column)
         c = _array(gc, spec.column)
-        cis = (
-            st.bootstrap_ratio_cis(
-                b,
-                c,
-                boot_stats,
-                paired=False,
-                resamples=ctx.resamples,
-                seed=ctx.seed,
-                confidence=ctx.confidence,
-                max_resample_size=ctx.max_resample_size,
-                n_eff_base=_gap_n_eff(b, _clusters(gb), boot_stats),
-                n_eff_cand=_gap_n_eff(c, _clusters(gc), boot_stats),
-            )
-            if boot_stats
-            else {}
-        )
         paired = False
+        # Gaps of one request are correlated: resample at the effective sample size.
+        n_eff = {
+            "n_eff_base": _gap_n_eff(b, _clusters(gb), boot_stats),
+            "n_eff_cand": _gap_n_eff(c, _clusters(gc), boot_stats),
+        }
         if "itl_mean_ns" in pop.base.columns and "itl_mean_ns" in pop.cand.columns:
             _rank_test(
                 ctx,
@@ -239,21 +228,23 @@ def _measure_latency(ctx: _Context, spec: MetricSpec, stats: Sequence[str]) -> l
         b = _array(pop.base, spec.column)
         c = _array(pop.cand, spec.column)
         paired = pop.paired
-        cis = (
-            st.bootstrap_ratio_cis(
-                b,
-                c,
-                boot_stats,
-                paired=paired,
-                resamples=ctx.resamples,
-                seed=ctx.seed,
-                confidence=ctx.confidence,
-                max_resample_size=ctx.max_resample_size,
-            )
-            if boot_stats
-            else {}
-        )
+        n_eff = {}
         _rank_test(ctx, spec, b, c, paired, f"{spec.column} per request")
+    cis = (
+        st.bootstrap_ratio_cis(
+            b,
+            c,
+            boot_stats,
+            paired=paired,
+            resamples=ctx.resamples,
+            seed=ctx.seed,
+            confidence=ctx.confidence,
+            max_resample_size=ctx.max_resample_size,
+            **n_eff,
+        )
+        if boot_stats
+        else {}
+    )
     for stat in stats:
         if stat == "count":
             ci = st.rate_ratio_ci(

@@ -544,6 +544,14 @@ def build_events(
     )
 
 
+def load_document(path: Path, sniff: Callable[[Any], bool], what: str, expected: str) -> Any:
+    """The JSON document of ``path`` if ``sniff`` recognises it, else FormatMismatch."""
+    doc = load_json(path)
+    if not sniff(doc):
+        raise FormatMismatch(f"{path}: not {what}: expected {expected} ({describe_json(doc)})")
+    return doc
+
+
 def describe_json(doc: Any) -> str:
     """A short description of a JSON document's shape, for "not this format" messages."""
     if isinstance(doc, dict):

@@ -28,13 +28,13 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.importers._common import (
     Fields,
-    FormatMismatch,
     ImportResult,
     Notes,
     build_events,
     count_phrase,
     describe_json,
     is_content_chunk,
+    load_document,
     load_json,
     sibling,
     sse_payload,
@@ -58,12 +58,9 @@ def sniff(doc: Any) -> bool:
 
 def read(path: str | Path) -> ImportResult:
     path = Path(path)
-    doc = load_json(path)
-    if not sniff(doc):
-        raise FormatMismatch(
-            f"{path}: not a GenAI-Perf profile export: expected a JSON object with "
-            f"'experiments[].requests[]' ({describe_json(doc)})"
-        )
+    doc = load_document(
+        path, sniff, "a GenAI-Perf profile export", "a JSON object with 'experiments[].requests[]'"
+    )
     fields = Fields(path, "GenAI-Perf")
     notes = Notes()
 

@@ -37,14 +37,13 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.importers._common import (
     Fields,
-    FormatMismatch,
     ImportResult,
     Notes,
     build_events,
     count_phrase,
     describe_json,
     float_to_ns,
-    load_json,
+    load_document,
 )
 
 FORMAT = "guidellm"
@@ -81,12 +80,9 @@ def sniff(doc: Any) -> bool:
 
 def read(path: str | Path) -> ImportResult:
     path = Path(path)
-    doc = load_json(path)
-    if not sniff(doc):
-        raise FormatMismatch(
-            f"{path}: not a GuideLLM report: expected a JSON object with "
-            f"'benchmarks[].requests' ({describe_json(doc)})"
-        )
+    doc = load_document(
+        path, sniff, "a GuideLLM report", "a JSON object with 'benchmarks[].requests'"
+    )
     fields = Fields(path, "GuideLLM")
     notes = Notes()
     columns: dict[str, list[Any]] = {

@@ -32,15 +32,13 @@ import polars as pl
 
 from servetrace.importers._common import (
     Fields,
-    FormatMismatch,
     ImportResult,
     Notes,
     build_events,
     count_phrase,
     cumulative_ticks,
-    describe_json,
     float_to_ns,
-    load_json,
+    load_document,
 )
 
 FORMAT = "vllm-bench"
@@ -56,12 +54,9 @@ def sniff(doc: Any) -> bool:
 
 def read(path: str | Path) -> ImportResult:
     path = Path(path)
-    doc = load_json(path)
-    if not sniff(doc):
-        raise FormatMismatch(
-            f"{path}: not a vLLM benchmark result: expected a JSON object with "
-            f"'ttfts' and 'itls' arrays ({describe_json(doc)})"
-        )
+    doc = load_document(
+        path, sniff, "a vLLM benchmark result", "a JSON object with 'ttfts' and 'itls' arrays"
+    )
     fields = Fields(path, "vLLM benchmark")
     notes = Notes()
 

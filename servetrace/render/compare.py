@@ -22,6 +22,7 @@ from rich.text import Text
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace.compare import Comparison
 from servetrace.metric_specs import format_value
+from servetrace.render._json import clean
 
 ROW_KEYS = (
     "candidate",
@@ -54,19 +55,6 @@ class CompareFormat(str, Enum):
 
 
 # --------------------------------------------------------------------------- helpers
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become null, numpy scalars plain numbers."""
-    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def _p(value: float | None) -> str:
     if value is None:
         return "-"
@@ -123,7 +111,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
     if not comparisons:
         raise ValueError("nothing to render: no comparison")
     first = comparisons[0]
-    return _clean(
+    return clean(
         {
             "servetrace_version": __version__,
             "schema_version": SCHEMA_VERSION,

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
@@ -21,6 +19,7 @@ from rich.text import Text
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace.gate import GateResult, RuleResult
 from servetrace.metric_specs import format_value
+from servetrace.render._json import clean
 
 
 class CheckFormat(str, Enum):
@@ -30,16 +29,6 @@ class CheckFormat(str, Enum):
     json = "json"
     markdown = "markdown"
     junit = "junit"
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def _summary(result: GateResult) -> str:
@@ -73,7 +62,7 @@ def check_dict(
 ) -> dict[str, Any]:
     """``{"passed": bool, "rules": [...]}`` plus the inputs and the method."""
     body = result.to_dict()
-    return _clean(
+    return clean(
         {
             "servetrace_version": __version__,
             "schema_version": SCHEMA_VERSION,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -22,6 +21,7 @@ from servetrace.formula import FormulaCheck, FormulaReport
 from servetrace.lifecycle import RULES
 from servetrace.metrics import LATENCY_METRICS
 from servetrace.naming import display_name
+from servetrace.render._json import clean
 from servetrace.stats import STATISTICS
 from servetrace.summary import Summary
 
@@ -44,29 +44,18 @@ class SummaryFormat(str, Enum):
     csv = "csv"
 
 
-def _num(value: Any) -> Any:
-    """Plain Python numbers for JSON: numpy scalars unwrapped, NaN as null."""
-    if value is None:
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def distribution_ms(stats: Mapping[str, Any], unit: str = "ms") -> dict[str, Any]:
     """A distribution in ns as the JSON contract spells it, converted to ``unit``."""
     scale = {"ms": NS_PER_MS, "s": 1e9, "us": 1e3, "ns": 1.0}.get(unit, 1.0)
     out: dict[str, Any] = {"unit": unit}
     for key in STAT_KEYS:
-        value = _num(stats.get(key))
+        value = clean(stats.get(key))
         out[key] = value if key == "count" or value is None else value / scale
     return out
 
 
 def counts_dict(stats: Mapping[str, Any], unit: str) -> dict[str, Any]:
-    return {"unit": unit, **{k: _num(stats.get(k)) for k in STAT_KEYS}}
+    return {"unit": unit, **{k: clean(stats.get(k)) for k in STAT_KEYS}}
 
 
 def _formula_check(check: FormulaCheck) -> dict[str, Any]:
@@ -77,12 +66,12 @@ def _formula_check(check: FormulaCheck) -> dict[str, Any]:
         "residual": distribution_ms(check.residual_ns),
         "worst": [
             {
-                "request_id": _num(w["request_id"]),
+                "request_id": clean(w["request_id"]),
                 "residual_ms": float(w["residual_ns"]) / NS_PER_MS,  # type: ignore[arg-type]
                 "response_ms": float(w["response_ns"]) / NS_PER_MS,  # type: ignore[arg-type]
-                "output_tokens": _num(w["output_tokens"]),
-                "ticks": _num(w["ticks"]),
-                "preemptions": _num(w["preemptions"]),
+                "output_tokens": clean(w["output_tokens"]),
+                "ticks": clean(w["ticks"]),
+                "preemptions": clean(w["preemptions"]),
                 "likely_cause": w["cause"] or None,
             }
             for w in check.worst
@@ -132,10 +121,13 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
                 "total_tokens_per_s": "tok/s",
                 "goodput_requests_per_s": "req/s",
             },
-            **{k: _num(v) for k, v in summary.throughput.items()},
+            **{k: clean(v) for k, v in summary.throughput.items()},
         },
         "goodput": summary.goodput,
-        "concurrency": {"unit": "requests", **{k: _num(v) for k, v in summary.concurrency.items()}},
+        "concurrency": {
+            "unit": "requests",
+            **{k: clean(v) for k, v in summary.concurrency.items()},
+        },
         "formula": formula_dict(summary.formula),
         "cancelled": cancelled,
         "in_flight": in_flight,
@@ -162,21 +154,21 @@ def report_dict(
         report["by"] = {
             "column": by,
             "groups": [
-                {"value": _num(value), **summary_dict(s, naming)} for value, s in groups.items()
+                {"value": clean(value), **summary_dict(s, naming)} for value, s in groups.items()
             ],
         }
     return report
 
 
 def render_json(report: Mapping[str, Any]) -> str:
-    return json.dumps(report, indent=2, default=_num, ensure_ascii=False)
+    return json.dumps(report, indent=2, default=clean, ensure_ascii=False)
 
 
 # ---------------------------------------------------------------- human-readable forms
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
-    value = _num(value)
+    value = clean(value)
     if value is None:
         return "–"
     if isinstance(value, int):
@@ -370,6 +362,6 @@ def render_csv(groups: Mapping[object, Summary], by: str | None, naming: str = "
             stats = distribution_ms(summary.metrics[spec.name])
             writer.writerow(
                 ([value] if by else [])
-                + [display_name(spec.name, naming), "ms", *(_num(stats[k]) for k in STAT_KEYS)]
+                + [display_name(spec.name, naming), "ms", *(clean(stats[k]) for k in STAT_KEYS)]
             )
     return out.getvalue()
