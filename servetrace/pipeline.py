@@ -108,15 +108,20 @@ def _event_count(trace: Trace) -> int:
         return 0  # the analysis itself will report what is wrong with the file
 
 
+def unreadable(trace: Trace, error: pl.exceptions.PolarsError) -> InputError:
+    """A read failure that only surfaced while the lazy scan ran, as the user sees it."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return InputError(
+        f"{', '.join(trace.files)}: cannot read the trace: {first}",
+        hint="is every file complete, and does each column hold one type?",
+    )
+
+
 def analyze_trace(trace: Trace, options: AnalysisOptions | None = None) -> Analysis:
     try:
         collected = trace.events.collect()
     except pl.exceptions.PolarsError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(
-            f"{', '.join(trace.files)}: cannot read the trace: {first}",
-            hint="is every file complete, and does each column hold one type?",
-        ) from None
+        raise unreadable(trace, error) from None
     return _analyze(collected, options or AnalysisOptions(), trace.inputs)
 
 

@@ -40,6 +40,7 @@ from servetrace.pipeline import (
     AnalysisOptions,
     attribute_columns,
     span_warnings,
+    unreadable,
 )
 from servetrace.schema import TERMINAL_EVENTS
 from servetrace.summary import summarize
@@ -70,11 +71,7 @@ def analyze_streaming(
     try:
         return _analyze_streaming(trace, options or AnalysisOptions(), batch_rows, by)
     except pl.exceptions.PolarsError as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(
-            f"{', '.join(trace.files)}: cannot read the trace: {first}",
-            hint="is every file complete, and does each column hold one type?",
-        ) from None
+        raise unreadable(trace, error) from None
 
 
 class NotTimeOrdered(InputError):
