@@ -64,21 +64,31 @@ class Analysis:
         return self.requests.drop(KEY)
 
 
+# Epoch timestamps of the years 2000-2100 in ms and in us: integers in these ranges read as
+# nanoseconds put the whole trace in the first hour of 1970.
+EPOCH_RANGES = {
+    "ms": (946_684_800_000, 4_102_444_800_000),
+    "us": (946_684_800_000_000, 4_102_444_800_000_000),
+}
+
+
 def span_warnings(timeline: Timeline) -> list[str]:
+    """Warn when the timestamps are implausible for their unit (DESIGN §2)."""
     start, end = timeline.trace_start_ns, timeline.trace_end_ns
-    if start is None or end is None or timeline.requests.height < 2:
+    if start is None or end is None:
         return []
     span = end - start
+    fix = "are the timestamps in the unit you think? Set it with --time-unit ns|us|ms|s"
     if span > MAX_PLAUSIBLE_SPAN_NS:
-        return [
-            f"the trace spans {span / NS_PER_DAY:.0f} days: are the timestamps in the unit "
-            "you think? Set it with --time-unit ns|us|ms|s"
-        ]
-    if span <= 1_000:
-        return [
-            f"every event falls within {span} ns: are the timestamps in the unit you "
-            "think? Set it with --time-unit ns|us|ms|s"
-        ]
+        return [f"the trace spans {span / NS_PER_DAY:.0f} days: {fix}"]
+    for unit, (low, high) in EPOCH_RANGES.items():
+        if low <= start <= high and span < 1_000_000_000:
+            return [
+                f"the timestamps look like epoch {unit} read as ns (the whole trace would "
+                f"last {span / 1e6:.3g} ms in January 1970): {fix}"
+            ]
+    if span <= 1_000 and timeline.requests.height >= 1 and (timeline.requests["rows"].sum() > 1):
+        return [f"every event falls within {span} ns: {fix}"]
     return []
 
 

@@ -154,3 +154,21 @@ def test_bad_mapping_syntax_is_a_usage_error() -> None:
 
     with pytest.raises(UsageError):
         parse_mapping(["ts"], "--column")
+
+
+def test_epoch_milliseconds_read_as_nanoseconds_are_flagged(tmp_path) -> None:
+    start = 1_700_000_000_000  # 2023-11-14 in ms
+    frame = pl.DataFrame(
+        {
+            "request_id": ["a", "a", "a"],
+            "event": ["arrival", "first_token", "completion"],
+            "ts": [start, start + 80, start + 580],
+        }
+    )
+    warnings = analyze_paths([_write(frame, tmp_path / "ms.parquet")]).summary.warnings
+    assert any("epoch ms" in w and "--time-unit" in w for w in warnings)
+    from servetrace.ingest import IngestOptions
+
+    fixed = analyze_paths([str(tmp_path / "ms.parquet")], IngestOptions(time_unit="ms"))
+    assert not any("--time-unit" in w for w in fixed.summary.warnings)
+    assert fixed.requests["ttft_ns"].to_list() == [80 * MS]
