@@ -664,28 +664,30 @@ def _warnings(
 
 
 def _tradeoff(measured: Sequence[Measured], label: str) -> str | None:
-    """ "B trades 70 ms of TTFT for 4 ms of ITL" when both changes are significant and
-    opposite (means, else medians; TPOT stands in for ITL when ITL was not compared)."""
-    rows = {(m.spec.name, m.stat): m for m in measured}
-    for stat in ("mean", "p50"):
-        first = rows.get(("ttft", stat))
-        second = rows.get(("itl", stat)) or rows.get(("tpot", stat))
-        if first is None or second is None:
-            continue
-        a, b = first.change, second.change
-        if not (a.significant and b.significant) or a.verdict == b.verdict:
-            return None
-        da = _delta_ms(first)
-        db = _delta_ms(second)
-        if da is None or db is None:
-            return None
-        worse, better = (first, second) if a.verdict == "slower" else (second, first)
-        dw, dbt = (da, db) if worse is first else (db, da)
-        what = "" if stat == "mean" else " (medians)"
-        return (
-            f"{label} trades {_short(abs(dw))} of {worse.spec.name.upper()} for "
-            f"{_short(abs(dbt))} of {better.spec.name.upper()}{what}"
-        )
+    """ "B trades 27 ms of TTFT p50 for 155 ms of ITL p99": when TTFT moves one way and
+    ITL (TPOT when ITL was not compared) the other, both significantly, the largest such
+    move of each, by absolute delta."""
+
+    def moves(metric: str) -> list[tuple[str, float, Measured]]:
+        out = []
+        for m in measured:
+            delta = _delta_ms(m)
+            if m.spec.name == metric and m.change.significant and delta is not None:
+                out.append((m.change.verdict, abs(delta), m))
+        return out
+
+    ttft = moves("ttft")
+    stream = moves("itl") or moves("tpot")
+    for worse_side, better_side in ((ttft, stream), (stream, ttft)):
+        worse = [x for x in worse_side if x[0] == "slower"]
+        better = [x for x in better_side if x[0] == "faster"]
+        if worse and better:
+            _, lost, w = max(worse, key=lambda x: x[1])
+            _, gained, b = max(better, key=lambda x: x[1])
+            return (
+                f"{label} trades {_short(lost)} of {w.spec.name.upper()} {w.stat} for "
+                f"{_short(gained)} of {b.spec.name.upper()} {b.stat}"
+            )
     return None
 
 
