@@ -227,6 +227,9 @@ def _measure_latency(ctx: _Context, spec: MetricSpec, stats: Sequence[str]) -> l
     else:
         b = _array(pop.base, spec.column)
         c = _array(pop.cand, spec.column)
+        if (b.size or c.size) and np.isnan(b).all() and np.isnan(c).all():
+            # e.g. queue_wait and prefill of client-side traces, which see no admission
+            raise MetricUnavailable(f"no completed request has a {spec.name} in either trace")
         paired = pop.paired
         n_eff = {}
         _rank_test(ctx, spec, b, c, paired, f"{spec.column} per request")
@@ -245,6 +248,12 @@ def _measure_latency(ctx: _Context, spec: MetricSpec, stats: Sequence[str]) -> l
         if boot_stats
         else {}
     )
+    if spec.source == "gaps":
+        # Significance needs enough *requests*: gaps of one request are not independent
+        # samples, so the minimum-sample rule counts the requests that produced them.
+        n_base = pop.base_gaps[_gap_key(pop.base_gaps)].n_unique()
+        n_cand = pop.cand_gaps[_gap_key(pop.cand_gaps)].n_unique()
+        cis = {name: replace(ci, n_baseline=n_base, n_candidate=n_cand) for name, ci in cis.items()}
     for stat in stats:
         if stat == "count":
             ci = st.rate_ratio_ci(
@@ -669,7 +678,7 @@ def _tradeoff(measured: Sequence[Measured], label: str) -> str | None:
     move of each, by absolute delta."""
 
     def moves(metric: str) -> list[tuple[str, float, Measured]]:
-        out = []
+        out: list[tuple[str, float, Measured]] = []
         for m in measured:
             delta = _delta_ms(m)
             if m.spec.name == metric and m.change.significant and delta is not None:

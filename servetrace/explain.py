@@ -43,9 +43,13 @@ def decompose(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
     not add, and the ``residual`` row says by how much they miss.
     """
     records: list[dict[str, Any]] = []
+    components = DECOMPOSITION_COMPONENTS
+    if _ms(base, "queue_wait_ns", "mean") is None and _ms(cand, "queue_wait_ns", "mean") is None:
+        # Client-side traces see no admission: their e2e splits into ttft + decode + tail.
+        components = (("ttft", "ttft_ns"), *DECOMPOSITION_COMPONENTS[2:])
     parts = [
         (name, column)
-        for name, column in DECOMPOSITION_COMPONENTS
+        for name, column in components
         if column in base.columns and column in cand.columns
     ]
     total_b, total_c = _ms(base, "e2e_ns", "mean"), _ms(cand, "e2e_ns", "mean")

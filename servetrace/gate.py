@@ -889,6 +889,7 @@ def _regression_result(
     worse_is_higher = spec.better == "lower"
     exceeded = value > limit if worse_is_higher else value < limit
     significant: bool | None = None
+    too_few: int | None = None
     ratio = ci_low = ci_high = p_value = None
     if tested is not None:
         ci = tested.ci
@@ -899,6 +900,7 @@ def _regression_result(
             significant = ci_low > 1.0 if worse_is_higher else ci_high < 1.0
             if min(ci.n_baseline, ci.n_candidate) < st.MIN_SAMPLES and ci.method != "poisson":
                 significant = False
+                too_few = min(ci.n_baseline, ci.n_candidate)
     elif test_significance:
         significant = False
     passed = not exceeded or (test_significance and significant is False)
@@ -914,6 +916,12 @@ def _regression_result(
     )
     if significant is None:
         message += ")"
+    elif too_few is not None:
+        # Say why a large change still passes: it could not be tested, not that it held.
+        message += (
+            f", not testable: {too_few} requests, {st.MIN_SAMPLES} needed; "
+            "use --no-significance to gate on the budget alone)"
+        )
     else:
         message += ", significant)" if significant else ", not significant)"
     return RuleResult(

@@ -188,3 +188,68 @@ def test_goodput_on_a_metric_the_trace_lacks_is_a_usage_error(tmp_path: Path) ->
     frame.write_parquet(path)
     result = runner.invoke(app, ["analyze", str(path), "--goodput", "queue_wait<=1ms"])
     assert result.exit_code == 2 and "no completed request has a queue_wait" in result.stderr
+
+
+def _tiny_pair(tmp_path: Path, n: int, admission: bool = True) -> tuple[str, str]:
+    base, slow = [], []
+    for i in range(n):
+        a = i * 100
+        adm = a + 1 if admission else None
+        base.append(
+            make_request(
+                f"r{i}",
+                arrival=a,
+                admission=adm,
+                first=a + 40,
+                ticks=[a + 48, a + 56],
+                complete=a + 56,
+            )
+        )
+        slow.append(
+            make_request(
+                f"r{i}",
+                arrival=a,
+                admission=adm,
+                first=a + 60,
+                ticks=[a + 90, a + 120],
+                complete=a + 120,
+            )
+        )
+    paths = (tmp_path / "base.parquet", tmp_path / "slow.parquet")
+    events(*base).write_parquet(paths[0])
+    events(*slow).write_parquet(paths[1])
+    return str(paths[0]), str(paths[1])
+
+
+def test_itl_significance_counts_requests_not_gaps(tmp_path: Path) -> None:
+    base, slow = _tiny_pair(tmp_path, 3)
+    report = runner.invoke(app, ["compare", base, slow, "-f", "json", "--resamples", "200"])
+    rows = [r for r in json.loads(report.stdout)["rows"] if r["metric"] == "itl"]
+    assert rows and not any(r["significant"] for r in rows)
+    check = runner.invoke(
+        app,
+        [
+            "check",
+            slow,
+            "--baseline",
+            base,
+            "--max-regression",
+            "itl.mean:+10%",
+            "--resamples",
+            "200",
+        ],
+    )
+    assert check.exit_code == 0 and "not testable: 3 requests" in check.stdout
+
+
+def test_client_traces_skip_queue_wait_and_decompose_into_ttft(tmp_path: Path) -> None:
+    base, slow = _tiny_pair(tmp_path, 30, admission=False)
+    report = json.loads(
+        runner.invoke(app, ["compare", base, slow, "-f", "json", "--resamples", "200"]).stdout
+    )
+    assert not any(r["metric"] in ("queue_wait", "prefill") for r in report["rows"])
+    assert any("queue_wait skipped" in note for note in report["notes"])
+    parts = {p["component"]: p for p in report["decomposition"][slow]}
+    assert parts["ttft"]["delta_mean_ms"] == pytest.approx(20.0)
+    assert parts["decode"]["delta_mean_ms"] == pytest.approx(44.0)
+    assert parts["e2e"]["delta_mean_ms"] == pytest.approx(64.0)
