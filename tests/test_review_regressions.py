@@ -253,3 +253,34 @@ def test_client_traces_skip_queue_wait_and_decompose_into_ttft(tmp_path: Path) -
     assert parts["ttft"]["delta_mean_ms"] == pytest.approx(20.0)
     assert parts["decode"]["delta_mean_ms"] == pytest.approx(44.0)
     assert parts["e2e"]["delta_mean_ms"] == pytest.approx(64.0)
+
+
+DATA = Path(__file__).parent / "data" / "real"
+
+
+def test_vllm_bench_negative_ttft_is_named(tmp_path: Path) -> None:
+    import gzip
+
+    source = DATA / "vllm-bench-llama33-70b-a100" / "01_tp8_pp1"
+    (path,) = source.glob("*.json.gz")
+    doc = json.loads(gzip.open(path).read())
+    doc["ttfts"][3] = -0.5
+    broken = tmp_path / "neg.json"
+    broken.write_text(json.dumps(doc))
+    result = runner.invoke(
+        app, ["import", "vllm-bench", str(broken), "-o", str(tmp_path / "x.parquet")]
+    )
+    assert result.exit_code == 3
+    assert "request 3" in result.stderr and "'ttfts'" in result.stderr and ">= 0" in result.stderr
+
+
+def test_llmperf_ttft_after_e2e_is_named(tmp_path: Path) -> None:
+    (path,) = (DATA / "llmperf-leaderboard" / "individual").glob("anyscale_70b.json")
+    records = json.loads(path.read_text())
+    records[4]["ttft_s"], records[4]["end_to_end_latency_s"] = 10.0, 1.0
+    broken = tmp_path / "late_ttft_individual_responses.json"
+    broken.write_text(json.dumps(records))
+    result = runner.invoke(app, ["analyze", str(broken), "--from", "llmperf"])
+    assert result.exit_code == 3
+    assert "'ttft_s'" in result.stderr and "end_to_end_latency_s" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -221,7 +221,13 @@ class Fields:
         return value
 
     def number(
-        self, obj: Any, dotted: str, where: str, *, required: bool = True
+        self,
+        obj: Any,
+        dotted: str,
+        where: str,
+        *,
+        required: bool = True,
+        minimum: float | None = None,
     ) -> float | int | None:
         value = self._get(obj, dotted, where, required)
         if value is None:
@@ -237,6 +243,8 @@ class Fields:
             raise self.error(where, f"field '{dotted}' must be a number, got {_show(given)}")
         if isinstance(value, float) and not math.isfinite(value):
             raise self.error(where, f"field '{dotted}' must be finite, got {value}")
+        if minimum is not None and value < minimum:
+            raise self.error(where, f"field '{dotted}' must be >= {minimum:g}, got {value}")
         return value
 
     def integer(self, obj: Any, dotted: str, where: str, *, required: bool = True) -> int | None:
@@ -305,6 +313,7 @@ class Fields:
         *,
         integer: bool = False,
         nullable: bool = True,
+        minimum: float | None = None,
     ) -> pl.Series:
         """One Float64 (or Int64 when ``integer``) column from per-record values, checked in
         Polars; a value that is not a finite (whole) number is reported with its record."""
@@ -315,11 +324,15 @@ class Fields:
             bad = bad | (floats.is_not_null() & (floats != floats.floor()))
         if not nullable:
             bad = bad | ~given
+        if minimum is not None:
+            bad = bad | (floats.is_not_null() & (floats < minimum))
         bad_rows = bad.fill_null(True).arg_true()
         if len(bad_rows):
             index = int(bad_rows[0])
             value = values[index]
             what = "a whole number" if integer else "a finite number"
+            if minimum is not None:
+                what += f" >= {minimum:g}"
             if value is None:
                 raise self.error(where_of(index), f"missing value in field '{dotted}'")
             raise self.error(

@@ -324,7 +324,8 @@ def _time_metric(
         entry = _metric(fields, metrics, name, where)
         if entry is None:
             continue
-        value = fields.number(entry, "value", f"{where}: metrics.{name}")
+        # AIPerf's latencies and timestamps are never negative.
+        value = fields.number(entry, "value", f"{where}: metrics.{name}", minimum=0)
         scale = fields.unit_scale(entry.get("unit"), f"metrics.{name}.unit", where)
         return float(value) if value is not None else 0.0, scale
     return None

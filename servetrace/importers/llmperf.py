@@ -83,8 +83,15 @@ def read(path: str | Path) -> ImportResult:
         where = f"record {index}"
         if not isinstance(record, dict):
             raise fields.error(where, f"expected an object ({describe_json(record)})")
-        columns["ttft_s"].append(fields.number(record, "ttft_s", where))
-        columns["e2e_s"].append(fields.number(record, "end_to_end_latency_s", where))
+        ttft = fields.number(record, "ttft_s", where, minimum=0)
+        e2e = fields.number(record, "end_to_end_latency_s", where, minimum=0)
+        if ttft is not None and e2e is not None and e2e > 0 and ttft > e2e:
+            raise fields.error(
+                where,
+                f"field 'ttft_s' ({ttft} s) is after 'end_to_end_latency_s' ({e2e} s)",
+            )
+        columns["ttft_s"].append(ttft)
+        columns["e2e_s"].append(e2e)
         columns["itl_s"].append(
             fields.number(record, "inter_token_latency_s", where, required=False)
         )

@@ -85,16 +85,22 @@ def read(path: str | Path) -> ImportResult:
     frame = pl.DataFrame(
         {
             "request_id": [str(i) for i in range(count)],
-            "ttft_s": fields.column(arrays["ttfts"], "ttfts", where, nullable=False),
+            "ttft_s": fields.column(arrays["ttfts"], "ttfts", where, nullable=False, minimum=0),
             "itls_s": fields.float_lists(arrays["itls"], "itls", where),
-            "output_lens": fields.column(arrays["output_lens"], "output_lens", where, integer=True),
+            "output_lens": fields.column(
+                arrays["output_lens"], "output_lens", where, integer=True, minimum=0
+            ),
             "input_lens": fields.column(
-                arrays.get("input_lens", [None] * count), "input_lens", where, integer=True
+                arrays.get("input_lens", [None] * count),
+                "input_lens",
+                where,
+                integer=True,
+                minimum=0,
             ),
             "start_s": fields.column(
                 arrays.get("start_times", [None] * count), "start_times", where
             ),
-            "e2e_s": fields.column(arrays.get("e2els", [None] * count), "e2els", where),
+            "e2e_s": fields.column(arrays.get("e2els", [None] * count), "e2els", where, minimum=0),
             "error": pl.Series(errors, dtype=pl.Utf8),
         }
     )
