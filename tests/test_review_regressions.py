@@ -263,7 +263,8 @@ def test_vllm_bench_negative_ttft_is_named(tmp_path: Path) -> None:
 
     source = DATA / "vllm-bench-llama33-70b-a100" / "01_tp8_pp1"
     (path,) = source.glob("*.json.gz")
-    doc = json.loads(gzip.open(path).read())
+    with gzip.open(path) as handle:
+        doc = json.load(handle)
     doc["ttfts"][3] = -0.5
     broken = tmp_path / "neg.json"
     broken.write_text(json.dumps(doc))
