@@ -461,6 +461,42 @@ class Notes:
             self.items.append(message)
 
 
+def import_result(
+    requests: pl.DataFrame,
+    *,
+    fmt: str,
+    path: Path,
+    notes: Notes,
+    records: int,
+    tool_summary: dict[str, Any] | None,
+    ticks_available: bool,
+    arrival_known: bool,
+    attributes: Sequence[str] = (),
+) -> ImportResult:
+    """The canonical events of ``requests`` and what the importer knows about them.
+
+    A trace without per-token times is a request-level trace: ``request_level`` is
+    derived from ``ticks_available``, never stated twice.
+    """
+    events = build_events(
+        requests,
+        tool=fmt,
+        ticks_available=ticks_available,
+        arrival_known=arrival_known,
+        attributes=attributes,
+    )
+    return ImportResult(
+        events=events,
+        format=fmt,
+        path=str(path),
+        warnings=tuple(notes.items),
+        records=records,
+        tool_summary=tool_summary,
+        request_level=not ticks_available,
+        arrival_known=arrival_known,
+    )
+
+
 def build_events(
     requests: pl.DataFrame,
     *,

@@ -51,11 +51,11 @@ from servetrace.importers._common import (
     FormatMismatch,
     ImportResult,
     Notes,
-    build_events,
     count_phrase,
     cumulative_ticks,
     describe_json,
     float_to_ns,
+    import_result,
     is_content_chunk,
     iter_json_lines,
     load_json,
@@ -67,7 +67,6 @@ from servetrace.importers._common import (
 )
 
 FORMAT = "aiperf"
-TOOL = "aiperf"
 _CANCELLED = 499
 _ATTRIBUTES = ("conversation_id", "turn_index", "worker_id", "phase", "reasoning_tokens")
 # A cancelled record whose stamped start is this much later than its send is mis-stamped.
@@ -147,18 +146,16 @@ def read(
     summary_file = sibling(
         main_file or path, strip_suffixes(main_file or path, ".gz", ".jsonl") + "_aiperf.json"
     )
-    events = build_events(
-        requests, tool=TOOL, ticks_available=True, arrival_known=True, attributes=_ATTRIBUTES
-    )
-    return ImportResult(
-        events=events,
-        format=FORMAT,
-        path=str(path),
-        warnings=tuple(notes.items),
+    return import_result(
+        requests,
+        fmt=FORMAT,
+        path=path,
+        notes=notes,
         records=rows.height,
         tool_summary=_summary(summary_file) if summary_file is not None else None,
-        request_level=False,
+        ticks_available=True,
         arrival_known=True,
+        attributes=_ATTRIBUTES,
     )
 
 

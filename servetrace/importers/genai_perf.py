@@ -30,9 +30,9 @@ from servetrace.importers._common import (
     Fields,
     ImportResult,
     Notes,
-    build_events,
     count_phrase,
     describe_json,
+    import_result,
     is_content_chunk,
     load_document,
     load_json,
@@ -43,7 +43,6 @@ from servetrace.importers._common import (
 )
 
 FORMAT = "genai-perf"
-TOOL = "genai-perf"
 _ATTRIBUTES = ("experiment",)
 _OUTPUTS = pl.List(pl.Struct({"response": pl.Utf8(), "text_output": pl.Utf8()}))
 
@@ -191,19 +190,17 @@ def read(path: str | Path) -> ImportResult:
     if frame["experiment"].n_unique() > 1:
         notes.add("the file holds several experiments; the 'experiment' column tells them apart")
 
-    events = build_events(
-        requests, tool=TOOL, ticks_available=True, arrival_known=True, attributes=_ATTRIBUTES
-    )
     summary_file = sibling(path, strip_suffixes(path, ".gz", ".json") + "_genai_perf.json")
-    return ImportResult(
-        events=events,
-        format=FORMAT,
-        path=str(path),
-        warnings=tuple(notes.items),
+    return import_result(
+        requests,
+        fmt=FORMAT,
+        path=path,
+        notes=notes,
         records=len(ids),
         tool_summary=_summary(summary_file) if summary_file is not None else None,
-        request_level=False,
+        ticks_available=True,
         arrival_known=True,
+        attributes=_ATTRIBUTES,
     )
 
 

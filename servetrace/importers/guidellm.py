@@ -39,15 +39,14 @@ from servetrace.importers._common import (
     Fields,
     ImportResult,
     Notes,
-    build_events,
     count_phrase,
     describe_json,
     float_to_ns,
+    import_result,
     load_document,
 )
 
 FORMAT = "guidellm"
-TOOL = "guidellm"
 _NS_PER_S = 1_000_000_000
 _STATUSES = ("successful", "incomplete", "errored")
 _ATTRIBUTES = (
@@ -192,21 +191,19 @@ def read(path: str | Path) -> ImportResult:
             f"the file holds {len(summaries)} benchmarks; the 'benchmark' column tells them apart"
         )
 
-    events = build_events(
-        requests, tool=TOOL, ticks_available=False, arrival_known=True, attributes=_ATTRIBUTES
-    )
     summary: dict[str, Any] | None = (
         (summaries[0] or None) if len(summaries) == 1 else {"benchmarks": summaries}
     )
-    return ImportResult(
-        events=events,
-        format=FORMAT,
-        path=str(path),
-        warnings=tuple(notes.items),
+    return import_result(
+        requests,
+        fmt=FORMAT,
+        path=path,
+        notes=notes,
         records=frame.height,
         tool_summary=summary,
-        request_level=True,
+        ticks_available=False,
         arrival_known=True,
+        attributes=_ATTRIBUTES,
     )
 
 

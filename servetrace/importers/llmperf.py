@@ -38,16 +38,15 @@ from servetrace.importers._common import (
     FormatMismatch,
     ImportResult,
     Notes,
-    build_events,
     count_phrase,
     describe_json,
     float_to_ns,
+    import_result,
     load_json,
     strip_suffixes,
 )
 
 FORMAT = "llmperf"
-TOOL = "llmperf"
 _NS_PER_S = 1_000_000_000
 _ATTRIBUTES = ("tool_inter_token_latency_ns",)
 _REQUIRED = ("ttft_s", "end_to_end_latency_s")
@@ -177,18 +176,16 @@ def read(path: str | Path) -> ImportResult:
             "'cancellation' and are left out of latency statistics, as LLMPerf does"
         )
 
-    events = build_events(
-        requests, tool=TOOL, ticks_available=False, arrival_known=False, attributes=_ATTRIBUTES
-    )
-    return ImportResult(
-        events=events,
-        format=FORMAT,
-        path=str(path),
-        warnings=tuple(notes.items),
+    return import_result(
+        requests,
+        fmt=FORMAT,
+        path=path,
+        notes=notes,
         records=frame.height,
         tool_summary=_summary(path),
-        request_level=True,
+        ticks_available=False,
         arrival_known=False,
+        attributes=_ATTRIBUTES,
     )
 
 

@@ -34,15 +34,14 @@ from servetrace.importers._common import (
     Fields,
     ImportResult,
     Notes,
-    build_events,
     count_phrase,
     cumulative_ticks,
     float_to_ns,
+    import_result,
     load_document,
 )
 
 FORMAT = "vllm-bench"
-TOOL = "vllm-bench"
 _NS_PER_S = 1_000_000_000
 _ARRAYS = ("ttfts", "itls", "output_lens", "input_lens", "errors", "start_times", "e2els")
 
@@ -173,15 +172,14 @@ def read(path: str | Path) -> ImportResult:
             "output_tokens keeps vLLM's count"
         )
 
-    events = build_events(requests, tool=TOOL, ticks_available=True, arrival_known=arrival_known)
-    return ImportResult(
-        events=events,
-        format=FORMAT,
-        path=str(path),
-        warnings=tuple(notes.items),
+    return import_result(
+        requests,
+        fmt=FORMAT,
+        path=path,
+        notes=notes,
         records=count,
         tool_summary=_summary(doc),
-        request_level=False,
+        ticks_available=True,
         arrival_known=arrival_known,
     )
 
