@@ -101,20 +101,26 @@ _RULE_HINT = (
 
 # --------------------------------------------------------------------------- rules
 @dataclass(frozen=True)
-class SloRule:
-    """``metric.stat op value unit``; ``value``/``unit`` as written (``2``, ``"s"``)."""
+class _StatRule:
+    """What every rule names: one statistic of one metric, ``metric.stat``."""
 
     metric: str
     stat: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.metric}.{self.stat}"
+
+
+@dataclass(frozen=True)
+class SloRule(_StatRule):
+    """``metric.stat op value unit``; ``value``/``unit`` as written (``2``, ``"s"``)."""
+
     op: str
     value: float
     unit: str
     text: str = field(default="", compare=False)
     kind: ClassVar[RuleKind] = "slo"
-
-    @property
-    def key(self) -> str:
-        return f"{self.metric}.{self.stat}"
 
     @property
     def limit(self) -> float:
@@ -126,23 +132,17 @@ class SloRule:
 
 
 @dataclass(frozen=True)
-class RegressionRule:
+class RegressionRule(_StatRule):
     """``metric.stat:±value unit``: how much worse than the baseline the stat may get.
 
     ``value`` is signed in the metric's worse direction (``+10`` for a latency, ``-5``
     for throughput); ``unit`` is ``%`` (relative), a time unit, or ``""``.
     """
 
-    metric: str
-    stat: str
     value: float
     unit: str
     text: str = field(default="", compare=False)
     kind: ClassVar[RuleKind] = "regression"
-
-    @property
-    def key(self) -> str:
-        return f"{self.metric}.{self.stat}"
 
     @property
     def relative(self) -> bool:
