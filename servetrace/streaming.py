@@ -95,7 +95,7 @@ def _analyze_streaming(
             f"--by {by}: no such request column",
             hint="columns: " + ", ".join(attributes) if attributes else "the trace has none",
         )
-    finished_ids: list[pl.Series] = []
+    finished_ids: pl.Series | None = None  # every request finished so far
 
     next_key = 0
 
@@ -138,8 +138,8 @@ def _analyze_streaming(
     for batch in trace.events.collect_batches(chunk_size=batch_rows):
         buffer = batch if carry is None else pl.concat([carry, batch], how="vertical_relaxed")
         unplaceable = buffer["request_id"].is_null()
-        if finished_ids:
-            late = batch.filter(pl.col("request_id").is_in(pl.concat(finished_ids).implode()))
+        if finished_ids is not None:
+            late = batch.filter(pl.col("request_id").is_in(finished_ids.implode()))
             if late.height:
                 raise NotTimeOrdered(
                     f"{', '.join(trace.files)}: a row of request {late['request_id'][0]!r} "
@@ -148,7 +148,7 @@ def _analyze_streaming(
                     "use --no-streaming",
                 )
         done = _finished(buffer, facts.has_releases)
-        finished_ids.append(done)
+        finished_ids = done if finished_ids is None else finished_ids.append(done)
         finished = buffer.filter(pl.col("request_id").is_in(done.implode()) | unplaceable)
         carry = buffer.filter(~pl.col("request_id").is_in(done.implode()) & ~unplaceable)
         process(finished)
