@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from servetrace.lifecycle import KEY, Timeline
+from servetrace.lifecycle import DECODING, KEY, QUEUED, RUNNING, Timeline
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,6 @@ REQUEST_COLUMNS: tuple[str, ...] = (
 
 
 def _cancelled_in(has_admissions: bool) -> pl.Expr:
-    from servetrace.lifecycle import DECODING, QUEUED, RUNNING
-
     state = pl.col("cancel_state")
     reached_first = pl.col("first_tick_ns").is_not_null() & (
         pl.col("first_tick_ns") <= pl.col("terminal_ns")

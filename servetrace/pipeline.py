@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.errors import InputError
+from servetrace.errors import InputError, UsageError
 from servetrace.ingest import IngestOptions, Trace, normalise, read_events
 from servetrace.lifecycle import (
     KEY,
@@ -151,6 +151,7 @@ def analyze_paths(
         streaming = _event_count(trace) >= AUTO_STREAMING_EVENTS
     if not streaming:
         return analyze_trace(trace, options)
+    # streaming builds on this module: imported here, not at the top, to avoid a cycle
     from servetrace.streaming import DEFAULT_BATCH_ROWS, NotTimeOrdered, analyze_streaming
 
     try:
@@ -208,8 +209,6 @@ def summarize_by(
     options = options or AnalysisOptions()
     requests = analysis.requests
     if column not in requests.columns:
-        from servetrace.errors import UsageError
-
         available = ", ".join(c for c in requests.columns if not c.startswith("_"))
         raise UsageError(f"--by {column}: no such request column", hint=f"columns: {available}")
     streamed_itl = analysis.itl_by[1] if analysis.itl_by and analysis.itl_by[0] == column else None

@@ -14,6 +14,7 @@ import typer
 
 from servetrace.cli._app import warn
 from servetrace.errors import InputError
+from servetrace.importers import detect_format, import_file
 from servetrace.ingest import IngestOptions, parse_mapping, resolve_paths
 from servetrace.pipeline import Analysis, AnalysisOptions, analyze_events, analyze_paths
 
@@ -57,8 +58,6 @@ def _importable(paths: list[Path], from_format: str | None) -> str | None:
         return from_format
     if not all(p.suffix.lower() in JSON_SUFFIXES for p in paths):
         return None
-    from servetrace.importers import detect_format
-
     detected = {p: detect_format(p) for p in paths}
     formats = set(detected.values())
     if formats == {None}:
@@ -88,8 +87,6 @@ def load_analysis(
     fmt = _importable(paths, from_format)
     if fmt is None:
         return analyze_paths(traces, ingest, options, streaming, batch_rows, by)
-    from servetrace.importers import import_file
-
     results = [import_file(path, fmt) for path in paths]
     for result in results:
         for message in result.warnings:

@@ -18,6 +18,7 @@ from servetrace.cli._inputs import (
     load_analysis,
 )
 from servetrace.errors import ExitCode, UsageError
+from servetrace.gate import parse_goodput_target
 from servetrace.lifecycle import RULES
 from servetrace.naming import Naming
 from servetrace.pipeline import Analysis, AnalysisOptions, summarize_by
@@ -82,8 +83,6 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
 def parse_goodput(texts: list[str]) -> tuple[GoodputTarget, ...]:
     if not texts:
         return ()
-    from servetrace.gate import parse_goodput_target
-
     return tuple(parse_goodput_target(text) for text in texts)
 
 
