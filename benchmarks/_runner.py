@@ -106,8 +106,10 @@ def run_analyze(path: str, extra: list[str]) -> dict:
 def run_phases(path: str) -> dict:
     import polars as pl
 
-    from servetrace import ingest, lifecycle, metrics, pipeline, summary
+    from servetrace.analysis import lifecycle, metrics, summary
+    from servetrace.analysis import memory as pipeline
     from servetrace.render.summary import render_json, report_dict
+    from servetrace.sources import canonical as ingest
 
     t_import = time.perf_counter() - T_START
     can_reset = _reset_hwm()

@@ -32,8 +32,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servetrace import ingest, lifecycle, metrics, pipeline, summary
-from servetrace.lifecycle import KEY
+from servetrace.analysis import lifecycle, metrics, summary
+from servetrace.analysis import memory as pipeline
+from servetrace.analysis.lifecycle import KEY
+from servetrace.sources import canonical as ingest
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -248,7 +250,7 @@ def replay(path: str, repeat: int) -> tuple[list[dict], dict]:
             timeline.has_admissions,
         ),
     )
-    from servetrace.formula import check_formula
+    from servetrace.analysis.formula import check_formula
 
     step("formula.check_formula", lambda: check_formula(req))
     step("= summary.summarize (whole)", lambda: summary.summarize(timeline, req, gaps), "summary")

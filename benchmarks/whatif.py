@@ -58,8 +58,8 @@ def apply(patches: set[str]) -> None:
     import polars as pl
 
     if "tick_lazy" in patches:
-        from servetrace import lifecycle
-        from servetrace.lifecycle import KEY, TICK_EVENTS
+        from servetrace.analysis import lifecycle
+        from servetrace.analysis.lifecycle import KEY, TICK_EVENTS
 
         original_tick_frame = lifecycle._tick_frame
 
@@ -90,7 +90,8 @@ def apply(patches: set[str]) -> None:
         lifecycle._tick_frame = _tick_frame
 
     if "describe" in patches:
-        from servetrace import formula, stats, summary
+        from servetrace import stats
+        from servetrace.analysis import formula, summary
 
         original = stats.describe
         names = [n for n in stats.STATISTICS if n not in ("count", "mean", "std")]

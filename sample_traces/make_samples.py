@@ -3,7 +3,7 @@
     python sample_traces/make_samples.py            # write the files, print their statistics
     python sample_traces/make_samples.py --check    # regenerate in memory, compare with disk
 
-Every trace comes from `servetrace.simulate` with the fixed workloads and configs below,
+Every trace comes from `servetrace.sim.engine` with the fixed workloads and configs below,
 except `worked_example.*`, which is written out by hand. The Azure replay needs the
 Azure LLM inference trace 2023 (conversation) CSV; pass ``--azure PATH`` if it is not
 at the default location.
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import polars as pl
 
-from servetrace.simulate import EngineConfig, Simulation, run_simulation
-from servetrace.workloads import head, read_workload, synthetic_workload
+from servetrace.sim.engine import EngineConfig, Simulation, run_simulation
+from servetrace.sim.workloads import head, read_workload, synthetic_workload
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_AZURE = Path("/work/shared/data/real/azure-llm-2023/AzureLLMInferenceTrace_conv.csv")

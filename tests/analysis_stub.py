@@ -1,6 +1,6 @@
 """Analysis-like inputs for the compare/check tests, independent of the pipeline.
 
-``StubAnalysis`` has what ``servetrace.metric_specs.AnalysisLike`` asks for: a
+``StubAnalysis`` has what ``servetrace.compare.catalog.AnalysisLike`` asks for: a
 ``requests`` frame, a ``gaps`` frame and ``summary.throughput``. ``synthetic`` builds a
 workload whose request ids, arrivals and lengths depend only on ``workload_seed`` and
 whose latencies depend on ``latency_seed`` and the scale factors, so two calls with the

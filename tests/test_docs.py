@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from servetrace.analysis.lifecycle import RULES
+from servetrace.analysis.metrics import LATENCY_METRICS, REQUEST_COLUMNS
 from servetrace.cli import app
 from servetrace.errors import ExitCode
-from servetrace.lifecycle import RULES
-from servetrace.metrics import LATENCY_METRICS, REQUEST_COLUMNS
-from servetrace.naming import Naming
+from servetrace.render.naming import Naming
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -9,11 +9,11 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from servetrace.analysis.dispatch import analyze_paths
+from servetrace.analysis.streaming import NotTimeOrdered, analyze_streaming
 from servetrace.cli import app
 from servetrace.errors import InputError
-from servetrace.ingest import read_events
-from servetrace.pipeline import analyze_paths
-from servetrace.streaming import NotTimeOrdered, analyze_streaming
+from servetrace.sources.canonical import read_events
 from tests.conftest import MS, events, make_request
 
 runner = CliRunner()
@@ -38,7 +38,7 @@ def test_negative_prompt_or_output_tokens_are_invalid() -> None:
         make_request("ok", admission=1, first=2, complete=2),
         make_request("neg", admission=1, first=2, complete=2, prompt_tokens=-5),
     )
-    from servetrace.pipeline import analyze_events
+    from servetrace.analysis.memory import analyze_events
 
     assert list(analyze_events(frame).summary.violations) == ["invalid_token_count"]
 
@@ -58,7 +58,7 @@ def test_iso_timestamps_with_zone_offsets(tmp_path: Path) -> None:
 
 
 def test_overflowing_time_unit_is_an_error(tmp_path: Path) -> None:
-    from servetrace.ingest import IngestOptions
+    from servetrace.sources.canonical import IngestOptions
 
     text = "request_id,event,ts\na,arrival,10000000000\na,first_token,10000000001\n"
     with pytest.raises(InputError, match="64-bit"):

@@ -12,11 +12,12 @@ from typing import Annotated
 import polars as pl
 import typer
 
+from servetrace.analysis.dispatch import analyze_paths
+from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_events
 from servetrace.cli._app import warn
 from servetrace.errors import InputError
-from servetrace.importers import detect_format, import_file
-from servetrace.ingest import IngestOptions, parse_mapping, resolve_paths
-from servetrace.pipeline import Analysis, AnalysisOptions, analyze_events, analyze_paths
+from servetrace.sources.canonical import IngestOptions, parse_mapping, resolve_paths
+from servetrace.sources.registry import detect_format, import_file
 
 ColumnOpt = Annotated[
     list[str] | None,

@@ -9,6 +9,10 @@ from typing import Annotated
 import polars as pl
 import typer
 
+from servetrace.analysis.lifecycle import RULES
+from servetrace.analysis.memory import Analysis, AnalysisOptions, summarize_by
+from servetrace.analysis.summary import GoodputTarget
+from servetrace.check.gate import parse_goodput_target
 from servetrace.cli._app import app, guarded, out_console, warn
 from servetrace.cli._inputs import (
     ColumnOpt,
@@ -18,10 +22,7 @@ from servetrace.cli._inputs import (
     load_analysis,
 )
 from servetrace.errors import ExitCode, UsageError
-from servetrace.gate import parse_goodput_target
-from servetrace.lifecycle import RULES
-from servetrace.naming import Naming
-from servetrace.pipeline import Analysis, AnalysisOptions, summarize_by
+from servetrace.render.naming import Naming
 from servetrace.render.summary import (
     SummaryFormat,
     render_csv,
@@ -31,7 +32,6 @@ from servetrace.render.summary import (
     report_dict,
 )
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
-from servetrace.summary import GoodputTarget
 
 TracesArg = Annotated[
     list[str],

@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
+from servetrace.analysis.memory import Analysis, AnalysisOptions
+from servetrace.check.gate import evaluate, load_config, parse_goodput_target, parse_rules
 from servetrace.cli._app import app, err_console, guarded, out_console
 from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
 from servetrace.errors import ExitCode, InputError, UsageError
-from servetrace.gate import evaluate, load_config, parse_goodput_target, parse_rules
-from servetrace.pipeline import Analysis, AnalysisOptions
-from servetrace.render.gate import CheckFormat, check_table, render_check
+from servetrace.render.check import CheckFormat, check_table, render_check
 
 
 def _analysis_json(path: Path) -> dict[str, Any] | None:

@@ -6,12 +6,12 @@ from typing import Annotated
 
 import typer
 
+from servetrace.analysis.memory import Analysis, AnalysisOptions
 from servetrace.cli._app import app, guarded, out_console, warn
 from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
 from servetrace.cli.analyze import parse_goodput
-from servetrace.compare import DEFAULT_ARRIVAL_TOLERANCE_NS, compare
-from servetrace.metric_specs import DEFAULT_COMPARE_METRICS
-from servetrace.pipeline import Analysis, AnalysisOptions
+from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS
+from servetrace.compare.measure import DEFAULT_ARRIVAL_TOLERANCE_NS, compare
 from servetrace.render.compare import CompareFormat, render_compare
 from servetrace.stats import DEFAULT_COMPARE_STATS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 

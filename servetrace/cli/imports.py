@@ -9,7 +9,7 @@ import typer
 
 from servetrace.cli._app import app, err_console, guarded, warn
 from servetrace.cli.analyze import check_output_path, write_frame
-from servetrace.importers import FORMATS, import_file
+from servetrace.sources.registry import FORMATS, import_file
 
 
 @app.command("import")

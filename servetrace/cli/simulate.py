@@ -9,8 +9,8 @@ import typer
 
 from servetrace.cli._app import app, err_console, guarded
 from servetrace.cli.analyze import check_output_path, write_frame
-from servetrace.simulate import EngineConfig, Policy, simulate
-from servetrace.workloads import head, read_workload, scale_rate, synthetic_workload
+from servetrace.sim.engine import EngineConfig, Policy, simulate
+from servetrace.sim.workloads import head, read_workload, scale_rate, synthetic_workload
 
 MS = 1_000_000
 

@@ -20,8 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
-from servetrace.compare import Comparison
-from servetrace.metric_specs import format_value
+from servetrace.compare.catalog import format_value
+from servetrace.compare.measure import Comparison
 from servetrace.render._json import clean
 
 ROW_KEYS = (

@@ -17,13 +17,13 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
-from servetrace.formula import FormulaCheck, FormulaReport
-from servetrace.lifecycle import RULES
-from servetrace.metrics import LATENCY_METRICS
-from servetrace.naming import display_name
+from servetrace.analysis.formula import FormulaCheck, FormulaReport
+from servetrace.analysis.lifecycle import RULES
+from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.summary import Summary
 from servetrace.render._json import clean
+from servetrace.render.naming import display_name
 from servetrace.stats import STATISTICS
-from servetrace.summary import Summary
 
 NS_PER_MS = 1e6
 STAT_KEYS = STATISTICS

@@ -1,0 +1,1 @@
+"""From canonical events to per-request metrics and a summary: lifecycle, metrics, engines."""

@@ -1,0 +1,192 @@
+"""The in-memory engine: canonical events → timeline → per-request metrics → summary.
+
+It collects the events once; everything after works on in-memory frames. The streaming
+engine (``streaming``) reuses its pieces; ``dispatch`` chooses between the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import polars as pl
+
+from servetrace.analysis.lifecycle import (
+    KEY,
+    Timeline,
+    build_timeline,
+    has_invalid,
+    quarantined_rows,
+    subset,
+)
+from servetrace.analysis.metrics import gap_frame, request_metrics
+from servetrace.analysis.summary import GoodputTarget, Summary, summarize
+from servetrace.errors import InputError, UsageError
+from servetrace.schema import CANONICAL_COLUMNS
+from servetrace.sources.canonical import IngestOptions, Trace, normalise
+from servetrace.stats import describe
+
+NS_PER_DAY = 86_400 * 10**9
+MAX_PLAUSIBLE_SPAN_NS = 30 * NS_PER_DAY
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    goodput: tuple[GoodputTarget, ...] = ()
+    formula_abs_tol_ns: int = 1_000_000
+    formula_rel_tol: float = 0.01
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything servetrace knows about one trace."""
+
+    inputs: tuple[str, ...]
+    timeline: Timeline
+    requests: pl.DataFrame  # one row per valid request; see metrics.REQUEST_COLUMNS
+    gaps: pl.DataFrame  # every inter-tick gap of completed requests: _key, itl_ns
+    summary: Summary
+    quarantine_rows: pl.DataFrame  # input rows not analysed, with their rule
+    attributes: tuple[str, ...] = field(default_factory=tuple)
+    # A streamed trace keeps no gaps; for --by it keeps one ITL distribution per value.
+    itl_by: tuple[str, dict[Any, dict[str, float | int | None]]] | None = None
+
+    def quarantine(self) -> pl.DataFrame:
+        """Input rows that were not analysed, each with the rule it broke."""
+        return self.quarantine_rows
+
+    def requests_out(self) -> pl.DataFrame:
+        """The per-request frame as users get it (no internal key)."""
+        return self.requests.drop(KEY)
+
+
+# Epoch timestamps of the years 2000-2100 in ms and in us: integers in these ranges read as
+# nanoseconds put the whole trace in the first hour of 1970.
+EPOCH_RANGES = {
+    "ms": (946_684_800_000, 4_102_444_800_000),
+    "us": (946_684_800_000_000, 4_102_444_800_000_000),
+}
+
+
+def span_warnings(timeline: Timeline) -> list[str]:
+    """Warn when the timestamps are implausible for their unit (DESIGN §2)."""
+    start, end = timeline.trace_start_ns, timeline.trace_end_ns
+    if start is None or end is None:
+        return []
+    span = end - start
+    fix = "are the timestamps in the unit you think? Set it with --time-unit ns|us|ms|s"
+    if span > MAX_PLAUSIBLE_SPAN_NS:
+        return [f"the trace spans {span / NS_PER_DAY:.0f} days: {fix}"]
+    for unit, (low, high) in EPOCH_RANGES.items():
+        if low <= start <= high and span < 1_000_000_000:
+            return [
+                f"the timestamps look like epoch {unit} read as ns (the whole trace would "
+                f"last {span / 1e6:.3g} ms in January 1970): {fix}"
+            ]
+    if span <= 1_000 and timeline.requests.height >= 1 and (timeline.requests["rows"].sum() > 1):
+        return [f"every event falls within {span} ns: {fix}"]
+    return []
+
+
+def attribute_columns(columns: Sequence[str]) -> list[str]:
+    """Every non-canonical column: a request attribute carried to the per-request frame."""
+    return [c for c in columns if c not in CANONICAL_COLUMNS]
+
+
+def analyze_events(
+    events: pl.DataFrame | pl.LazyFrame,
+    options: AnalysisOptions | None = None,
+    inputs: Sequence[str] = ("<memory>",),
+    ingest: IngestOptions | None = None,
+) -> Analysis:
+    """Analyse canonical events held in memory (e.g. from an importer)."""
+    lazy = events.lazy() if isinstance(events, pl.DataFrame) else events
+    label = inputs[0] if inputs else "<memory>"
+    frame = normalise(lazy, label, ingest)
+    return _analyze(frame.collect(), options or AnalysisOptions(), tuple(inputs))
+
+
+def unreadable(trace: Trace, error: pl.exceptions.PolarsError) -> InputError:
+    """A read failure that only surfaced while the lazy scan ran, as the user sees it."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return InputError(
+        f"{', '.join(trace.files)}: cannot read the trace: {first}",
+        hint="is every file complete, and does each column hold one type?",
+    )
+
+
+def analyze_trace(trace: Trace, options: AnalysisOptions | None = None) -> Analysis:
+    try:
+        collected = trace.events.collect()
+    except pl.exceptions.PolarsError as error:
+        raise unreadable(trace, error) from None
+    return _analyze(collected, options or AnalysisOptions(), trace.inputs)
+
+
+def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, ...]) -> Analysis:
+    if events.height == 0:
+        raise InputError(
+            f"{', '.join(inputs)}: the trace has no event rows",
+            hint="a trace needs at least one row: request_id, event, ts",
+        )
+    attributes = attribute_columns(events.columns)
+    timeline = build_timeline(events, attributes)
+    requests = request_metrics(timeline, attributes)
+    gaps = gap_frame(timeline, requests)
+    # Keep what reports need, not the trace: the events and sorted ticks are the bulk of
+    # memory, and only the rows of invalid requests are ever shown again.
+    quarantine = (
+        quarantined_rows(events, timeline)
+        if has_invalid(timeline)
+        else (events.clear().with_columns(pl.lit(None, pl.String).alias("rule")))
+    )
+    timeline = replace(timeline, ticks=timeline.ticks.clear())
+    summary = summarize(
+        timeline,
+        requests,
+        gaps,
+        targets=options.goodput,
+        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
+        warnings=span_warnings(timeline),
+    )
+    return Analysis(
+        inputs=inputs,
+        timeline=timeline,
+        requests=requests,
+        gaps=gaps,
+        summary=summary,
+        quarantine_rows=quarantine,
+        attributes=tuple(attributes),
+    )
+
+
+def summarize_by(
+    analysis: Analysis, column: str, options: AnalysisOptions | None = None
+) -> dict[object, Summary]:
+    """One summary per value of a request attribute (``--by policy``)."""
+    options = options or AnalysisOptions()
+    requests = analysis.requests
+    if column not in requests.columns:
+        available = ", ".join(c for c in requests.columns if not c.startswith("_"))
+        raise UsageError(f"--by {column}: no such request column", hint=f"columns: {available}")
+    streamed_itl = analysis.itl_by[1] if analysis.itl_by and analysis.itl_by[0] == column else None
+    result: dict[object, Summary] = {}
+    for value in requests[column].unique(maintain_order=True).sort(nulls_last=True).to_list():
+        group = requests.filter(
+            pl.col(column).is_null() if value is None else pl.col(column) == value
+        )
+        keys = group[KEY]
+        gaps: pl.DataFrame | dict[str, float | int | None] = (
+            streamed_itl.get(value, describe(pl.Series([], dtype=pl.Int64)))
+            if streamed_itl is not None
+            else analysis.gaps.filter(pl.col(KEY).is_in(keys.implode()))
+        )
+        result[value] = summarize(
+            subset(analysis.timeline, keys),
+            group,
+            gaps,
+            targets=options.goodput,
+            formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
+        )
+    return result

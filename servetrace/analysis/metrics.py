@@ -1,0 +1,165 @@
+"""Per-request metrics and per-gap ITL (DESIGN §4), as Polars expressions over the timeline.
+
+All durations are Int64 nanoseconds with an ``_ns`` suffix; the two per-request means
+(``itl_mean_ns``, ``tpot_ns``) and the formula residual are Float64 ns. A value a request
+never reached (a TTFT for a request cancelled while queued) is null, never zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from servetrace.analysis.lifecycle import DECODING, KEY, QUEUED, RUNNING, Timeline
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One latency metric: its id, the per-request column, and what it measures."""
+
+    name: str
+    column: str
+    definition: str
+    per: str = "request"  # "request" (one value per request) or "gap" (pooled gaps)
+
+
+LATENCY_METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec("queue_wait", "queue_wait_ns", "first admission - arrival"),
+    MetricSpec("prefill", "prefill_ns", "first token - first admission"),
+    MetricSpec("ttft", "ttft_ns", "first token - arrival (includes queueing)"),
+    MetricSpec("decode", "decode_ns", "last token - first token"),
+    MetricSpec("response", "response_ns", "last token - arrival"),
+    MetricSpec("e2e", "e2e_ns", "terminal event - arrival"),
+    MetricSpec("delivery_tail", "delivery_tail_ns", "completion - last token"),
+    MetricSpec("itl", "itl_ns", "gap between consecutive output ticks (all gaps pooled)", "gap"),
+    MetricSpec("itl_max", "itl_max_ns", "longest gap between ticks of one request"),
+    MetricSpec("tpot", "tpot_ns", "decode / (output_tokens - 1), output_tokens >= 2"),
+    MetricSpec("requeued", "requeued_ns", "time queued again after preemptions"),
+)
+METRICS_BY_NAME = {m.name: m for m in LATENCY_METRICS}
+
+# Columns of the per-request frame, in output order (attributes follow).
+REQUEST_COLUMNS: tuple[str, ...] = (
+    "request_id",
+    "outcome",
+    "cancelled_in",
+    "arrival_ns",
+    "queue_wait_ns",
+    "prefill_ns",
+    "ttft_ns",
+    "decode_ns",
+    "response_ns",
+    "e2e_ns",
+    "delivery_tail_ns",
+    "tpot_ns",
+    "itl_mean_ns",
+    "itl_max_ns",
+    "output_tokens",
+    "prompt_tokens",
+    "ticks",
+    "preemptions",
+    "requeued_ns",
+    "formula_residual_ns",
+)
+
+
+def _cancelled_in(has_admissions: bool) -> pl.Expr:
+    state = pl.col("cancel_state")
+    reached_first = pl.col("first_tick_ns").is_not_null() & (
+        pl.col("first_tick_ns") <= pl.col("terminal_ns")
+    )
+    before_first = "prefill" if has_admissions else "before_first_token"
+    return (
+        pl.when(pl.col("outcome") != "cancelled")
+        .then(pl.lit(None, pl.String))
+        .when(state == QUEUED)
+        .then(pl.lit("queued"))
+        .when((state == DECODING) | ((state == RUNNING) & reached_first))
+        .then(pl.lit("decode"))
+        .otherwise(pl.lit(before_first))
+        .alias("cancelled_in")
+    )
+
+
+def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
+    """One row per valid request with every metric of DESIGN §4."""
+    valid = timeline.requests.filter(pl.col("rule").is_null())
+    # Request-level imports (no per-token ticks) carry ticks_available=False and their
+    # last-token time, if the tool logged one apart from stream close, as last_token_ns.
+    if "ticks_available" in valid.columns:
+        no_ticks = pl.col("ticks_available").fill_null(True).not_()
+    else:
+        no_ticks = pl.lit(False)
+    completed = pl.col("outcome") == "completed"
+    fallback_last = (
+        pl.col("last_token_ns") if "last_token_ns" in valid.columns else pl.lit(None, pl.Int64)
+    )
+    last_tick = (
+        pl.when(no_ticks)
+        .then(pl.coalesce(fallback_last, pl.when(completed).then(pl.col("terminal_ns"))))
+        .otherwise(pl.col("last_tick_ns"))
+    )
+    n_out = pl.coalesce(
+        pl.col("reported_output_tokens")
+        if "reported_output_tokens" in valid.columns
+        else pl.lit(None, pl.Int64),
+        pl.col("tokens_sum"),
+    )
+    frame = valid.with_columns(
+        last_tick.alias("_last_tick_ns"),
+        n_out.fill_null(0).cast(pl.Int64).alias("output_tokens"),
+        pl.col("ticks").fill_null(0).cast(pl.Int64),
+        pl.col("preemptions").fill_null(0).cast(pl.Int64),
+        _cancelled_in(timeline.has_admissions),
+    )
+    arrival, first = pl.col("arrival_ns"), pl.col("first_tick_ns")
+    last, n = pl.col("_last_tick_ns"), pl.col("output_tokens")
+    decode = last - first
+    itl_mean = pl.when(~no_ticks & (pl.col("ticks") >= 2)).then(
+        decode.cast(pl.Float64) / (pl.col("ticks") - 1)
+    )
+    # A request cancelled while still waiting for its first admission queued until then.
+    never_admitted = pl.col("admission_ns").is_null() & (pl.col("cancelled_in") == "queued")
+    frame = frame.with_columns(
+        pl.when(never_admitted)
+        .then(pl.col("terminal_ns") - arrival)
+        .otherwise(pl.col("admission_ns") - arrival)
+        .alias("queue_wait_ns"),
+        (first - pl.col("admission_ns")).alias("prefill_ns"),
+        (first - arrival).alias("ttft_ns"),
+        decode.alias("decode_ns"),
+        (last - arrival).alias("response_ns"),
+        (pl.col("terminal_ns") - arrival).alias("e2e_ns"),
+        pl.when(completed).then(pl.col("terminal_ns") - last).alias("delivery_tail_ns"),
+        pl.when(n >= 2).then(decode.cast(pl.Float64) / (n - 1)).alias("tpot_ns"),
+        itl_mean.alias("itl_mean_ns"),
+        pl.when(~no_ticks).then(pl.col("itl_max_ns")).alias("itl_max_ns"),
+        pl.when(pl.col("preemptions") > 0)
+        .then(pl.col("requeued_ns"))
+        .otherwise(0)
+        .cast(pl.Int64)
+        .alias("requeued_ns"),
+    )
+    # T_response ≈ TTFT + (N−1)·mean ITL; zero exactly when every tick carries one token.
+    predicted_decode = pl.when(n <= 1).then(0.0).otherwise((n - 1) * pl.col("itl_mean_ns"))
+    frame = frame.with_columns(
+        (pl.col("response_ns") - pl.col("ttft_ns") - predicted_decode).alias("formula_residual_ns")
+    )
+    extra = [c for c in attributes if c in frame.columns and c not in REQUEST_COLUMNS]
+    if "prompt_tokens" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.Int64).alias("prompt_tokens"))
+    # Arrival order, ties by id: deterministic (keys of string ids are not, see lifecycle).
+    return frame.select(KEY, *REQUEST_COLUMNS, *extra).sort(
+        "arrival_ns", "request_id", nulls_last=True
+    )
+
+
+def gap_frame(timeline: Timeline, requests: pl.DataFrame) -> pl.DataFrame:
+    """Every inter-tick gap of completed requests with real ticks: ``_key``, ``itl_ns``."""
+    keys = requests.filter(
+        (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
+    )[KEY]
+    return timeline.ticks.filter(
+        pl.col("gap_ns").is_not_null() & pl.col(KEY).is_in(keys.implode())
+    ).select(KEY, pl.col("gap_ns").alias("itl_ns"))

@@ -1,0 +1,353 @@
+"""Trace-level summaries (DESIGN §6): outcomes, latency distributions, throughput,
+goodput, concurrency, and the accounting that proves no row was lost.
+
+Latency statistics describe **completed** requests only, as the peer tools do, so the
+numbers are comparable; cancelled and in-flight requests are described apart. ``itl``
+pools every gap (gap-weighted); every other metric has one value per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+import numpy as np
+import polars as pl
+
+from servetrace.analysis.formula import FormulaReport, check_formula
+from servetrace.analysis.lifecycle import RULES, Timeline
+from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.errors import UsageError
+from servetrace.stats import describe
+
+EXAMPLES_SHOWN = 5
+NS_PER_S = 1e9
+
+
+@dataclass(frozen=True)
+class GoodputTarget:
+    """A per-request service-level target, e.g. ``ttft <= 200 ms`` (limit in ns)."""
+
+    metric: str
+    op: str
+    limit_ns: float
+
+    def expr(self) -> pl.Expr:
+        column = pl.col(f"{self.metric}_ns")
+        ops = {"<=": column.le, "<": column.lt, ">=": column.ge, ">": column.gt}
+        # A metric a request cannot have (TPOT of a one-token answer) does not fail it.
+        return ops[self.op](self.limit_ns).fill_null(True)
+
+    def text(self) -> str:
+        return f"{self.metric}{self.op}{self.limit_ns / 1e6:g}ms"
+
+
+@dataclass(frozen=True)
+class Accounting:
+    rows: int
+    rows_analyzed: int
+    rows_quarantined: int
+    requests: int
+    requests_valid: int
+    requests_invalid: int
+
+
+Distribution = dict[str, float | int | None]
+
+
+class Violation(TypedDict):
+    requests: int
+    rows: int
+    examples: list[Any]
+
+
+class GoodputReport(TypedDict):
+    targets: list[str]
+    requests_met: int
+    requests_completed: int
+    fraction: float | None
+    attainment_by_target: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class Summary:
+    accounting: Accounting
+    outcomes: dict[str, int]
+    cancelled_in: dict[str, int]
+    violations: dict[str, Violation]
+    metrics: dict[str, Distribution]  # latencies in ns
+    tokens: dict[str, Distribution]  # output/prompt length distributions
+    cancelled: dict[str, Any]
+    in_flight: dict[str, Any]
+    throughput: dict[str, float | None]
+    goodput: GoodputReport | None
+    concurrency: dict[str, float | int | None]
+    formula: FormulaReport
+    leaked_state: dict[str, Any] | None
+    source: str
+    arrival_known: bool
+    ticks_available: bool
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _ids(frame: pl.DataFrame) -> list[Any]:
+    """The first few request ids, earliest arrival first (stable across runs)."""
+    ordered = frame.sort("arrival_ns", "request_id", nulls_last=True)
+    return ordered["request_id"].head(EXAMPLES_SHOWN).to_list()
+
+
+def violations(timeline: Timeline) -> dict[str, Violation]:
+    """Per rule: how many requests (and rows) broke it, with example request ids."""
+    invalid = timeline.requests.filter(pl.col("rule").is_not_null())
+    result: dict[str, Violation] = {}
+    for rule in RULES:
+        of_rule = invalid.filter(pl.col("rule") == rule)
+        if of_rule.height:
+            result[rule] = {
+                "requests": of_rule.height,
+                "rows": int(of_rule["rows"].sum()),
+                "examples": _ids(of_rule),
+            }
+    row_rules = dict(timeline.row_quarantine.group_by("rule").len().iter_rows())
+    for rule in RULES:
+        if rule in row_rules:
+            result[rule] = {"requests": 0, "rows": row_rules[rule], "examples": []}
+    return result
+
+
+def accounting(timeline: Timeline) -> Accounting:
+    requests = timeline.requests
+    invalid = requests.filter(pl.col("rule").is_not_null())
+    quarantined = int(invalid["rows"].sum()) + timeline.row_quarantine.height
+    total = int(requests["rows"].sum()) + timeline.row_quarantine.height
+    return Accounting(
+        rows=total,
+        rows_analyzed=total - quarantined,
+        rows_quarantined=quarantined,
+        requests=requests.height,
+        requests_valid=requests.height - invalid.height,
+        requests_invalid=invalid.height,
+    )
+
+
+def latency_distributions(
+    completed: pl.DataFrame, gaps: pl.DataFrame | Distribution
+) -> dict[str, Distribution]:
+    """Every latency metric over completed requests; ``itl`` over the pooled gaps.
+
+    ``gaps`` is the gap frame, or, when the trace was streamed, the ITL distribution
+    already merged from its batches.
+    """
+    out: dict[str, Distribution] = {}
+    for spec in LATENCY_METRICS:
+        if spec.per == "gap":
+            out[spec.name] = gaps if isinstance(gaps, dict) else describe(gaps[spec.column])
+        else:
+            out[spec.name] = describe(completed[spec.column])
+    return out
+
+
+def concurrency(
+    transitions: pl.DataFrame, start: int | None, end: int | None, has_admissions: bool
+) -> dict[str, float | int | None]:
+    """Time-weighted mean and peak of requests queued, running and in the system."""
+    names = ("queued", "running", "in_system")
+    empty: dict[str, float | int | None] = {}
+    for name in names:
+        empty[f"{name}_mean"] = None
+        empty[f"{name}_peak"] = None
+    if start is None or end is None or end <= start or transitions.height == 0:
+        return empty
+    levels = (
+        transitions.group_by("ts")
+        .agg(pl.col(f"d_{n}").sum() for n in names)
+        .sort("ts")
+        .select("ts", *[pl.col(f"d_{n}").cum_sum().alias(n) for n in names])
+        .filter(pl.col("ts") <= end)
+    )
+    ts = levels["ts"].to_numpy()
+    held = np.diff(np.append(np.clip(ts, start, end), end)).astype(np.float64)
+    out: dict[str, float | int | None] = {}
+    for name in names:
+        if name != "in_system" and not has_admissions:
+            out[f"{name}_mean"], out[f"{name}_peak"] = None, None
+            continue
+        level = levels[name].to_numpy().astype(np.float64)
+        out[f"{name}_mean"] = float(np.dot(level, held) / (end - start))
+        out[f"{name}_peak"] = int(level.max())
+    return out
+
+
+def throughput(
+    requests: pl.DataFrame, arrival_known: bool, goodput_met: int | None
+) -> dict[str, float | None]:
+    """Rates over the window first arrival → last terminal event, completed requests."""
+    keys = (
+        "window_s",
+        "requests_per_s",
+        "output_tokens_per_s",
+        "total_tokens_per_s",
+        "goodput_requests_per_s",
+    )
+    if not arrival_known or requests.height == 0:
+        return dict.fromkeys(keys)
+    ended = requests.filter(pl.col("e2e_ns").is_not_null())
+    if ended.height == 0:
+        return dict.fromkeys(keys)
+    start = int(requests.select(pl.col("arrival_ns").min()).item())
+    end = int(ended.select((pl.col("arrival_ns") + pl.col("e2e_ns")).max()).item())
+    window_s = (end - start) / NS_PER_S if end > start else None
+    completed = requests.filter(pl.col("outcome") == "completed")
+    if not window_s:
+        return dict.fromkeys(keys)
+    output = int(completed["output_tokens"].sum())
+    prompt = int(completed["prompt_tokens"].sum())
+    prompt_known = completed.height > 0 and completed["prompt_tokens"].null_count() == 0
+    return {
+        "window_s": window_s,
+        "requests_per_s": completed.height / window_s,
+        "output_tokens_per_s": output / window_s,
+        "total_tokens_per_s": (output + prompt) / window_s if prompt_known else None,
+        "goodput_requests_per_s": goodput_met / window_s if goodput_met is not None else None,
+    }
+
+
+def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> GoodputReport | None:
+    if not targets:
+        return None
+    for target in targets:
+        column = f"{target.metric}_ns"
+        if completed.height and completed[column].null_count() == completed.height:
+            raise UsageError(
+                f"goodput target {target.text()}: no completed request has a "
+                f"{target.metric} in this trace",
+                hint="queue_wait and prefill need admission events (client-side tools have "
+                "none); tpot needs outputs of 2+ tokens",
+            )
+    meets = pl.all_horizontal([t.expr() for t in targets])
+    met = int(completed.select(meets.sum()).item()) if completed.height else 0
+    per_target = {
+        t.text(): (completed.select(t.expr().mean()).item() if completed.height else None)
+        for t in targets
+    }
+    return {
+        "targets": [t.text() for t in targets],
+        "requests_met": met,
+        "requests_completed": completed.height,
+        "fraction": met / completed.height if completed.height else None,
+        "attainment_by_target": per_target,
+    }
+
+
+def _cancelled(requests: pl.DataFrame) -> dict[str, Any]:
+    cancelled = requests.filter(pl.col("outcome") == "cancelled")
+    # Client tools end failed requests (HTTP 429, timeouts) with a cancellation too; the
+    # importer keeps their error code, so the report can tell failing from giving up.
+    # 499 is "client closed request": the client's own cancellation, not a failure.
+    failed = (
+        cancelled.filter(pl.col("error_code").is_not_null() & (pl.col("error_code") != 499)).height
+        if "error_code" in cancelled.columns
+        else 0
+    )
+    return {
+        "count": cancelled.height,
+        "with_error": failed,
+        "output_tokens_delivered": int(cancelled["output_tokens"].sum()),
+        "time_to_cancel_ns": describe(cancelled["e2e_ns"]),
+        "examples": _ids(cancelled),
+    }
+
+
+def _in_flight(requests: pl.DataFrame, trace_end: int | None) -> dict[str, Any]:
+    flying = requests.filter(pl.col("outcome") == "in_flight")
+    age = flying.select((pl.lit(trace_end) - pl.col("arrival_ns")).alias("age"))["age"]
+    return {
+        "count": flying.height,
+        "output_tokens_delivered": int(flying["output_tokens"].sum()),
+        "age_at_end_ns": describe(age),
+        "examples": _ids(flying),
+    }
+
+
+def _leaked(timeline: Timeline, requests: pl.DataFrame) -> dict[str, Any] | None:
+    if not timeline.has_releases:
+        return None
+    ended = timeline.requests.filter(
+        pl.col("rule").is_null()
+        & pl.col("terminal_ns").is_not_null()
+        & (pl.col("n_release").fill_null(0) == 0)
+    )
+    return {"requests": ended.height, "examples": _ids(ended)}
+
+
+def _constant_flag(requests: pl.DataFrame, column: str) -> bool:
+    if column not in requests.columns or requests.height == 0:
+        return True
+    return bool(requests[column].fill_null(True).all())
+
+
+def summarize(
+    timeline: Timeline,
+    requests: pl.DataFrame,
+    gaps: pl.DataFrame | Distribution,
+    targets: Sequence[GoodputTarget] = (),
+    formula_tolerance: tuple[int, float] | None = None,
+    warnings: Sequence[str] = (),
+) -> Summary:
+    """Everything the report shows, from the timeline and the per-request frame."""
+    completed = requests.filter(pl.col("outcome") == "completed")
+    outcomes = {
+        name: int((requests["outcome"] == name).sum())
+        for name in ("completed", "cancelled", "in_flight")
+    }
+    cancelled_in = {
+        name: int((requests["cancelled_in"] == name).sum())
+        for name in ("queued", "prefill", "decode", "before_first_token")
+    }
+    arrival_known = _constant_flag(requests, "arrival_known")
+    ticks_available = _constant_flag(requests, "ticks_available")
+    source = "server"
+    if "source" in requests.columns and requests.height:
+        values = requests["source"].drop_nulls().unique().to_list()
+        source = ",".join(sorted(str(v) for v in values)) or "server"
+    good = goodput(completed, targets)
+    met = good["requests_met"] if good else None
+    tolerance = formula_tolerance or (1_000_000, 0.01)
+    notes = list(warnings)
+    if 0 < completed.height < 100:
+        notes.append(f"only {completed.height} completed requests: p99 and p99.9 are unreliable")
+    if not arrival_known:
+        notes.append(
+            "send times are unknown in this trace: throughput and concurrency are not "
+            "computed (latencies are measured from each request's own send)"
+        )
+    return Summary(
+        accounting=accounting(timeline),
+        outcomes=outcomes,
+        cancelled_in=cancelled_in,
+        violations=violations(timeline),
+        metrics=latency_distributions(completed, gaps),
+        tokens={
+            "output_tokens": describe(completed["output_tokens"]),
+            "prompt_tokens": describe(completed["prompt_tokens"]),
+        },
+        cancelled=_cancelled(requests),
+        in_flight=_in_flight(requests, timeline.trace_end_ns),
+        throughput=throughput(requests, arrival_known, met),
+        goodput=good,
+        concurrency=concurrency(
+            timeline.transitions,
+            requests["arrival_ns"].min() if requests.height else None,  # type: ignore[arg-type]
+            timeline.trace_end_ns,
+            timeline.has_admissions,
+        )
+        if arrival_known
+        else concurrency(timeline.transitions, None, None, False),
+        formula=check_formula(requests, *tolerance),
+        leaked_state=_leaked(timeline, requests),
+        source=source,
+        arrival_known=arrival_known,
+        ticks_available=ticks_available,
+        warnings=tuple(notes),
+    )

@@ -1,0 +1,1 @@
+"""CI gate: rule grammar, configuration, evaluation (numbers only)."""

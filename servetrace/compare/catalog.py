@@ -1,0 +1,413 @@
+"""The metrics that ``compare`` and ``check`` speak about, and their values.
+
+One registry, one function (``metric_value``) that both commands use, so a rule
+``ttft.p99<=500ms`` and a compare row ``ttft p99`` can never disagree about a number.
+
+A key is ``metric.stat``:
+
+- latency metrics (``queue_wait``, ``prefill``, ``ttft``, ``decode``, ``response``,
+  ``e2e``, ``delivery_tail``, ``tpot``: one value per completed request; ``itl``: every
+  gap between output ticks of completed requests) take any statistic of a distribution:
+  ``count``, ``mean``, ``std``, ``min``, ``max``, ``p50``, ``p99_9`` or any ``pNN``;
+- ``throughput.requests_per_s`` / ``output_tokens_per_s`` / ``total_tokens_per_s`` over
+  the trace window (from the analysis summary);
+- ``goodput.requests_per_s`` / ``fraction`` / ``count``: completed requests that met every
+  per-request goodput target (``ttft<=200ms``…); the fraction is over completed requests,
+  as ``servetrace analyze`` reports it (cancelled requests are ``cancelled.fraction``);
+- ``cancelled.count`` / ``fraction``: cancelled requests, fraction of every valid request;
+- ``preemptions.count`` (preemption events), ``fraction`` (of requests preempted at
+  least once), ``mean`` (preemptions per request), over every valid request.
+
+Values are returned in internal units (ns for times); ``to_display`` converts them to
+the reporting unit (``ms`` for times).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+import polars as pl
+
+from servetrace import stats as st
+from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.summary import GoodputTarget
+from servetrace.errors import UsageError
+
+Better = Literal["lower", "higher"]
+Source = Literal["requests", "gaps", "summary"]
+Kind = Literal["latency", "rate", "outcome"]
+
+NS_PER_MS = 1_000_000
+TIME_UNITS_NS: dict[str, float] = {
+    "ns": 1.0,
+    "us": 1e3,
+    "µs": 1e3,
+    "μs": 1e3,
+    "ms": 1e6,
+    "s": 1e9,
+}
+COMPLETED = "completed"
+CANCELLED = "cancelled"
+
+
+class SummaryLike(Protocol):
+    @property
+    def throughput(self) -> Mapping[str, float | None]: ...
+
+
+class AnalysisLike(Protocol):
+    """What compare and check need of ``servetrace.analysis.memory.Analysis``."""
+
+    @property
+    def requests(self) -> pl.DataFrame: ...
+
+    @property
+    def gaps(self) -> pl.DataFrame: ...
+
+    @property
+    def summary(self) -> SummaryLike: ...
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric as compare and check see it.
+
+    ``unit`` is the reporting unit of its statistics (count statistics are unitless);
+    ``source`` says where the samples live and ``column`` which column (for summary
+    metrics: which key family). ``stats`` lists the statistics of non-latency metrics;
+    latency metrics accept any statistic of a distribution.
+    """
+
+    name: str
+    unit: str
+    better: Better
+    source: Source
+    column: str
+    kind: Kind = "latency"
+    stats: tuple[str, ...] = ()
+    description: str = ""
+    stat_units: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_time(self) -> bool:
+        return self.kind == "latency"
+
+    def unit_of(self, stat: str) -> str:
+        """Reporting unit of ``self.stat``: ``ms`` for latency stats, ``""`` for counts."""
+        if self.kind == "latency":
+            return "" if st.canonical_stat(stat) == "count" else self.unit
+        return self.stat_units.get(stat, self.unit)
+
+    def accepts(self, stat: str) -> bool:
+        stat = st.canonical_stat(stat)
+        if self.kind == "latency":
+            return st.is_statistic(stat)
+        return stat in self.stats
+
+
+def _latency(name: str, source: Source, column: str, description: str) -> MetricSpec:
+    return MetricSpec(name, "ms", "lower", source, column, "latency", (), description)
+
+
+METRICS: dict[str, MetricSpec] = {
+    spec.name: spec
+    for spec in (
+        # Latency metrics: one definition each, in servetrace.analysis.metrics (DESIGN §4).
+        *(
+            _latency(m.name, "gaps" if m.per == "gap" else "requests", m.column, m.definition)
+            for m in LATENCY_METRICS
+        ),
+        MetricSpec(
+            "throughput",
+            "req/s",
+            "higher",
+            "summary",
+            "throughput",
+            "rate",
+            ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s"),
+            "over the trace window (first arrival to last terminal event)",
+            {
+                "requests_per_s": "req/s",
+                "output_tokens_per_s": "tok/s",
+                "total_tokens_per_s": "tok/s",
+            },
+        ),
+        MetricSpec(
+            "goodput",
+            "req/s",
+            "higher",
+            "summary",
+            "goodput",
+            "rate",
+            ("requests_per_s", "fraction", "count"),
+            "completed requests meeting every goodput target",
+            {"requests_per_s": "req/s", "fraction": "", "count": ""},
+        ),
+        MetricSpec(
+            "cancelled",
+            "",
+            "lower",
+            "requests",
+            "outcome",
+            "outcome",
+            ("count", "fraction"),
+            "cancelled requests (fraction of all valid requests)",
+        ),
+        MetricSpec(
+            "preemptions",
+            "",
+            "lower",
+            "requests",
+            "preemptions",
+            "outcome",
+            ("count", "fraction", "mean"),
+            "preemption events; fraction of requests preempted at least once",
+        ),
+    )
+}
+METRIC_ALIASES: dict[str, str] = {
+    "cancellations": "cancelled",
+    "cancellation": "cancelled",
+    "canceled": "cancelled",
+    "preemption": "preemptions",
+    "preempted": "preemptions",
+    "e2el": "e2e",
+}
+# The metrics `compare` reports by default (the issue's list).
+DEFAULT_COMPARE_METRICS: tuple[str, ...] = (
+    "queue_wait",
+    "prefill",
+    "ttft",
+    "itl",
+    "tpot",
+    "e2e",
+    "response",
+    "throughput",
+    "goodput",
+    "cancelled",
+    "preemptions",
+)
+# Per-request metrics a goodput target can name (``servetrace.analysis.summary.GoodputTarget``
+# reads the column ``<metric>_ns``; vLLM spells e2e "e2el").
+GOODPUT_METRICS: tuple[str, ...] = (
+    "queue_wait",
+    "prefill",
+    "ttft",
+    "decode",
+    "response",
+    "e2e",
+    "delivery_tail",
+    "tpot",
+)
+
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    "<": operator.lt,
+    ">=": operator.ge,
+    ">": operator.gt,
+}
+
+
+class MetricUnavailable(UsageError):
+    """The trace has no data for this metric (e.g. no prompt lengths, no goodput targets)."""
+
+
+def canonical_metric(name: str) -> str:
+    name = name.strip().lower()
+    return METRIC_ALIASES.get(name, name)
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'ttft'?)"`` or ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def get_metric(name: str) -> MetricSpec:
+    """The spec of a metric; UsageError naming the known ones otherwise."""
+    spec = METRICS.get(canonical_metric(name))
+    if spec is None:
+        raise UsageError(
+            f"unknown metric {name!r}{suggest(name, METRICS)}",
+            hint="metrics: " + ", ".join(METRICS),
+        )
+    return spec
+
+
+def stats_help(spec: MetricSpec) -> str:
+    if spec.kind == "latency":
+        return "count, mean, std, min, max, p50, p90, p95, p99, p99_9 or any pNN"
+    return ", ".join(spec.stats)
+
+
+def check_stat(spec: MetricSpec, stat: str) -> str:
+    """The canonical statistic name, or UsageError listing what ``spec`` accepts."""
+    canonical = st.canonical_stat(stat)
+    if not spec.accepts(canonical):
+        choices = spec.stats or st.STATISTICS
+        raise UsageError(
+            f"{spec.name} has no statistic {stat!r}{suggest(canonical, choices)}",
+            hint=f"{spec.name} statistics: {stats_help(spec)}",
+        )
+    return canonical
+
+
+def format_number(value: float) -> str:
+    """Shortest text that reads back as the same float (``500``, ``0.5``, ``1e-05``)."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(float(value))
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """``208 ms``, ``0.0123``, ``18.1 req/s``, ``n/a``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        text = "inf" if value > 0 else "-inf"
+    elif value != 0 and abs(value) >= 1000:
+        text = f"{value:.0f}"
+    else:
+        text = f"{value:.3g}"
+    return f"{text} {unit}" if unit else text
+
+
+# --------------------------------------------------------------------------- values
+def completed(requests: pl.DataFrame) -> pl.DataFrame:
+    """The completed requests (latency statistics describe these, DESIGN §6)."""
+    return requests.filter(pl.col("outcome") == COMPLETED)
+
+
+def latency_samples(analysis: AnalysisLike, spec: MetricSpec) -> np.ndarray:
+    """Samples of a latency metric in ns (float64): one per completed request, or per gap."""
+    if spec.source == "gaps":
+        return st.to_array(analysis.gaps.get_column(spec.column))
+    requests = completed(analysis.requests)
+    if spec.column not in requests.columns:
+        raise MetricUnavailable(f"the trace has no {spec.column} column for {spec.name}")
+    return st.to_array(requests.get_column(spec.column))
+
+
+def good_mask(requests: pl.DataFrame, targets: Sequence[GoodputTarget]) -> pl.Series:
+    """Per completed request: whether it meets every target (Boolean)."""
+    expr = pl.all_horizontal([target.expr() for target in targets])
+    return completed(requests).select(expr.alias("good")).get_column("good")
+
+
+def outcome_contributions(
+    analysis: AnalysisLike,
+    spec: MetricSpec,
+    stat: str,
+    goodput: Sequence[GoodputTarget] = (),
+) -> np.ndarray:
+    """Per request, what it adds to a count/fraction/mean of an outcome metric.
+
+    Every valid request for ``cancelled`` and ``preemptions``; every completed request
+    for ``goodput``.
+    """
+    requests = analysis.requests
+    needed = {"cancelled": "outcome", "preemptions": "preemptions", "goodput": "outcome"}
+    required = needed.get(spec.name)
+    if required is not None and required not in requests.columns:
+        raise MetricUnavailable(f"the trace has no {required} column for {spec.name}")
+    if spec.name == "cancelled":
+        values = requests.select((pl.col("outcome") == CANCELLED).cast(pl.Float64))
+    elif spec.name == "preemptions":
+        column = pl.col("preemptions").fill_null(0).cast(pl.Float64)
+        values = requests.select((column > 0).cast(pl.Float64) if stat == "fraction" else column)
+    elif spec.name == "goodput":
+        if not goodput:
+            raise MetricUnavailable(
+                f"goodput.{stat} needs per-request goodput targets",
+                hint="add goodput targets such as ttft<=200ms, tpot<=50ms",
+            )
+        return good_mask(requests, goodput).cast(pl.Float64).to_numpy().astype(np.float64)
+    else:
+        raise ValueError(f"{spec.name} is not an outcome metric")
+    return values.to_series().to_numpy().astype(np.float64)
+
+
+def window_s(analysis: AnalysisLike) -> float | None:
+    value = analysis.summary.throughput.get("window_s")
+    return float(value) if value is not None else None
+
+
+def metric_value(
+    analysis: AnalysisLike,
+    metric: str,
+    stat: str,
+    *,
+    goodput: Sequence[GoodputTarget] = (),
+) -> float | None:
+    """The value of ``metric.stat`` for one trace, in internal units (ns for times).
+
+    None when there is nothing to describe (no completed request). Raises
+    ``MetricUnavailable`` when the trace cannot have the value at all (no prompt lengths
+    for total tokens/s, no goodput targets for the goodput fraction).
+    """
+    spec = get_metric(metric)
+    stat = check_stat(spec, stat)
+    if spec.kind == "latency":
+        samples = latency_samples(analysis, spec)
+        if samples.size == 0 and spec.source == "gaps":
+            # A streamed analysis keeps ITL as a histogram summary, not as gap samples.
+            summarized = _summary_stat(analysis, spec.name, stat)
+            if summarized is not None:
+                return summarized
+        return st.statistic(samples, stat)
+    if spec.name == "throughput":
+        value = analysis.summary.throughput.get(stat)
+        if value is None:
+            reason = "prompt lengths are unknown" if stat == "total_tokens_per_s" else "unknown"
+            raise MetricUnavailable(f"throughput.{stat} is not available: {reason}")
+        return float(value)
+    if spec.name == "goodput" and stat == "requests_per_s" and not goodput:
+        value = analysis.summary.throughput.get("goodput_requests_per_s")
+        if value is None:
+            raise MetricUnavailable(
+                "goodput.requests_per_s needs per-request goodput targets",
+                hint="add goodput targets such as ttft<=200ms, tpot<=50ms",
+            )
+        return float(value)
+    values = outcome_contributions(analysis, spec, stat, goodput)
+    if stat == "count":
+        return float(values.sum())
+    if stat == "requests_per_s":
+        window = window_s(analysis)
+        if not window:
+            raise MetricUnavailable("goodput.requests_per_s needs the trace window")
+        return float(values.sum()) / window
+    if values.size == 0:
+        return None
+    return float(values.mean())
+
+
+def _summary_stat(analysis: AnalysisLike, metric: str, stat: str) -> float | None:
+    metrics = getattr(analysis.summary, "metrics", None)
+    if not isinstance(metrics, Mapping):
+        return None
+    entry = metrics.get(metric)
+    value = entry.get(stat) if isinstance(entry, Mapping) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def to_display(spec: MetricSpec, stat: str, value: float | None) -> float | None:
+    """Internal value → reporting unit (ns → ms for time statistics)."""
+    if value is None or not math.isfinite(value):
+        return value
+    if spec.unit_of(stat) == "ms":
+        return value / NS_PER_MS
+    return value
+
+
+def from_display(spec: MetricSpec, stat: str, value: float) -> float:
+    """Reporting unit → internal value (ms → ns for time statistics)."""
+    if spec.unit_of(stat) == "ms":
+        return value * NS_PER_MS
+    return value

@@ -1,0 +1,1 @@
+"""A seeded continuous-batching engine model and real workloads to replay."""

@@ -1,0 +1,1 @@
+"""Where events come from: file detection, the canonical reader, one importer per tool."""

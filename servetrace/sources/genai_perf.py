@@ -1,0 +1,222 @@
+"""GenAI-Perf / perf_analyzer per-request export: ``profile_export.json``.
+
+The file is one JSON object: ``experiments[]``, each with ``experiment`` (``mode``,
+``value``: e.g. concurrency 8) and ``requests[]``; a request has ``timestamp`` (the send,
+epoch **ns**), ``response_timestamps`` (ns, one per server-sent-event chunk) and
+``response_outputs`` (the chunks' text, same order). GenAI-Perf's aggregates are in
+``profile_export_genai_perf.json`` beside it.
+
+Mapping: arrival = ``timestamp``; ticks = the timestamps of the chunks that carry text
+(or reasoning); the role-only, finish, usage and ``[DONE]`` chunks are not tokens;
+completion = the last response timestamp (the stream's end, so ``delivery_tail`` is the
+time from the last token to ``[DONE]``; GenAI-Perf's request_latency is our ``response``,
+which ends at the last content chunk). Each tick carries ``tokens=1``. ``output_tokens``
+is the stream's ``usage.completion_tokens`` when the server sent usage, else null:
+GenAI-Perf counts output tokens by running a tokenizer over the text, which an importer
+cannot repeat, so the count then defaults to the number of content chunks.
+A request with responses but no content chunk ends with ``cancellation`` (its last
+response), one with no response at all has no terminal event (in flight).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from servetrace.errors import InputError
+from servetrace.sources._common import (
+    Fields,
+    ImportResult,
+    Notes,
+    count_phrase,
+    describe_json,
+    import_result,
+    is_content_chunk,
+    load_document,
+    load_json,
+    sibling,
+    sse_payload,
+    strip_suffixes,
+    usage_count,
+)
+
+FORMAT = "genai-perf"
+_ATTRIBUTES = ("experiment",)
+_OUTPUTS = pl.List(pl.Struct({"response": pl.Utf8(), "text_output": pl.Utf8()}))
+
+
+def sniff(doc: Any) -> bool:
+    """True for a perf_analyzer / GenAI-Perf profile export."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("experiments"), list):
+        return False
+    experiments = doc["experiments"]
+    return not experiments or (isinstance(experiments[0], dict) and "requests" in experiments[0])
+
+
+def read(path: str | Path) -> ImportResult:
+    path = Path(path)
+    doc = load_document(
+        path, sniff, "a GenAI-Perf profile export", "a JSON object with 'experiments[].requests[]'"
+    )
+    fields = Fields(path, "GenAI-Perf")
+    notes = Notes()
+
+    ids: list[str] = []
+    sends: list[int] = []
+    stamps: list[list[Any]] = []
+    outputs: list[list[Any]] = []
+    experiment: list[str | None] = []
+    wheres: list[str] = []
+    for e_index, block in enumerate(doc["experiments"]):
+        e_where = f"experiments[{e_index}]"
+        if not isinstance(block, dict):
+            raise fields.error(e_where, f"expected an object ({describe_json(block)})")
+        label = _experiment_label(block.get("experiment"))
+        block_requests = fields.array(block, "requests", e_where) or []
+        for r_index, request in enumerate(block_requests):
+            where = f"{e_where}.requests[{r_index}]"
+            if not isinstance(request, dict):
+                raise fields.error(where, f"expected an object ({describe_json(request)})")
+            send = fields.integer(request, "timestamp", where)
+            times = fields.array(request, "response_timestamps", where, required=False) or []
+            texts = fields.array(request, "response_outputs", where, required=False) or []
+            if len(texts) != len(times):
+                raise fields.error(
+                    where,
+                    f"'response_outputs' has {len(texts)} entries but 'response_timestamps' "
+                    f"has {len(times)}",
+                )
+            ids.append(str(len(ids)))
+            sends.append(send)  # type: ignore[arg-type]
+            stamps.append(times)
+            outputs.append(texts)
+            experiment.append(label)
+            wheres.append(where)
+    if not ids:
+        raise InputError(f"{path}: no requests in 'experiments[].requests[]'")
+
+    stamp_column = pl.Series("response_timestamps", stamps, dtype=pl.List(pl.Int64), strict=False)
+    bad = stamp_column.list.eval(pl.element().is_null()).list.any().arg_true()
+    if len(bad):
+        index = int(bad[0])
+        raise fields.error(
+            wheres[index], "field 'response_timestamps' must hold integers (ns since the epoch)"
+        )
+    frame = pl.DataFrame(
+        {
+            "request_id": ids,
+            "arrival_ns": pl.Series(sends, dtype=pl.Int64),
+            "experiment": experiment,
+            "stamps": stamp_column,
+            "texts": pl.Series("texts", outputs, dtype=_OUTPUTS, strict=False).list.eval(
+                pl.coalesce(
+                    pl.element().struct.field("response"),
+                    pl.element().struct.field("text_output"),
+                )
+            ),
+        }
+    )
+    chunks = (
+        frame.select("request_id", "stamps", "texts")
+        .explode("stamps", "texts", keep_nulls=False)
+        .with_row_index("_chunk")
+        # one response may hold several SSE events ("data: …\n\ndata: …")
+        .with_columns(pl.col("texts").str.split("\n"))
+        .explode("texts", keep_nulls=True)
+        .with_columns(payload=sse_payload(pl.col("texts")))
+        .with_columns(
+            content=is_content_chunk(pl.col("payload")),
+            completion_tokens=usage_count(pl.col("payload"), "completion_tokens"),
+            prompt_tokens=usage_count(pl.col("payload"), "prompt_tokens"),
+        )
+        .group_by("_chunk", maintain_order=True)
+        .agg(
+            pl.col("request_id", "stamps").first(),
+            pl.col("content").any(),
+            pl.col("completion_tokens", "prompt_tokens").drop_nulls().last(),
+        )
+    )
+    per_request = chunks.group_by("request_id", maintain_order=True).agg(
+        ticks_ns=pl.col("stamps").filter(pl.col("content")).sort(),
+        stream_end_ns=pl.col("stamps").max(),
+        output_tokens=pl.col("completion_tokens").drop_nulls().last(),
+        prompt_tokens=pl.col("prompt_tokens").drop_nulls().last(),
+        responses=pl.len(),
+    )
+    requests = (
+        frame.drop("stamps", "texts")
+        .join(per_request, on="request_id", how="left")
+        .with_columns(
+            pl.col("responses").fill_null(0),
+            has_content=pl.col("ticks_ns").list.len().fill_null(0) > 0,
+        )
+        .with_columns(
+            ticks_ns=pl.when(pl.col("has_content")).then(pl.col("ticks_ns")),
+            terminal=pl.when(pl.col("has_content"))
+            .then(pl.lit("completion"))
+            .when(pl.col("responses") > 0)
+            .then(pl.lit("cancellation")),
+            terminal_ns=pl.col("stream_end_ns"),
+            terminal_known=pl.lit(True),
+            error_code=pl.lit(None, dtype=pl.Int64),
+            error=pl.when(~pl.col("has_content") & (pl.col("responses") > 0)).then(
+                pl.lit("no content in any response")
+            ),
+        )
+    )
+
+    no_content = requests.filter(pl.col("terminal") == "cancellation").height
+    if no_content:
+        notes.add(
+            f"{count_phrase(no_content, 'request')} received responses without any content; "
+            "each ends with a 'cancellation' at its last response"
+        )
+    silent = requests.filter(pl.col("terminal").is_null()).height
+    if silent:
+        notes.add(
+            f"{count_phrase(silent, 'request')} received no response at all; they have no "
+            "terminal event (in flight)"
+        )
+    counted = requests.filter(pl.col("has_content"))["output_tokens"].is_not_null().sum()
+    if counted < requests.filter(pl.col("has_content")).height:
+        notes.add(
+            "the streams carry no usage counts: GenAI-Perf counts output tokens with a "
+            "tokenizer, so output_tokens is left unset and defaults to the number of content "
+            "chunks; TPOT equals GenAI-Perf's inter_token_latency only when every chunk is "
+            "one token"
+        )
+    if frame["experiment"].n_unique() > 1:
+        notes.add("the file holds several experiments; the 'experiment' column tells them apart")
+
+    summary_file = sibling(path, strip_suffixes(path, ".gz", ".json") + "_genai_perf.json")
+    return import_result(
+        requests,
+        fmt=FORMAT,
+        path=path,
+        notes=notes,
+        records=len(ids),
+        tool_summary=_summary(summary_file) if summary_file is not None else None,
+        ticks_available=True,
+        arrival_known=True,
+        attributes=_ATTRIBUTES,
+    )
+
+
+def _experiment_label(experiment: Any) -> str | None:
+    if isinstance(experiment, dict) and "mode" in experiment:
+        return f"{experiment['mode']}={experiment.get('value')}"
+    return None
+
+
+def _summary(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = load_json(path)
+    except InputError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    return {
+        key: value for key, value in doc.items() if isinstance(value, dict) and "unit" in value
+    } or None

@@ -1,0 +1,208 @@
+"""Per-request metrics pinned with hand-computed numbers (DESIGN §4)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from servetrace.analysis.memory import analyze_events
+from tests.conftest import MS, events, make_request
+
+
+def one(frame: pl.DataFrame) -> dict:
+    analysis = analyze_events(frame)
+    assert analysis.requests.height == 1
+    return analysis.requests.row(0, named=True)
+
+
+def test_worked_example_by_hand(worked_example: pl.DataFrame) -> None:
+    # arrival 0, admission 30, first token 80, 100 more tokens 5 ms apart, last at 580.
+    r = one(worked_example)
+    assert r["outcome"] == "completed"
+    assert r["queue_wait_ns"] == 30 * MS
+    assert r["prefill_ns"] == 50 * MS
+    assert r["ttft_ns"] == 80 * MS
+    assert r["decode_ns"] == 500 * MS
+    assert r["response_ns"] == 580 * MS
+    assert r["e2e_ns"] == 580 * MS
+    assert r["delivery_tail_ns"] == 0
+    assert r["itl_mean_ns"] == 5 * MS
+    assert r["itl_max_ns"] == 5 * MS
+    assert r["tpot_ns"] == 5 * MS  # 500 ms / (101 - 1)
+    assert r["output_tokens"] == 101
+    assert r["ticks"] == 101
+    assert r["prompt_tokens"] == 512
+    # T_response = TTFT + (N-1)·ITL = 80 + 100·5 = 580: the formula holds exactly.
+    assert r["formula_residual_ns"] == 0
+
+
+def test_worked_example_summary(worked_example: pl.DataFrame) -> None:
+    summary = analyze_events(worked_example).summary
+    itl = summary.metrics["itl"]
+    assert itl["count"] == 100
+    assert itl["p50"] == itl["p99"] == 5 * MS
+    assert summary.metrics["ttft"]["mean"] == 80 * MS
+    # window 0..580 ms: 1 request, 101 tokens
+    assert summary.throughput["window_s"] == pytest.approx(0.58)
+    assert summary.throughput["requests_per_s"] == pytest.approx(1 / 0.58)
+    assert summary.throughput["output_tokens_per_s"] == pytest.approx(101 / 0.58)
+    assert summary.throughput["total_tokens_per_s"] == pytest.approx((101 + 512) / 0.58)
+    # queued 0..30, running 30..580 over a 580 ms window
+    assert summary.concurrency["queued_mean"] == pytest.approx(30 / 580)
+    assert summary.concurrency["running_mean"] == pytest.approx(550 / 580)
+    assert summary.concurrency["in_system_peak"] == 1
+    assert summary.formula.per_request.within_tolerance == 1
+    assert summary.formula.fleet_itl_ns == pytest.approx(5 * MS)
+
+
+def test_multi_token_chunks_break_the_formula_by_the_missing_steps() -> None:
+    # 3 ticks carrying 1, 2, 2 tokens: N = 5, ticks 10 ms apart.
+    frame = events(
+        make_request("a", admission=0, first=10, ticks=[20, 30], tokens=[1, 2, 2], complete=31)
+    )
+    r = one(frame)
+    assert r["output_tokens"] == 5
+    assert r["itl_mean_ns"] == 10 * MS  # gap between chunks
+    assert r["tpot_ns"] == pytest.approx(20 * MS / 4)  # decode / (N - 1)
+    assert r["delivery_tail_ns"] == 1 * MS
+    # response 30 = ttft 10 + (5-1)·10 + residual  →  residual = -20 ms
+    assert r["formula_residual_ns"] == pytest.approx(-20 * MS)
+
+
+def test_reported_output_tokens_are_authoritative() -> None:
+    frame = events(
+        make_request("a", admission=0, first=10, ticks=[20], complete=20, output_tokens=7)
+    )
+    r = one(frame)
+    assert r["output_tokens"] == 7
+    assert r["ticks"] == 2
+    assert r["tpot_ns"] == pytest.approx(10 * MS / 6)
+
+
+def test_single_token_output_has_no_itl_or_tpot() -> None:
+    r = one(events(make_request("a", admission=5, first=10, complete=10)))
+    assert r["ttft_ns"] == 10 * MS
+    assert r["decode_ns"] == 0
+    assert r["tpot_ns"] is None
+    assert r["itl_mean_ns"] is None
+    assert r["itl_max_ns"] is None
+    assert r["formula_residual_ns"] == 0
+
+
+def test_preemption_and_requeue() -> None:
+    # queued 0-10, running 10-20 (first token 15), preempted at 20, re-admitted at 50,
+    # tokens 60 and 70, done at 70.
+    frame = events(
+        make_request("p", admission=[10, 50], preempt=[20], first=15, ticks=[60, 70], complete=70)
+    )
+    r = one(frame)
+    assert r["preemptions"] == 1
+    assert r["requeued_ns"] == 30 * MS
+    assert r["queue_wait_ns"] == 10 * MS  # first admission only
+    assert r["ttft_ns"] == 15 * MS
+    assert r["itl_max_ns"] == 45 * MS
+    summary = analyze_events(frame).summary
+    # queued 0-10 and 20-50 = 40 of 70 ms; running 10-20 and 50-70 = 30 of 70.
+    assert summary.concurrency["queued_mean"] == pytest.approx(40 / 70)
+    assert summary.concurrency["running_mean"] == pytest.approx(30 / 70)
+
+
+@pytest.mark.parametrize(
+    ("name", "request_rows", "state", "reached"),
+    [
+        ("cancel_while_queued", make_request("c", cancel=40), "queued", "queue_wait"),
+        ("cancel_in_prefill", make_request("c", admission=10, cancel=40), "prefill", "prefill"),
+        (
+            "cancel_in_decode",
+            make_request("c", admission=10, first=20, ticks=[30], cancel=40),
+            "decode",
+            "ttft",
+        ),
+        (
+            "cancel_while_requeued",
+            make_request("c", admission=10, first=20, preempt=[25], cancel=40),
+            "queued",
+            "ttft",
+        ),
+    ],
+)
+def test_cancellation_reports_its_state(name, request_rows, state, reached) -> None:
+    # A second, completed request keeps the trace from being only a cancellation.
+    frame = events(request_rows, make_request("ok", admission=1, first=2, complete=2))
+    analysis = analyze_events(frame)
+    r = analysis.requests.filter(pl.col("request_id") == "c").row(0, named=True)
+    assert r["outcome"] == "cancelled"
+    assert r["cancelled_in"] == state
+    assert r["e2e_ns"] == 40 * MS
+    if state == "queued" and reached == "queue_wait":
+        # DESIGN §4: cancelled while queued has a queue wait (arrival → cancel), no TTFT
+        assert r["queue_wait_ns"] == 40 * MS and r["ttft_ns"] is None
+    if state == "prefill":
+        assert r["queue_wait_ns"] == 10 * MS and r["ttft_ns"] is None
+    if reached == "ttft":
+        assert r["ttft_ns"] == 20 * MS
+    summary = analysis.summary
+    assert summary.cancelled_in[state] == 1
+    assert summary.outcomes == {"completed": 1, "cancelled": 1, "in_flight": 0}
+    # latency statistics describe completed requests only
+    assert summary.metrics["ttft"]["count"] == 1
+
+
+def test_in_flight_requests_are_censored_not_invalid() -> None:
+    frame = events(
+        make_request("done", admission=0, first=5, complete=5),
+        make_request("busy", admission=1, first=10, ticks=[20]),
+    )
+    analysis = analyze_events(frame)
+    busy = analysis.requests.filter(pl.col("request_id") == "busy").row(0, named=True)
+    assert busy["outcome"] == "in_flight"
+    assert busy["e2e_ns"] is None
+    assert busy["ttft_ns"] == 10 * MS
+    assert analysis.summary.accounting.requests_invalid == 0
+    assert analysis.summary.in_flight["count"] == 1
+    assert analysis.summary.in_flight["output_tokens_delivered"] == 2
+
+
+def test_client_trace_without_admissions_has_no_queue_wait() -> None:
+    frame = events(make_request("a", first=40, ticks=[48, 56], complete=56))
+    r = one(frame)
+    assert r["queue_wait_ns"] is None and r["prefill_ns"] is None
+    assert r["ttft_ns"] == 40 * MS
+    summary = analyze_events(frame).summary
+    assert summary.concurrency["queued_mean"] is None
+    assert summary.concurrency["in_system_mean"] == pytest.approx(1.0)
+
+
+def test_request_level_import_uses_completion_as_last_token() -> None:
+    frame = events(make_request("a", first=40, complete=240, output_tokens=11)).with_columns(
+        pl.lit(False).alias("ticks_available")
+    )
+    r = one(frame)
+    assert r["decode_ns"] == 200 * MS
+    assert r["tpot_ns"] == pytest.approx(20 * MS)
+    assert r["itl_mean_ns"] is None and r["itl_max_ns"] is None
+    analysis = analyze_events(frame)
+    assert analysis.gaps.height == 0
+    assert analysis.summary.metrics["itl"]["count"] == 0
+
+
+def test_attributes_are_carried_to_requests() -> None:
+    frame = events(make_request("a", admission=0, first=1, complete=1, policy="fcfs"))
+    assert one(frame)["policy"] == "fcfs"
+
+
+def test_goodput_counts_requests_meeting_every_target() -> None:
+    from servetrace.analysis.memory import AnalysisOptions
+    from servetrace.analysis.summary import GoodputTarget
+
+    frame = events(
+        make_request("fast", admission=0, first=100, ticks=[110], complete=110),
+        make_request("slow", admission=0, first=300, ticks=[310], complete=310),
+        make_request("choppy", admission=0, first=100, ticks=[200], complete=200),
+    )
+    targets = (GoodputTarget("ttft", "<=", 200 * MS), GoodputTarget("tpot", "<=", 50 * MS))
+    summary = analyze_events(frame, AnalysisOptions(goodput=targets)).summary
+    assert summary.goodput is not None
+    assert summary.goodput["requests_met"] == 1
+    assert summary.goodput["fraction"] == pytest.approx(1 / 3)
+    assert summary.throughput["goodput_requests_per_s"] == pytest.approx(1 / 0.310)
