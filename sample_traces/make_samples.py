@@ -24,7 +24,9 @@ from servetrace.sim.engine import EngineConfig, Simulation, run_simulation
 from servetrace.sim.workloads import head, read_workload, synthetic_workload
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_AZURE = Path("/work/shared/data/real/azure-llm-2023/AzureLLMInferenceTrace_conv.csv")
+# Azure/AzurePublicDataset, data/AzureLLMInferenceTrace_conv.csv (CC-BY-4.0); by default the copy in
+# the shared data folder that sits beside a checkout of this repository.
+DEFAULT_AZURE = HERE.parent.parent / "shared/data/real/azure-llm-2023/AzureLLMInferenceTrace_conv.csv"
 MS = 1_000_000
 
 # ---------------------------------------------------------------- the fixed recipes
@@ -158,7 +160,7 @@ def stats(sim: Simulation) -> dict[str, object]:
 
 
 def latency(ev: pl.DataFrame) -> dict[str, float]:
-    """p50/p99 queue wait, TTFT and ITL (ms) of completed requests, DESIGN §4 definitions."""
+    """p50/p99 queue wait, TTFT and ITL (ms) of completed requests, definitions of docs/design.md."""
     per = (
         ev.group_by("request_id")
         .agg(

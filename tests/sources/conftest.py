@@ -1,7 +1,7 @@
 """Shared helpers for the importer tests.
 
 - ``DATA``: the copied real files (``tests/data/real``, ``tests/data/peers``; each folder
-  has a ``PROVENANCE.md``). The tests never read ``/work/shared``.
+  has a ``PROVENANCE.md``). The tests never read the shared data folder.
 - ``per_request(events)`` / ``pooled_gaps(events)``: servetrace's definitions (DESIGN §4)
   computed straight from an imported events frame with Polars, independently of
   ``servetrace.analysis.memory``: the reference every agreement test compares with the tool.
