@@ -6,7 +6,9 @@ and ``servetrace --help`` do not pay for Polars and the analysis modules:
 - ``analyze(paths, **options) -> Analysis``: summary, per-request and quarantine frames,
   ``to_dict()`` equal to ``servetrace analyze --format json``;
 - ``compare(baseline, candidate, **options) -> Comparison``;
-- ``check(trace, rules, **options) -> CheckResult``;
+- ``check(trace, rules, **options) -> CheckResult``
+  (``servetrace.compare`` and ``servetrace.check`` are also the packages of those jobs:
+  called, they run these functions — see ``_callable.py``);
 - ``read_events(paths, **options) -> polars.DataFrame`` of canonical events.
 """
 
@@ -43,7 +45,15 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     )
 
 
+# Packages that are also API functions (servetrace/_callable.py): calling them calls the API.
+_CALLABLE_PACKAGES = frozenset({"compare", "check"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _CALLABLE_PACKAGES:
+        import importlib
+
+        return importlib.import_module(f"servetrace.{name}")  # binds itself on this module
     if name in _LAZY:
         from servetrace import api
 
