@@ -14,7 +14,9 @@ and ``servetrace --help`` do not pay for Polars and the analysis modules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not ``typing.TYPE_CHECKING``: importing typing (and the re module it pulls in) would be
+# most of what ``import servetrace`` costs. Type checkers treat this name as True.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 SCHEMA_VERSION = 1
@@ -49,7 +51,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
 _CALLABLE_PACKAGES = frozenset({"compare", "check"})
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _CALLABLE_PACKAGES:
         import importlib
 
