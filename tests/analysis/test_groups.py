@@ -145,3 +145,21 @@ def test_by_unknown_column_is_a_usage_error() -> None:
     analysis = analyze_events(events(make_request("a", admission=1, first=2, complete=2)))
     with pytest.raises(UsageError, match="--by nope"):
         summarize_by(analysis, "nope")
+
+
+def test_cli_by_policy_reports_the_library_groups(four_policies: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from servetrace.cli import app
+
+    path = four_policies / "all.parquet"
+    result = CliRunner().invoke(app, ["analyze", str(path), "--by", "policy", "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    groups = json.loads(result.stdout)["by"]["groups"]
+    assert [g["value"] for g in groups] == list(POLICIES)
+    library = servetrace.analyze(path, by="policy").to_dict()["by"]["groups"]
+    assert_same(json.loads(json.dumps(library, default=str)), groups)
+    vllm = next(g for g in groups if g["value"] == "vllm")
+    assert vllm["concurrency"]["running_mean"] == pytest.approx(33.225059099, rel=1e-9)
