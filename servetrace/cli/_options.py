@@ -63,6 +63,8 @@ FRACTION = in_range(0, 1)  # a share or a probability
 DURATION_MS = in_range(0, MAX_MS)  # a tolerance or delay in ms, ns-representable
 COUNT = in_range(1, INT64_MAX)
 SEED = in_range(0, SEED_MAX)
+MAX_RESAMPLES = 10_000_000  # beyond this a run takes hours; no CI is that precise
+RESAMPLES = in_range(100, MAX_RESAMPLES)  # fewer than 100 cannot give a 95 % interval
 
 ColumnOpt = Annotated[
     list[str] | None,

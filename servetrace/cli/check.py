@@ -10,15 +10,14 @@ import typer
 from servetrace.api import check, check_config
 from servetrace.cli._app import app, err_console, guarded, out_console, warn
 from servetrace.cli._options import (
+    RESAMPLES,
     SEED,
     ColumnOpt,
     EventMapOpt,
     FromOpt,
     TimeUnitOpt,
-    in_range,
     reading,
 )
-from servetrace.cli.compare import MAX_RESAMPLES
 from servetrace.errors import ExitCode
 from servetrace.outputs import check_directory, refuse_overwriting_inputs, write_text
 from servetrace.render.check import CheckFormat, check_table, render_check
@@ -58,7 +57,7 @@ def check_command(
     seed: Annotated[int | None, typer.Option(help="Seed of the bootstrap.", callback=SEED)] = None,
     resamples: Annotated[
         int | None,
-        typer.Option(help="Bootstrap resamples.", callback=in_range(100, MAX_RESAMPLES)),
+        typer.Option(help="Bootstrap resamples.", callback=RESAMPLES),
     ] = None,
     fmt: Annotated[
         CheckFormat, typer.Option("--format", "-f", help="Report format.")

@@ -11,6 +11,7 @@ from servetrace.cli._app import app, guarded, out_console, warn
 from servetrace.cli._options import (
     DURATION_MS,
     NON_NEGATIVE,
+    RESAMPLES,
     SEED,
     ColumnOpt,
     EventMapOpt,
@@ -25,7 +26,6 @@ from servetrace.render.compare import CompareFormat, render_compare
 from servetrace.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
 NS_PER_MS = 1_000_000
-MAX_RESAMPLES = 10_000_000  # beyond this a run takes hours; no CI is that precise
 
 
 @app.command("compare")
@@ -53,7 +53,7 @@ def compare_command(
     ] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.", callback=SEED)] = 0,
     resamples: Annotated[
-        int, typer.Option(help="Bootstrap resamples.", callback=in_range(100, MAX_RESAMPLES))
+        int, typer.Option(help="Bootstrap resamples.", callback=RESAMPLES)
     ] = DEFAULT_RESAMPLES,
     confidence: Annotated[
         float,
