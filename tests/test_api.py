@@ -163,6 +163,9 @@ def test_check_against_a_json_report(tmp_path: Path, monkeypatch: pytest.MonkeyP
         (lambda: servetrace.compare(FCFS, CHUNKED, min_change=math.nan), "min_change"),
         (lambda: servetrace.compare(FCFS, CHUNKED, confidence=math.inf), "confidence"),
         (lambda: servetrace.compare(FCFS, CHUNKED, seed=-1), "seed"),
+        (lambda: servetrace.compare(FCFS, CHUNKED, resamples=10), "resamples"),
+        (lambda: servetrace.check(FCFS, "ttft.p99<=1s", resamples=0), "resamples"),
+        (lambda: servetrace.analyze(CANONICAL, batch_rows=True), "batch_rows"),
     ],
 )
 def test_api_rejects_nan_and_out_of_range_options(call, name: str) -> None:

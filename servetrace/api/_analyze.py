@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -134,7 +135,9 @@ def read_events(
 
 
 def require_number(name: str, value: float, low: float, high: float = math.inf) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and low <= value <= high):
+    """The API's counterpart of the CLI's ``in_range``: NaN, ±inf, out of range → UsageError."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (real and math.isfinite(value) and low <= value <= high):
         raise UsageError(f"{name} must be a finite number in [{low:g}, {high:g}] (got {value})")
 
 

@@ -119,6 +119,8 @@ def check(
         )
     if seed is not None:
         require_number("seed", seed, 0, 2**64 - 1)
+    if resamples is not None:
+        require_number("resamples", resamples, 100, 10_000_000)
     targets = (*settings.goodput, *as_targets(goodput))
     reading: dict[str, Any] = {
         "columns": columns,

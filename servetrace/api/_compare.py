@@ -73,6 +73,7 @@ def compare(
     require_number("confidence", confidence, 0, 1)
     require_number("arrival_tolerance_ns", arrival_tolerance_ns, 0, 2**63 - 1)
     require_number("seed", seed, 0, 2**64 - 1)
+    require_number("resamples", resamples, 100, 10_000_000)
     targets = as_targets(goodput)
     reading: dict[str, Any] = {
         "columns": columns,
