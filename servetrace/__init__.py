@@ -1,6 +1,69 @@
-"""servetrace: analyze LLM inference-serving traces from their event logs."""
+"""servetrace: analyze LLM inference-serving traces from their event logs.
+
+The library API (``servetrace.api``), imported on first use so that ``import servetrace``
+and ``servetrace --help`` do not pay for Polars and the analysis modules:
+
+- ``analyze(paths, **options) -> Analysis``: summary, per-request and quarantine frames,
+  ``to_dict()`` equal to ``servetrace analyze --format json``;
+- ``compare(baseline, candidate, **options) -> Comparison``;
+- ``check(trace, rules, **options) -> CheckResult``
+  (``servetrace.compare`` and ``servetrace.check`` are also the packages of those jobs:
+  called, they run these functions — see ``_callable.py``);
+- ``read_events(paths, **options) -> polars.DataFrame`` of canonical events.
+"""
+
+from __future__ import annotations
+
+# Not ``typing.TYPE_CHECKING``: importing typing (and the re module it pulls in) would be
+# most of what ``import servetrace`` costs. Type checkers treat this name as True.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 SCHEMA_VERSION = 1
 
-__all__ = ["SCHEMA_VERSION", "__version__"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Analysis",
+    "CheckResult",
+    "Comparison",
+    "__version__",
+    "analyze",
+    "check",
+    "compare",
+    "read_events",
+]
+
+_LAZY = frozenset(__all__) - {"SCHEMA_VERSION", "__version__"}
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
+    from servetrace.api import (
+        Analysis,
+        CheckResult,
+        Comparison,
+        analyze,
+        check,
+        compare,
+        read_events,
+    )
+
+
+# Packages that are also API functions (servetrace/_callable.py): calling them calls the API.
+_CALLABLE_PACKAGES = frozenset({"compare", "check"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _CALLABLE_PACKAGES:
+        import importlib
+
+        return importlib.import_module(f"servetrace.{name}")  # binds itself on this module
+    if name in _LAZY:
+        from servetrace import api
+
+        value = getattr(api, name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'servetrace' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -93,3 +93,10 @@ def test_use_in_ci_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.M
     cases = suite.findall(".//testcase")
     assert len(cases) == 5  # two SLOs in one line, one more SLO, two budgets
     assert not suite.findall(".//failure")
+
+
+def test_library_api_example_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's Python block: its asserts pin the numbers it shows."""
+    (example,) = [b for b in blocks("python") if "import servetrace" in b]
+    monkeypatch.chdir(ROOT)
+    exec(compile(example, "README.md", "exec"), {})

@@ -12,20 +12,19 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.analysis.groups import summarize_groups
 from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
     build_timeline,
     has_invalid,
     quarantined_rows,
-    subset,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.summary import GoodputTarget, Summary, summarize
 from servetrace.errors import InputError, UsageError
 from servetrace.schema import CANONICAL_COLUMNS
 from servetrace.sources.canonical import IngestOptions, Trace, normalise
-from servetrace.stats import describe
 
 NS_PER_DAY = 86_400 * 10**9
 MAX_PLAUSIBLE_SPAN_NS = 30 * NS_PER_DAY
@@ -164,29 +163,22 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
 def summarize_by(
     analysis: Analysis, column: str, options: AnalysisOptions | None = None
 ) -> dict[object, Summary]:
-    """One summary per value of a request attribute (``--by policy``)."""
+    """One summary per value of a request attribute (``--by policy``), nulls last.
+
+    All groups at once (``groups.summarize_groups``): each over its own span, as if
+    analysed alone.
+    """
     options = options or AnalysisOptions()
     requests = analysis.requests
-    if column not in requests.columns:
+    if column not in requests.columns or column == KEY:
         available = ", ".join(c for c in requests.columns if not c.startswith("_"))
         raise UsageError(f"--by {column}: no such request column", hint=f"columns: {available}")
-    streamed_itl = analysis.itl_by[1] if analysis.itl_by and analysis.itl_by[0] == column else None
-    result: dict[object, Summary] = {}
-    for value in requests[column].unique(maintain_order=True).sort(nulls_last=True).to_list():
-        group = requests.filter(
-            pl.col(column).is_null() if value is None else pl.col(column) == value
-        )
-        keys = group[KEY]
-        gaps: pl.DataFrame | dict[str, float | int | None] = (
-            streamed_itl.get(value, describe(pl.Series([], dtype=pl.Int64)))
-            if streamed_itl is not None
-            else analysis.gaps.filter(pl.col(KEY).is_in(keys.implode()))
-        )
-        result[value] = summarize(
-            subset(analysis.timeline, keys),
-            group,
-            gaps,
-            targets=options.goodput,
-            formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        )
-    return result
+    streamed = analysis.itl_by[1] if analysis.itl_by and analysis.itl_by[0] == column else None
+    return summarize_groups(
+        analysis.timeline,
+        requests,
+        analysis.gaps if streamed is None else streamed,
+        column,
+        targets=options.goodput,
+        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
+    )

@@ -1,27 +1,30 @@
-"""``servetrace analyze`` and ``servetrace validate``."""
+"""``servetrace analyze`` and ``servetrace validate``: options → ``servetrace.analyze`` → render."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
-import polars as pl
 import typer
 
-from servetrace.analysis.lifecycle import RULES
-from servetrace.analysis.memory import Analysis, AnalysisOptions, summarize_by
-from servetrace.analysis.summary import GoodputTarget
-from servetrace.check.gate import parse_goodput_target
+from servetrace.api import Analysis
+from servetrace.api import analyze as analyze_trace
 from servetrace.cli._app import app, guarded, out_console, warn
-from servetrace.cli._inputs import (
+from servetrace.cli._options import (
+    DURATION_MS,
+    NON_NEGATIVE,
     ColumnOpt,
     EventMapOpt,
     FromOpt,
+    GoodputOpt,
     TimeUnitOpt,
-    load_analysis,
+    TracesArg,
+    goodput_targets,
+    in_range,
+    reading,
 )
-from servetrace.errors import ExitCode, UsageError
+from servetrace.errors import ExitCode
+from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.render.naming import Naming
 from servetrace.render.summary import (
     SummaryFormat,
@@ -29,66 +32,23 @@ from servetrace.render.summary import (
     render_json,
     render_markdown,
     render_table,
-    report_dict,
 )
+from servetrace.render.validate import validate_dict, validate_text
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
 
-TracesArg = Annotated[
-    list[str],
-    typer.Argument(help="Trace file(s), glob(s) or directory(ies) of parts; read as one trace."),
-]
-
-
-OUTPUT_SUFFIXES = (".parquet", ".csv", ".arrow", ".ipc", ".jsonl", ".ndjson")
-
-
-def check_output_path(path: Path | None, flag: str) -> None:
-    """Refuse an output path before the analysis runs, not after."""
-    if path is None:
-        return
-    if path.suffix.lower() not in OUTPUT_SUFFIXES:
-        raise UsageError(
-            f"{flag} {path}: cannot tell the output format from the suffix {path.suffix.lower()!r}",
-            hint="use .parquet, .csv, .arrow or .jsonl",
-        )
-    if not path.parent.is_dir():
-        raise UsageError(f"{flag} {path}: directory {path.parent} does not exist")
-
-
-def write_frame(frame: pl.DataFrame, path: Path) -> None:
-    """Write a frame as Parquet, CSV, Arrow IPC or JSON Lines by the file's suffix."""
-    check_output_path(path, "output")
-    suffix = path.suffix.lower()
-    writers: dict[str, Callable[[Path], object]] = {
-        ".parquet": frame.write_parquet,
-        ".csv": frame.write_csv,
-        ".arrow": frame.write_ipc,
-        ".ipc": frame.write_ipc,
-        ".jsonl": frame.write_ndjson,
-        ".ndjson": frame.write_ndjson,
-    }
-    if suffix == ".csv":
-        # CSV cannot hold nested values; lists are written as JSON text.
-        nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Struct))]
-        frame = frame.with_columns(
-            pl.col(c).map_elements(str, return_dtype=pl.String) for c in nested
-        )
-        writers[".csv"] = frame.write_csv
-    try:
-        writers[suffix](path)
-    except OSError as error:
-        raise UsageError(f"{path}: cannot write: {error.strerror or error}") from None
-
-
-def parse_goodput(texts: list[str]) -> tuple[GoodputTarget, ...]:
-    if not texts:
-        return ()
-    return tuple(parse_goodput_target(text) for text in texts)
+NS_PER_MS = 1_000_000
 
 
 def _report_warnings(analysis: Analysis) -> None:
-    for message in analysis.summary.warnings:
+    for message in analysis.warnings:
         warn(message)
+
+
+def _outputs(traces: list[str], *outputs: tuple[str, Path | None]) -> None:
+    """Refuse bad outputs (suffix, directory, an input's path) before reading anything."""
+    for flag, path in outputs:
+        check_frame_output(path, flag)
+    refuse_overwriting_inputs(outputs, traces)
 
 
 @app.command(
@@ -113,19 +73,19 @@ def analyze(
         typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
     ] = None,
     by: Annotated[str | None, typer.Option(help="One summary per value of this column.")] = None,
-    goodput: Annotated[
-        list[str] | None,
-        typer.Option(help="Per-request SLO target, e.g. 'ttft<=200ms'; repeat for several."),
-    ] = None,
+    goodput: GoodputOpt = None,
     strict: Annotated[bool, typer.Option(help="Exit 1 if any request breaks a rule.")] = False,
     naming: Annotated[
         Naming, typer.Option(help="Show metrics under the names this tool uses.")
     ] = Naming.servetrace,
     formula_abs_tol_ms: Annotated[
-        float, typer.Option(help="Formula check: absolute tolerance (ms).")
+        float, typer.Option(help="Formula check: absolute tolerance (ms).", callback=DURATION_MS)
     ] = 1.0,
     formula_rel_tol: Annotated[
-        float, typer.Option(help="Formula check: tolerance relative to response time.")
+        float,
+        typer.Option(
+            help="Formula check: tolerance relative to response time.", callback=NON_NEGATIVE
+        ),
     ] = 0.01,
     streaming: Annotated[
         bool | None,
@@ -138,7 +98,8 @@ def analyze(
         ),
     ] = None,
     batch_rows: Annotated[
-        int, typer.Option(help="Rows per batch with --streaming.", min=1000)
+        int,
+        typer.Option(help="Rows per batch with --streaming.", callback=in_range(1000, 2**63 - 1)),
     ] = 2_000_000,
     column: ColumnOpt = None,
     time_unit: TimeUnitOpt = None,
@@ -146,26 +107,27 @@ def analyze(
     from_format: FromOpt = None,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check."""
-    options = AnalysisOptions(
-        goodput=parse_goodput(goodput or []),
-        formula_abs_tol_ns=round(formula_abs_tol_ms * 1e6),
+    _outputs(traces, ("--requests-out", requests_out), ("--quarantine-out", quarantine_out))
+    analysis = analyze_trace(
+        traces,
+        by=by,
+        goodput=goodput_targets(goodput),
+        formula_abs_tol_ns=round(formula_abs_tol_ms * NS_PER_MS),
         formula_rel_tol=formula_rel_tol,
-    )
-    check_output_path(requests_out, "--requests-out")
-    check_output_path(quarantine_out, "--quarantine-out")
-    analysis = load_analysis(
-        traces, options, column, time_unit, event_map, from_format, streaming, batch_rows, by
+        streaming=streaming,
+        batch_rows=batch_rows,
+        **reading(column, time_unit, event_map, from_format),
     )
     _report_warnings(analysis)
-    groups = summarize_by(analysis, by, options) if by else None
     if requests_out:
-        write_frame(analysis.requests_out(), requests_out)
+        write_frame(analysis.requests, requests_out)
     if quarantine_out:
-        write_frame(analysis.quarantine(), quarantine_out)
+        write_frame(analysis.quarantine, quarantine_out)
+    groups = analysis.groups
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
     if fmt is SummaryFormat.json:
-        out_console.out(render_json(report_dict(summary, inputs, groups, by, name)))
+        out_console.out(render_json(analysis.to_dict(name)))
     elif fmt is SummaryFormat.csv:
         out_console.out(render_csv(groups or {None: summary}, by, name), end="")
     elif fmt is SummaryFormat.markdown:
@@ -199,45 +161,17 @@ def validate(
     from_format: FromOpt = None,
 ) -> None:
     """Check schema and lifecycle rules only; exit 1 if any request is invalid."""
-    check_output_path(quarantine_out, "--quarantine-out")
-    analysis = load_analysis(traces, AnalysisOptions(), column, time_unit, event_map, from_format)
+    _outputs(traces, ("--quarantine-out", quarantine_out))
+    analysis = analyze_trace(
+        traces, streaming=False, **reading(column, time_unit, event_map, from_format)
+    )
     _report_warnings(analysis)
     summary = analysis.summary
     if quarantine_out:
-        write_frame(analysis.quarantine(), quarantine_out)
+        write_frame(analysis.quarantine, quarantine_out)
     if fmt is SummaryFormat.json:
-        body = report_dict(summary, analysis.inputs)
-        keep = (
-            "servetrace_version",
-            "schema_version",
-            "inputs",
-            "accounting",
-            "outcomes",
-            "violations",
-            "leaked_state",
-            "warnings",
-        )
-        out_console.out(render_json({k: body[k] for k in keep}))
+        out_console.out(render_json(validate_dict(summary, analysis.inputs)))
     else:
-        a = summary.accounting
-        out_console.out(
-            f"{', '.join(analysis.inputs)}: {a.rows:,} rows, {a.requests:,} requests: "
-            f"{a.requests_valid:,} valid, {a.requests_invalid:,} invalid; "
-            f"{a.rows_analyzed:,} rows analysable, {a.rows_quarantined:,} quarantined"
-        )
-        for rule in RULES:  # in rule order, every run the same
-            if rule not in summary.violations:
-                continue
-            info = summary.violations[rule]
-            examples = ", ".join(map(str, info["examples"]))
-            out_console.out(
-                f"  {rule}: {info['requests']:,} requests, {info['rows']:,} rows — "
-                f"{RULES[rule]}" + (f" (e.g. {examples})" if examples else "")
-            )
-        if summary.leaked_state and summary.leaked_state["requests"]:
-            out_console.out(
-                f"  leaked_state: {summary.leaked_state['requests']:,} finished requests "
-                "were never released"
-            )
+        out_console.out(validate_text(summary, analysis.inputs), end="")
     if summary.accounting.requests_invalid or summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

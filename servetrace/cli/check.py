@@ -1,44 +1,26 @@
-"""``servetrace check``: SLOs and regression budgets as a CI gate (exit 1 on failure)."""
+"""``servetrace check``: options → ``servetrace.check`` → render; exit 1 on failure."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from servetrace.analysis.memory import Analysis, AnalysisOptions
-from servetrace.check.gate import evaluate, load_config, parse_goodput_target, parse_rules
-from servetrace.cli._app import app, err_console, guarded, out_console
-from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
-from servetrace.errors import ExitCode, InputError, UsageError
+from servetrace.api import check, check_config
+from servetrace.cli._app import app, err_console, guarded, out_console, warn
+from servetrace.cli._options import (
+    RESAMPLES,
+    SEED,
+    ColumnOpt,
+    EventMapOpt,
+    FromOpt,
+    TimeUnitOpt,
+    reading,
+)
+from servetrace.errors import ExitCode
+from servetrace.outputs import check_directory, refuse_overwriting_inputs, write_text
 from servetrace.render.check import CheckFormat, check_table, render_check
-
-
-def _analysis_json(path: Path) -> dict[str, Any] | None:
-    """The report of ``servetrace analyze --format json``, if ``path`` is one."""
-    if path.suffix.lower() != ".json" or not path.is_file():
-        return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None  # not ours: let the trace readers and importers try it
-    if not (isinstance(document, dict) and "servetrace_version" in document):
-        return None
-    if not isinstance(document.get("metrics"), dict) or "rows" in document:
-        raise InputError(
-            f"{path}: a servetrace report, but not one of 'servetrace analyze --format json'",
-            hint="write the baseline with: servetrace analyze TRACE --format json > base.json",
-        )
-    if document.get("naming", "servetrace") != "servetrace":
-        raise InputError(
-            f"{path}: written with --naming {document['naming']}: its metric names are "
-            "another tool's",
-            hint="write the baseline without --naming",
-        )
-    return document
 
 
 @app.command("check")
@@ -72,8 +54,11 @@ def check_command(
     significance: Annotated[
         bool, typer.Option(help="A regression fails only if it is also significant.")
     ] = True,
-    seed: Annotated[int | None, typer.Option(help="Seed of the bootstrap.")] = None,
-    resamples: Annotated[int | None, typer.Option(help="Bootstrap resamples.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the bootstrap.", callback=SEED)] = None,
+    resamples: Annotated[
+        int | None,
+        typer.Option(help="Bootstrap resamples.", callback=RESAMPLES),
+    ] = None,
     fmt: Annotated[
         CheckFormat, typer.Option("--format", "-f", help="Report format.")
     ] = CheckFormat.table,
@@ -86,53 +71,36 @@ def check_command(
     from_format: FromOpt = None,
 ) -> None:
     """Check SLO rules and regression budgets; exit 0 all pass, 1 any failed."""
-    settings = load_config(config)
-    rules = list(settings.rules)
-    for text in [*(slo or []), *(max_regression or [])]:
-        rules.extend(parse_rules(text))
-    if not rules:
-        raise UsageError(
-            "no rules to check",
-            hint="give --slo 'ttft.p99<=500ms' or --max-regression 'ttft.p99:+10%', "
-            "or put them in servetrace.toml",
-        )
-    targets = (*settings.goodput, *(parse_goodput_target(t) for t in goodput or []))
-    options = AnalysisOptions(goodput=targets)
-
-    def load(path: str) -> Analysis:
-        return load_reported(path, options, column, time_unit, event_map, from_format)
-
-    analysis = load(trace)
-    baseline_path = baseline or settings.baseline
-    reference: Analysis | dict[str, Any] | None = None
-    if baseline_path is not None:
-        if not Path(baseline_path).exists():
-            raise InputError(f"{baseline_path}: baseline not found")
-        reference = _analysis_json(Path(baseline_path)) or load(str(baseline_path))
-    result = evaluate(
-        analysis,
-        rules,
-        reference,
-        goodput=targets,
-        significance=significance and settings.significance,
-        seed=settings.seed if seed is None else seed,
-        resamples=settings.resamples if resamples is None else resamples,
-        confidence=settings.confidence,
+    if output is not None:
+        # Everything check reads: the trace, the baseline (given or configured), the rules.
+        settings = check_config(config)
+        chosen = baseline or settings.baseline
+        read: list[str | Path] = [trace]
+        read += [p for p in (chosen, settings.source) if p is not None]
+        check_directory(output, "--output")
+        refuse_overwriting_inputs([("--output", output)], read)
+    result = check(
+        trace,
+        [*(slo or []), *(max_regression or [])],
+        baseline=baseline,
+        goodput=goodput or [],
+        config=config,
+        significance=significance,
+        seed=seed,
+        resamples=resamples,
+        **reading(column, time_unit, event_map, from_format),
     )
-    text = render_check(
-        result, fmt, trace=trace, baseline=str(baseline_path) if baseline_path else None
-    )
+    for message in result.warnings:
+        warn(message)
+    text = render_check(result.gate, fmt, trace=result.trace, baseline=result.baseline)
     if fmt is CheckFormat.table:
-        out_console.print(check_table(result))
+        out_console.print(check_table(result.gate))
     else:
         out_console.out(text, end="" if text.endswith("\n") else "\n")
         # Machine formats keep stdout clean; CI logs still show each failure in words.
         for failure in result.failures:
             err_console.print(failure.message, markup=False)
     if output:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise UsageError(f"{output}: cannot write: {error.strerror or error}") from None
+        write_text(text, output)
     if not result.passed:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -1,4 +1,4 @@
-"""``servetrace compare``: the same workload under different policies, side by side."""
+"""``servetrace compare``: options → ``servetrace.compare`` per candidate → render."""
 
 from __future__ import annotations
 
@@ -6,14 +6,26 @@ from typing import Annotated
 
 import typer
 
-from servetrace.analysis.memory import Analysis, AnalysisOptions
+from servetrace.api import Analysis, analyze, compare
 from servetrace.cli._app import app, guarded, out_console, warn
-from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
-from servetrace.cli.analyze import parse_goodput
-from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS
-from servetrace.compare.measure import DEFAULT_ARRIVAL_TOLERANCE_NS, compare
+from servetrace.cli._options import (
+    DURATION_MS,
+    NON_NEGATIVE,
+    RESAMPLES,
+    SEED,
+    ColumnOpt,
+    EventMapOpt,
+    FromOpt,
+    TimeUnitOpt,
+    goodput_targets,
+    in_range,
+    reading,
+)
+from servetrace.compare.measure import DEFAULT_ARRIVAL_TOLERANCE_NS
 from servetrace.render.compare import CompareFormat, render_compare
-from servetrace.stats import DEFAULT_COMPARE_STATS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from servetrace.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+
+NS_PER_MS = 1_000_000
 
 
 @app.command("compare")
@@ -34,17 +46,28 @@ def compare_command(
         list[str] | None, typer.Option(help="Statistics (default: mean p50 p90 p99).")
     ] = None,
     min_change: Annotated[
-        float, typer.Option(help="Smallest change that counts, as a fraction (0.05 = 5%).")
+        float,
+        typer.Option(
+            help="Smallest change that counts, as a fraction (0.05 = 5%).", callback=NON_NEGATIVE
+        ),
     ] = 0.05,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = DEFAULT_RESAMPLES,
-    confidence: Annotated[float, typer.Option(help="Confidence level.")] = DEFAULT_CONFIDENCE,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.", callback=SEED)] = 0,
+    resamples: Annotated[
+        int, typer.Option(help="Bootstrap resamples.", callback=RESAMPLES)
+    ] = DEFAULT_RESAMPLES,
+    confidence: Annotated[
+        float,
+        typer.Option(help="Confidence level.", callback=in_range(0.5, 1, high_open=True)),
+    ] = DEFAULT_CONFIDENCE,
     pair_on: Annotated[
         str | None, typer.Option(help="Pair requests on this column instead of request_id.")
     ] = None,
     arrival_tolerance_ms: Annotated[
-        float, typer.Option(help="Arrival offsets within this count as the same workload.")
-    ] = DEFAULT_ARRIVAL_TOLERANCE_NS / 1e6,
+        float,
+        typer.Option(
+            help="Arrival offsets within this count as the same workload.", callback=DURATION_MS
+        ),
+    ] = DEFAULT_ARRIVAL_TOLERANCE_NS / NS_PER_MS,
     goodput: Annotated[
         list[str] | None, typer.Option(help="Per-request SLO target for goodput, e.g. ttft<=200ms.")
     ] = None,
@@ -54,27 +77,31 @@ def compare_command(
     from_format: FromOpt = None,
 ) -> None:
     """Compare candidates with a baseline: ratio, CI, significance and a verdict per metric."""
-    targets = parse_goodput(goodput or [])
-    options = AnalysisOptions(goodput=targets)
+    targets = goodput_targets(goodput)
+    read = reading(column, time_unit, event_map, from_format)
 
     def load(path: str) -> Analysis:
-        return load_reported(path, options, column, time_unit, event_map, from_format)
+        # One trace of several: its warnings name the file they are about.
+        analysis = analyze([path], goodput=targets, streaming=False, **read)
+        for message in analysis.read_warnings:
+            warn(message)
+        for message in analysis.summary.warnings:
+            warn(f"{path}: {message}")
+        return analysis
 
-    # Goodput needs per-request targets: without them it is left out, not reported empty.
-    metrics = metric or [m for m in DEFAULT_COMPARE_METRICS if targets or m != "goodput"]
     base = load(baseline)
     comparisons = [
         compare(
             base,
             load(candidate),
-            metrics=metrics,
-            stats=stat or DEFAULT_COMPARE_STATS,
+            metrics=metric,
+            stats=stat,
             seed=seed,
             resamples=resamples,
             min_change=min_change,
             confidence=confidence,
             pair_on=pair_on,
-            arrival_tolerance_ns=round(arrival_tolerance_ms * 1e6),
+            arrival_tolerance_ns=round(arrival_tolerance_ms * NS_PER_MS),
             goodput=targets,
             baseline_label=baseline,
             candidate_label=candidate,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from servetrace.cli._app import app, err_console, guarded, warn
-from servetrace.cli.analyze import check_output_path, write_frame
+from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.sources.registry import FORMATS, import_file
 
 
@@ -24,7 +24,8 @@ def import_command(
     ],
 ) -> None:
     """Convert an AIPerf, GenAI-Perf, vLLM bench, GuideLLM or LLMPerf export."""
-    check_output_path(output, "--output")
+    check_frame_output(output, "--output")
+    refuse_overwriting_inputs([("--output", output)], [file])
     result = import_file(file, None if fmt == "auto" else fmt)
     for message in result.warnings:
         warn(f"{file}: {message}")

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from servetrace.cli._app import app, err_console, guarded
-from servetrace.cli.analyze import check_output_path, write_frame
+from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED, in_range
+from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.sim.engine import EngineConfig, Policy, simulate
 from servetrace.sim.workloads import head, read_workload, scale_rate, synthetic_workload
 
@@ -29,35 +30,60 @@ def simulate_command(
             "table with arrival_ns, prompt_tokens, output_tokens."
         ),
     ] = None,
-    requests: Annotated[int, typer.Option(help="Synthetic workload: number of requests.")] = 1000,
+    requests: Annotated[
+        int,
+        typer.Option(help="Synthetic workload: number of requests.", callback=in_range(0, 10**9)),
+    ] = 1000,
     rate: Annotated[
-        float, typer.Option(help="Synthetic workload: mean arrivals per second.")
+        float,
+        typer.Option(help="Synthetic workload: mean arrivals per second.", callback=POSITIVE),
     ] = 4.0,
     burstiness: Annotated[
-        float, typer.Option(help="Gamma shape of inter-arrival times (1 = Poisson).")
+        float,
+        typer.Option(help="Gamma shape of inter-arrival times (1 = Poisson).", callback=POSITIVE),
     ] = 1.0,
-    limit: Annotated[int | None, typer.Option(help="Replay only the first N requests.")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(help="Replay only the first N requests.", callback=in_range(0, 2**63 - 1)),
+    ] = None,
     speed: Annotated[
-        float, typer.Option(help="Multiply the arrival rate (2 = twice as fast).")
+        float,
+        typer.Option(help="Multiply the arrival rate (2 = twice as fast).", callback=POSITIVE),
     ] = 1.0,
-    max_batch_tokens: Annotated[int, typer.Option(help="Token budget per engine step.")] = 4096,
-    max_running: Annotated[int, typer.Option(help="Most requests in the running batch.")] = 128,
-    kv_blocks: Annotated[int, typer.Option(help="KV-cache capacity in blocks.")] = 4096,
-    block_size: Annotated[int, typer.Option(help="Tokens per KV block.")] = 16,
-    cancel_fraction: Annotated[float, typer.Option(help="Share of clients that give up.")] = 0.0,
+    max_batch_tokens: Annotated[
+        int, typer.Option(help="Token budget per engine step.", callback=COUNT)
+    ] = 4096,
+    max_running: Annotated[
+        int, typer.Option(help="Most requests in the running batch.", callback=COUNT)
+    ] = 128,
+    kv_blocks: Annotated[
+        int, typer.Option(help="KV-cache capacity in blocks.", callback=COUNT)
+    ] = 4096,
+    block_size: Annotated[int, typer.Option(help="Tokens per KV block.", callback=COUNT)] = 16,
+    cancel_fraction: Annotated[
+        float, typer.Option(help="Share of clients that give up.", callback=FRACTION)
+    ] = 0.0,
     bundle_prob: Annotated[
-        float, typer.Option(help="Probability that a streamed chunk carries 2-4 tokens.")
+        float,
+        typer.Option(
+            help="Probability that a streamed chunk carries 2-4 tokens.", callback=FRACTION
+        ),
     ] = 0.0,
     release_delay_ms: Annotated[
-        float | None, typer.Option(help="Emit release events this long after the end.")
+        float | None,
+        typer.Option(help="Emit release events this long after the end.", callback=DURATION_MS),
     ] = None,
     horizon_s: Annotated[
-        float | None, typer.Option(help="Stop the log here (s after the first arrival).")
+        float | None,
+        typer.Option(
+            help="Stop the log here (s after the first arrival).", callback=in_range(0, 9.2e9)
+        ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of every random draw.", callback=SEED)] = 0,
 ) -> None:
     """Simulate a continuous-batching engine and write its event log (seeded, exact)."""
-    check_output_path(output, "--output")
+    check_frame_output(output, "--output")
+    refuse_overwriting_inputs([("--output", output)], [workload] if workload else [])
     if workload is not None:
         load = read_workload(workload)
     else:

@@ -1,0 +1,250 @@
+"""One summary per value of a request attribute (``--by policy``), for every group at once.
+
+Each figure is one ``group_by`` over all groups — never a filter per group, so 300 groups
+cost about what one summary costs (``benchmarks/bench_by.py``). The definitions are those
+of ``summary.py`` applied to each group as if it were the whole trace: a group's
+throughput and concurrency run over its **own** span (its first arrival to its last
+event), so ``--by policy`` on a file of four policies gives each policy the figures of
+analysing it alone (``tests/analysis/test_groups.py``). Only the requests of a group are
+in it: invalid requests and unplaceable rows belong to no group (they are in the
+trace-level summary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from servetrace.analysis.grouped_figures import (
+    CONCURRENCY,
+    G,
+    concurrency,
+    describe_groups,
+    empty_distribution,
+    examples,
+    formula,
+    rows_by_group,
+    spans,
+)
+from servetrace.analysis.lifecycle import KEY, Timeline
+from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.summary import (
+    NS_PER_S,
+    Accounting,
+    Distribution,
+    GoodputReport,
+    GoodputTarget,
+    Summary,
+    goodput,
+)
+
+
+def _throughput(
+    requests: pl.DataFrame, values: Sequence[Any], known: Mapping[Any, bool], met: Mapping[Any, int]
+) -> dict[Any, dict[str, float | None]]:
+    """``summary.throughput`` per group: completed requests over first arrival → last end."""
+    completed = pl.col("outcome") == "completed"
+    rows = rows_by_group(
+        requests.group_by(G).agg(
+            pl.col("arrival_ns").min().alias("start"),
+            (pl.col("arrival_ns") + pl.col("e2e_ns")).max().alias("end"),
+            completed.sum().alias("completed"),
+            pl.col("output_tokens").filter(completed).sum().alias("output"),
+            pl.col("prompt_tokens").filter(completed).sum().alias("prompt"),
+            pl.col("prompt_tokens").filter(completed).null_count().alias("prompt_missing"),
+        )
+    )
+    keys = ("window_s", "requests_per_s", "output_tokens_per_s", "total_tokens_per_s")
+    out: dict[Any, dict[str, float | None]] = {}
+    for value in values:
+        row = rows[value]
+        nothing = dict.fromkeys((*keys, "goodput_requests_per_s"))
+        end, start = row["end"], row["start"]
+        if not known[value] or end is None or start is None or end <= start:
+            out[value] = nothing
+            continue
+        window_s = (end - start) / NS_PER_S
+        prompt_known = row["completed"] > 0 and row["prompt_missing"] == 0
+        output, prompt = int(row["output"] or 0), int(row["prompt"] or 0)
+        out[value] = {
+            "window_s": window_s,
+            "requests_per_s": row["completed"] / window_s,
+            "output_tokens_per_s": output / window_s,
+            "total_tokens_per_s": (output + prompt) / window_s if prompt_known else None,
+            "goodput_requests_per_s": met[value] / window_s if value in met else None,
+        }
+    return out
+
+
+def _ended(
+    frame: pl.DataFrame, outcome: str, values: Sequence[Any], extra: Sequence[pl.Expr] = ()
+) -> tuple[dict[Any, dict[str, Any]], dict[Any, list[Any]]]:
+    """Counts and token sums of the requests with ``outcome``, and their example ids."""
+    of = frame.filter(pl.col("outcome") == outcome)
+    counts = rows_by_group(
+        of.group_by(G).agg(
+            pl.len().alias("count"), pl.col("output_tokens").sum().alias("tokens"), *extra
+        )
+    )
+    empty = {"count": 0, "tokens": 0, "with_error": 0}
+    return {v: counts.get(v, empty) for v in values}, examples(of)
+
+
+def _pair_counts(requests: pl.DataFrame, column: str) -> dict[tuple[Any, Any], int]:
+    counts = requests.group_by(G, column).len()
+    return {(g, c): int(n) for g, c, n in counts.iter_rows()}
+
+
+def _flag(requests: pl.DataFrame, column: str) -> pl.Expr:
+    if column not in requests.columns:
+        return pl.lit(True).alias(column)
+    return pl.col(column).fill_null(True).all().alias(column)
+
+
+def summarize_groups(
+    timeline: Timeline,
+    requests: pl.DataFrame,
+    gaps: pl.DataFrame | Mapping[Any, Distribution],
+    column: str,
+    targets: Sequence[GoodputTarget] = (),
+    formula_tolerance: tuple[int, float] = (1_000_000, 0.01),
+) -> dict[Any, Summary]:
+    """Every group's ``Summary``, nulls last; ``gaps`` is the gap frame or, streamed, the
+    ITL distribution of each value."""
+    requests = requests.with_columns(pl.col(column).alias(G))
+    values = requests[G].unique().sort(nulls_last=True).to_list()
+    group_of = requests.select(KEY, G)
+    rows = timeline.requests.drop(G, strict=False).join(group_of, on=KEY, how="inner")
+    group_spans = spans(rows)
+    flags = rows_by_group(
+        requests.group_by(G).agg(
+            _flag(requests, "arrival_known"),
+            _flag(requests, "ticks_available"),
+            (
+                pl.col("source").drop_nulls().cast(pl.String).unique().sort().str.join(",")
+                if "source" in requests.columns
+                else pl.lit("")
+            ).alias("source"),
+        )
+    )
+    known = {v: bool(flags[v]["arrival_known"]) for v in values}
+    completed = requests.filter(pl.col("outcome") == "completed")
+    per_request = [s.column for s in LATENCY_METRICS if s.per != "gap"]
+    described = describe_groups(completed, [*per_request, "output_tokens", "prompt_tokens"])
+    if isinstance(gaps, pl.DataFrame):
+        itl = describe_groups(gaps.join(group_of, on=KEY, how="inner"), ["itl_ns"])["itl_ns"]
+    else:
+        itl = dict(gaps)
+    admissions = {v: bool(group_spans[v]["admissions"]) and timeline.has_admissions for v in values}
+    busy = concurrency(
+        timeline.transitions.join(group_of, on=KEY, how="inner"),
+        {v: group_spans[v] for v in values if known[v]},
+        admissions,
+    )
+    formulas = formula(completed, values, *formula_tolerance)
+    goodputs: dict[Any, GoodputReport | None] = {}
+    for value, part in completed.partition_by(G, as_dict=True).items() if targets else ():
+        goodputs[value[0]] = goodput(part, targets)  # one partition pass, few targets
+    met = {v: g["requests_met"] for v, g in goodputs.items() if g is not None}
+    if targets:
+        met |= {v: 0 for v in values if v not in goodputs}
+    rates = _throughput(requests, values, known, met)
+    error = (
+        (pl.col("error_code").is_not_null() & (pl.col("error_code") != 499)).sum()
+        if "error_code" in requests.columns
+        else pl.lit(0)
+    )
+    cancels, cancel_ids = _ended(requests, "cancelled", values, [error.alias("with_error")])
+    to_cancel = describe_groups(requests.filter(pl.col("outcome") == "cancelled"), ["e2e_ns"])
+    ends = pl.DataFrame(
+        {G: values, "_end": [group_spans[v]["end"] for v in values]},
+        schema={G: requests.schema[G], "_end": pl.Int64},
+    )
+    flying_rows = requests.join(ends, on=G, how="left", nulls_equal=True).with_columns(
+        (pl.col("_end") - pl.col("arrival_ns")).alias("age_ns")
+    )
+    flying, flying_ids = _ended(flying_rows, "in_flight", values)
+    ages = describe_groups(flying_rows.filter(pl.col("outcome") == "in_flight"), ["age_ns"])
+    leaked_rows = rows.filter(
+        pl.col("rule").is_null()
+        & pl.col("terminal_ns").is_not_null()
+        & (pl.col("n_release").fill_null(0) == 0)
+    )
+    leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
+    leaked_ids = examples(leaked_rows)
+    outcome_counts = _pair_counts(requests, "outcome")
+    stages = _pair_counts(requests, "cancelled_in")
+    result: dict[Any, Summary] = {}
+    for value in values:
+        span, n_done = group_spans[value], outcome_counts.get((value, "completed"), 0)
+        notes = []
+        if 0 < n_done < 100:
+            notes.append(f"only {n_done} completed requests: p99 and p99.9 are unreliable")
+        if not known[value]:
+            notes.append(
+                "send times are unknown in this trace: throughput and concurrency are not "
+                "computed (latencies are measured from each request's own send)"
+            )
+        empty = empty_distribution()
+        metrics = {
+            s.name: itl.get(value, empty)
+            if s.per == "gap"
+            else described[s.column].get(value, empty)
+            for s in LATENCY_METRICS
+        }
+        leaked = (
+            {"requests": leaked_count.get(value, 0), "examples": leaked_ids.get(value, [])}
+            if timeline.has_releases and span["releases"]
+            else None
+        )
+        result[value] = Summary(
+            accounting=Accounting(
+                rows=int(span["rows"]),
+                rows_analyzed=int(span["rows"]),
+                rows_quarantined=0,
+                requests=int(span["requests"]),
+                requests_valid=int(span["requests"]),
+                requests_invalid=0,
+            ),
+            outcomes={
+                n: outcome_counts.get((value, n), 0)
+                for n in ("completed", "cancelled", "in_flight")
+            },
+            cancelled_in={
+                n: stages.get((value, n), 0)
+                for n in ("queued", "prefill", "decode", "before_first_token")
+            },
+            violations={},
+            metrics=metrics,
+            tokens={
+                "output_tokens": described["output_tokens"].get(value, empty),
+                "prompt_tokens": described["prompt_tokens"].get(value, empty),
+            },
+            cancelled={
+                "count": int(cancels[value]["count"]),
+                "with_error": int(cancels[value]["with_error"]),
+                "output_tokens_delivered": int(cancels[value]["tokens"] or 0),
+                "time_to_cancel_ns": to_cancel["e2e_ns"].get(value, empty),
+                "examples": cancel_ids.get(value, []),
+            },
+            in_flight={
+                "count": int(flying[value]["count"]),
+                "output_tokens_delivered": int(flying[value]["tokens"] or 0),
+                "age_at_end_ns": ages["age_ns"].get(value, empty),
+                "examples": flying_ids.get(value, []),
+            },
+            throughput=rates[value],
+            goodput=goodputs.get(value, goodput(completed.clear(), targets)),
+            concurrency=busy.get(
+                value, {f"{n}_{s}": None for n in CONCURRENCY for s in ("mean", "peak")}
+            ),
+            formula=formulas[value],
+            leaked_state=leaked,
+            source=flags[value]["source"] or "server",
+            arrival_known=known[value],
+            ticks_available=bool(flags[value]["ticks_available"]),
+            warnings=tuple(notes),
+        )
+    return result

@@ -1,0 +1,170 @@
+"""``servetrace.check``: a trace, rules and a baseline → ``CheckResult`` (the CI gate)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from servetrace.analysis import memory
+from servetrace.api._analyze import (
+    Analysis,
+    GoodputLike,
+    PathsLike,
+    analyze,
+    as_targets,
+    path_texts,
+    require_number,
+)
+from servetrace.api._compare import label_of
+from servetrace.check.gate import (
+    GateConfig,
+    GateResult,
+    Rule,
+    evaluate,
+    load_config,
+    parse_rules,
+)
+from servetrace.errors import InputError, UsageError
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The gate's verdict, with what it was run on (``gate`` is the core result)."""
+
+    gate: GateResult
+    trace: str
+    baseline: str | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> bool:
+        return self.gate.passed
+
+    @property
+    def failures(self) -> tuple[Any, ...]:
+        return self.gate.failures
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report of ``servetrace check --format json``."""
+        from servetrace.render.check import check_dict
+
+        return check_dict(self.gate, trace=self.trace, baseline=self.baseline)
+
+
+def analysis_report(path: Path) -> dict[str, Any] | None:
+    """The report of ``servetrace analyze --format json``, if ``path`` is one."""
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # not ours: let the trace readers and importers try it
+    if not (isinstance(document, dict) and "servetrace_version" in document):
+        return None
+    if not isinstance(document.get("metrics"), dict) or "rows" in document:
+        raise InputError(
+            f"{path}: a servetrace report, but not one of 'servetrace analyze --format json'",
+            hint="write the baseline with: servetrace analyze TRACE --format json > base.json",
+        )
+    if document.get("naming", "servetrace") != "servetrace":
+        raise InputError(
+            f"{path}: written with --naming {document['naming']}: its metric names are "
+            "another tool's",
+            hint="write the baseline without --naming",
+        )
+    return document
+
+
+def check_config(config: str | os.PathLike[str] | None) -> GateConfig:
+    """The rules file ``check`` uses: ``config``, else servetrace.toml found from the cwd up."""
+    return load_config(Path(config) if config is not None else None)
+
+
+def check(
+    trace: PathsLike | Analysis,
+    rules: str | Sequence[str | Rule] = (),
+    *,
+    baseline: PathsLike | Analysis | Mapping[str, Any] | None = None,
+    goodput: GoodputLike = (),
+    config: str | os.PathLike[str] | None = None,
+    significance: bool = True,
+    seed: int | None = None,
+    resamples: int | None = None,
+    columns: Mapping[str, str] | None = None,
+    time_unit: str | None = None,
+    event_map: Mapping[str, str] | None = None,
+    from_format: str | None = None,
+) -> CheckResult:
+    """Evaluate SLO rules and regression budgets on a trace (the CI gate).
+
+    ``rules`` adds to those of the config file (``config``, or servetrace.toml /
+    ``[tool.servetrace]`` found from the working directory up, as the CLI finds it). The
+    baseline is a trace, an ``Analysis``, the parsed JSON report of ``analyze --format
+    json`` or a path to one; without it the config's baseline is used, if any.
+    """
+    settings = check_config(config)
+    checked = list(settings.rules)
+    for item in [rules] if isinstance(rules, str) else rules:
+        checked.extend(parse_rules(item) if isinstance(item, str) else [item])
+    if not checked:
+        raise UsageError(
+            "no rules to check",
+            hint="give --slo 'ttft.p99<=500ms' or --max-regression 'ttft.p99:+10%', "
+            "or put them in servetrace.toml",
+        )
+    if seed is not None:
+        require_number("seed", seed, 0, 2**64 - 1)
+    if resamples is not None:
+        require_number("resamples", resamples, 100, 10_000_000)
+    targets = (*settings.goodput, *as_targets(goodput))
+    reading: dict[str, Any] = {
+        "columns": columns,
+        "time_unit": time_unit,
+        "event_map": event_map,
+        "from_format": from_format,
+    }
+    notes: list[str] = []
+
+    def load(side: PathsLike | Analysis) -> Analysis:
+        if isinstance(side, Analysis):
+            analysis = side
+        else:  # in memory: budgets are tested on every gap
+            analysis = analyze(side, goodput=targets, streaming=False, **reading)
+        notes.extend(analysis.read_warnings)  # already name their file
+        notes.extend(f"{label_of(side)}: {message}" for message in analysis.summary.warnings)
+        return analysis
+
+    analysis = load(trace)
+    chosen = baseline if baseline is not None else settings.baseline
+    reference: memory.Analysis | Mapping[str, Any] | None = None
+    label: str | None = None
+    if isinstance(chosen, Mapping):
+        reference, label = chosen, None
+    elif chosen is not None:
+        label = label_of(chosen)
+        if isinstance(chosen, Analysis):
+            reference = chosen.engine
+        else:
+            texts = path_texts(chosen)
+            if len(texts) == 1 and not any(ch in texts[0] for ch in "*?["):
+                if not Path(texts[0]).exists():
+                    raise InputError(f"{texts[0]}: baseline not found")
+                reference = analysis_report(Path(texts[0]))
+            if reference is None:
+                reference = load(chosen).engine
+    gate = evaluate(
+        analysis.engine,
+        checked,
+        reference,
+        goodput=targets,
+        significance=significance and settings.significance,
+        seed=settings.seed if seed is None else int(seed),
+        resamples=settings.resamples if resamples is None else int(resamples),
+        confidence=settings.confidence,
+    )
+    return CheckResult(gate=gate, trace=label_of(trace), baseline=label, warnings=tuple(notes))

@@ -1,0 +1,117 @@
+"""Options several commands share, declared once, and the one validator of numeric flags.
+
+Every numeric option of every command goes through ``in_range``: NaN, ±inf and values
+outside the option's domain are a usage error (exit 2) naming the flag, before any file is
+read — ``compare --min-change nan`` used to be accepted and silently disabled every
+verdict (issue 8, item 7).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+import typer
+
+from servetrace.analysis.summary import GoodputTarget
+from servetrace.check.gate import parse_goodput_target
+from servetrace.sources.canonical import parse_mapping
+
+INT64_MAX = 2**63 - 1
+SEED_MAX = 2**64 - 1  # numpy's SeedSequence takes any non-negative int; keep it to 64 bits
+NS_PER_MS = 1_000_000
+# A duration in ms (or a count) must stay an int64 once converted to ns.
+MAX_MS = INT64_MAX / NS_PER_MS
+
+
+def in_range(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> Callable[[typer.Context, typer.CallbackParam, Any], Any]:
+    """A Typer callback that accepts a finite number within [low, high] (or open ends)."""
+
+    def describe() -> str:
+        if low is not None and high is not None:
+            left, right = "(" if low_open else "[", ")" if high_open else "]"
+            return f"in {left}{low:g}, {high:g}{right}"
+        if low is not None:
+            return f"{'>' if low_open else '>='} {low:g}"
+        if high is not None:
+            return f"{'<' if high_open else '<='} {high:g}"
+        return "finite"
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if value is None or ctx.resilient_parsing:
+            return value
+        number = float(value)
+        too_low = low is not None and (number <= low if low_open else number < low)
+        too_high = high is not None and (number >= high if high_open else number > high)
+        if math.isnan(number) or math.isinf(number) or too_low or too_high:
+            raise typer.BadParameter(f"{value} is not a finite number {describe()}")
+        return value
+
+    return check
+
+
+NON_NEGATIVE = in_range(0)
+POSITIVE = in_range(0, low_open=True)
+FRACTION = in_range(0, 1)  # a share or a probability
+DURATION_MS = in_range(0, MAX_MS)  # a tolerance or delay in ms, ns-representable
+COUNT = in_range(1, INT64_MAX)
+SEED = in_range(0, SEED_MAX)
+MAX_RESAMPLES = 10_000_000  # beyond this a run takes hours; no CI is that precise
+RESAMPLES = in_range(100, MAX_RESAMPLES)  # fewer than 100 cannot give a 95 % interval
+
+ColumnOpt = Annotated[
+    list[str] | None,
+    typer.Option(help="Map a canonical column to yours, e.g. 'ts=time_ms'; repeatable."),
+]
+TimeUnitOpt = Annotated[
+    str | None,
+    typer.Option(help="Unit of numeric timestamps: ns, us, ms or s (default: ints ns, floats s)."),
+]
+EventMapOpt = Annotated[
+    list[str] | None,
+    typer.Option(help="Map your event name to a kind, e.g. 'enqueue=arrival'; repeatable."),
+]
+FromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        help="Read another tool's export: aiperf, genai-perf, vllm-bench, "
+        "guidellm, llmperf (default: canonical trace, or detected from content).",
+    ),
+]
+GoodputOpt = Annotated[
+    list[str] | None,
+    typer.Option(help="Per-request SLO target, e.g. 'ttft<=200ms'; repeat for several."),
+]
+TracesArg = Annotated[
+    list[str],
+    typer.Argument(help="Trace file(s), glob(s) or directory(ies) of parts; read as one trace."),
+]
+
+
+def reading(
+    column: list[str] | None,
+    time_unit: str | None,
+    event_map: list[str] | None,
+    from_format: str | None,
+) -> dict[str, Any]:
+    """The shared reading flags as keyword arguments of the library API."""
+    columns: Mapping[str, str] = parse_mapping(column or [], "--column")
+    events: Mapping[str, str] = parse_mapping(event_map or [], "--event-map")
+    return {
+        "columns": columns,
+        "time_unit": time_unit,
+        "event_map": events,
+        "from_format": from_format,
+    }
+
+
+def goodput_targets(texts: list[str] | None) -> tuple[GoodputTarget, ...]:
+    return tuple(parse_goodput_target(text) for text in texts or [])

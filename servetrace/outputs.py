@@ -1,0 +1,147 @@
+"""Writing what servetrace produces, without ever destroying what it read.
+
+Every output (``--requests-out``, ``--quarantine-out``, ``check --output``, ``import -o``,
+``simulate -o``) goes through here:
+
+- ``refuse_overwriting_inputs`` rejects, before any work, an output that *is* one of the
+  inputs — same real path (through symlinks, ``..`` and relative paths), the same file
+  under another name (hard link), or a file inside an input directory — as a usage error
+  (exit 2), so nothing is written;
+- ``write_frame`` / ``write_text`` write a temporary file in the target's directory and
+  ``os.replace`` it onto the target: a crash or a full disk leaves the old file whole, and
+  a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from servetrace.errors import ServetraceError, UsageError
+from servetrace.sources.canonical import resolve_paths
+
+FRAME_SUFFIXES = (".parquet", ".csv", ".arrow", ".ipc", ".jsonl", ".ndjson")
+
+
+def check_frame_output(path: Path | None, flag: str) -> None:
+    """Refuse a frame output whose format or directory is wrong, before the analysis runs."""
+    if path is None:
+        return
+    if path.suffix.lower() not in FRAME_SUFFIXES:
+        raise UsageError(
+            f"{flag} {path}: cannot tell the output format from the suffix {path.suffix.lower()!r}",
+            hint="use .parquet, .csv, .arrow or .jsonl",
+        )
+    check_directory(path, flag)
+
+
+def check_directory(path: Path, flag: str) -> None:
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: directory {path.parent} does not exist")
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a directory, not a file")
+
+
+def _input_entries(inputs: Sequence[str | Path]) -> Iterator[Path]:
+    """Every path the inputs name: files, directories, and what their globs match."""
+    for item in inputs:
+        text = str(item)
+        if any(ch in text for ch in "*?[") and not Path(text).exists():
+            # The files the trace reader would read, resolved as it resolves them.
+            with contextlib.suppress(ServetraceError):
+                yield from resolve_paths([text])
+        else:
+            yield Path(text)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return os.path.samefile(a, b)
+    return False
+
+
+def refuses(output: Path, inputs: Sequence[str | Path]) -> Path | None:
+    """The input that writing ``output`` would overwrite (or sit inside), else None."""
+    target = Path(os.path.realpath(output))
+    for entry in _input_entries(inputs):
+        real = Path(os.path.realpath(entry))
+        if target == real or _same_file(output, entry):
+            return entry
+        if real.is_dir() and target.is_relative_to(real):
+            return entry
+    return None
+
+
+def refuse_overwriting_inputs(
+    outputs: Sequence[tuple[str, Path | None]], inputs: Sequence[str | Path]
+) -> None:
+    """Exit 2 if any ``(flag, path)`` output resolves to an input; or two outputs coincide."""
+    given = [(flag, path) for flag, path in outputs if path is not None]
+    for flag, path in given:
+        hit = refuses(path, inputs)
+        if hit is not None:
+            where = "is inside the input directory" if Path(hit).is_dir() else "is the input"
+            raise UsageError(
+                f"{flag} {path}: {where} {hit}; refusing to overwrite what servetrace reads",
+                hint="write the output to another file",
+            )
+    for i, (flag, path) in enumerate(given):
+        for other_flag, other in given[i + 1 :]:
+            if Path(os.path.realpath(path)) == Path(os.path.realpath(other)):
+                raise UsageError(f"{flag} and {other_flag} name the same file {path}")
+
+
+def _atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """Write through a temporary sibling and rename it onto ``path`` (same filesystem)."""
+    target = Path(os.path.realpath(path))  # replace the file a symlink names, keep the link
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+    )
+    os.close(handle)
+    try:
+        write(Path(temporary))
+        with contextlib.suppress(OSError):
+            # mkstemp creates 0600; give the file the mode a plain open() would.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, target)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise UsageError(f"{path}: cannot write: {error.strerror or error}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def write_frame(frame: pl.DataFrame, path: Path) -> None:
+    """Write a frame as Parquet, CSV, Arrow IPC or JSON Lines by the file's suffix."""
+    check_frame_output(path, "output")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        # CSV cannot hold nested values; lists are written as JSON text.
+        nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Struct))]
+        frame = frame.with_columns(
+            pl.col(c).map_elements(str, return_dtype=pl.String) for c in nested
+        )
+    writers: dict[str, Callable[[Path], object]] = {
+        ".parquet": frame.write_parquet,
+        ".csv": frame.write_csv,
+        ".arrow": frame.write_ipc,
+        ".ipc": frame.write_ipc,
+        ".jsonl": frame.write_ndjson,
+        ".ndjson": frame.write_ndjson,
+    }
+    _atomic(path, writers[suffix])
+
+
+def write_text(text: str, path: Path) -> None:
+    """Write a report (UTF-8 text) atomically."""
+    _atomic(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))

@@ -1,0 +1,43 @@
+"""What kind of input is this: a canonical trace, or one tool's per-request export?
+
+The library (``servetrace.analyze``/``read_events``) and every command decide the same way,
+so a Python user reading an AIPerf file gets what the CLI gets: an explicit ``from_format``
+wins; otherwise JSON-family files (``.json``, ``.jsonl``, ``.gz``) are sniffed by content
+(``registry.detect_format``) and anything else is a canonical trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from servetrace.errors import InputError
+from servetrace.sources.registry import detect_format
+
+# Only these can be another tool's export; Parquet, Arrow and CSV are always canonical.
+JSON_SUFFIXES = (".json", ".jsonl", ".gz")
+
+CANONICAL = None  # what ``source_format`` returns for a servetrace event log
+
+
+def source_format(paths: Sequence[Path], from_format: str | None = None) -> str | None:
+    """The foreign format to import ``paths`` with, or None (``CANONICAL``) for a trace.
+
+    All files must be of one kind: a mix of exports, or of an export and a canonical log,
+    is refused rather than half-imported.
+    """
+    if from_format:
+        return from_format
+    if not paths or not all(p.suffix.lower() in JSON_SUFFIXES for p in paths):
+        return CANONICAL
+    detected = {p: detect_format(p) for p in paths}
+    formats = set(detected.values())
+    if formats == {None}:
+        return CANONICAL
+    if len(formats) == 1:
+        return formats.pop()
+    listed = "; ".join(f"{p}: {fmt or 'not a known export'}" for p, fmt in detected.items())
+    raise InputError(
+        f"the inputs are not all the same kind of file ({listed})",
+        hint="give one tool's per-request exports at a time (and --from FORMAT if needed)",
+    )
