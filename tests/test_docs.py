@@ -30,9 +30,10 @@ def blocks(language: str) -> list[str]:
 def test_quick_start_is_two_commands_and_ci_runs_the_test_command() -> None:
     setup, tests = blocks("bash")[:2]
     assert "pip install -e '.[test]'" in setup and "servetrace analyze sample_traces/" in setup
-    assert tests.strip() == "python -m pytest"
+    assert tests.strip().endswith("python -m pytest")
+    assert "ruff check" in tests and "ruff format --check" in tests and "mypy servetrace" in tests
     ci = (ROOT / ".ci" / "run").read_text()
-    assert ci.strip().splitlines()[-1] == "python -m pytest"
+    assert ci.strip().splitlines()[-1] == tests.strip()
 
 
 @pytest.mark.parametrize("command", COMMANDS)
