@@ -10,10 +10,13 @@ from servetrace.analysis.memory import Analysis, AnalysisOptions
 from servetrace.cli._app import app, guarded, out_console, warn
 from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
 from servetrace.cli.analyze import parse_goodput
-from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS
-from servetrace.compare.measure import DEFAULT_ARRIVAL_TOLERANCE_NS, compare
+from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS, DEFAULT_COMPARE_STATS
+from servetrace.compare.comparison import compare
+from servetrace.compare.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
 from servetrace.render.compare import CompareFormat, render_compare
-from servetrace.stats import DEFAULT_COMPARE_STATS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from servetrace.render.compare_words import comparison_warnings
+from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
+from servetrace.stats.ratio import DEFAULT_CONFIDENCE
 
 
 @app.command("compare")
@@ -82,6 +85,6 @@ def compare_command(
         for candidate in candidates
     ]
     # Each warning once on stderr (the report repeats them in context on stdout).
-    for message in dict.fromkeys(w for c in comparisons for w in c.warnings):
+    for message in dict.fromkeys(w for c in comparisons for w in comparison_warnings(c)):
         warn(message)
     out_console.out(render_compare(comparisons, fmt, verbose=verbose), end="")

@@ -11,8 +11,7 @@ from servetrace.cli._app import app, err_console, guarded
 from servetrace.cli.analyze import check_output_path, write_frame
 from servetrace.sim.engine import EngineConfig, Policy, simulate
 from servetrace.sim.workloads import head, read_workload, scale_rate, synthetic_workload
-
-MS = 1_000_000
+from servetrace.units import NS_PER_MS as MS
 
 
 @app.command("simulate")

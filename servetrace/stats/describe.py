@@ -1,0 +1,233 @@
+"""Describe a sample: the statistics every report gives, and how they are computed.
+
+``describe`` gives ``STATISTICS`` (count, mean, population std, min, p50, p90, p95, p99,
+p99_9, max); ``statistic`` gives one of them, or any ``pNN``. Nulls and NaNs are dropped.
+
+Percentiles use linear interpolation between order statistics (numpy's default,
+``PERCENTILE_METHOD``). Mean and standard deviation are **deterministic functions of the
+values as a multiset**: the same values in any order, on any number of threads, in memory
+or streamed, give the same bits. A parallel float sum does not (its rounding depends on
+how the work was split; the pooled ITL std of one trace differed in the 14th digit from
+run to run), so:
+
+- integer samples (every time in ns) are summed exactly, as 128-bit integers of the
+  deviations from the minimum (``d = x - min``): ``n mean = n min + Σd`` and
+  ``n² var = n Σd² - (Σd)²`` are exact integers, and each result is rounded once;
+- float samples (per-request means such as ``tpot_ns``) are summed with ``math.fsum``,
+  which returns the correctly rounded sum whatever the order: ``mean = fsum(x) / n``,
+  ``var = fsum((x - mean)²) / n``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+FloatArray = npt.NDArray[np.float64]
+ArrayLike = pl.Series | npt.NDArray[np.generic] | Sequence[float] | Sequence[int]
+
+PERCENTILE_METHOD: Final = "linear"
+# The summary statistics of every metric, in report order.
+STATISTICS: tuple[str, ...] = (
+    "count",
+    "mean",
+    "std",
+    "min",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "p99_9",
+    "max",
+)
+STAT_ALIASES: dict[str, str] = {"median": "p50", "avg": "mean", "average": "mean", "p999": "p99_9"}
+_PERCENTILE_RE = re.compile(r"^p(\d{1,2}|100)(?:_(\d+))?$")
+_PERCENTILE_STATS = tuple(name for name in STATISTICS if name not in ("count", "mean", "std"))
+
+
+# --------------------------------------------------------------------------- names
+def canonical_stat(stat: str) -> str:
+    """The canonical spelling of a statistic name (``median`` → ``p50``)."""
+    stat = stat.strip().lower()
+    return STAT_ALIASES.get(stat, stat)
+
+
+def percentile_of(stat: str) -> float | None:
+    """The percentile (0-100) a statistic stands for, or None if it is not one.
+
+    ``p50`` → 50, ``p99_9`` → 99.9, ``min`` → 0, ``max`` → 100.
+    """
+    stat = canonical_stat(stat)
+    if stat == "min":
+        return 0.0
+    if stat == "max":
+        return 100.0
+    match = _PERCENTILE_RE.match(stat)
+    if match is None:
+        return None
+    value = float(match.group(1) + ("." + match.group(2) if match.group(2) else ""))
+    return value if value <= 100.0 else None
+
+
+def is_statistic(stat: str) -> bool:
+    """Whether ``stat`` names a statistic of a distribution (``count``, ``mean``, ``p75``…)."""
+    stat = canonical_stat(stat)
+    return stat in ("count", "mean", "std") or percentile_of(stat) is not None
+
+
+# --------------------------------------------------------------------------- moments
+def to_array(values: ArrayLike) -> FloatArray:
+    """Float64 numpy array of the values, nulls and NaNs dropped."""
+    if isinstance(values, pl.Series):
+        values = values.drop_nulls().cast(pl.Float64).to_numpy()
+    array = np.asarray(values, dtype=np.float64).ravel()
+    if array.size and np.isnan(array).any():
+        array = array[~np.isnan(array)]
+    return array
+
+
+def paired_array(values: ArrayLike) -> FloatArray:
+    """Float64 array aligned with the input: nulls become NaN, nothing is dropped."""
+    if isinstance(values, pl.Series):
+        return values.cast(pl.Float64).fill_null(np.nan).to_numpy().astype(np.float64)
+    return np.asarray(values, dtype=np.float64).ravel()
+
+
+def integer_moments(n: int, pivot: int, sum_d: int, sum_d2: int) -> tuple[float, float]:
+    """Mean and population std from exact sums of deviations ``d = x - pivot``.
+
+    Both are rounded once from exact integers (Python's int division is correctly
+    rounded), so they depend on the values only, never on the order they were summed in.
+    """
+    mean = (n * pivot + sum_d) / n
+    spread = n * sum_d2 - sum_d * sum_d  # n² · variance, exact
+    return mean, math.sqrt(max(spread, 0) / (n * n))
+
+
+def integer_sums(values: pl.Series, pivot: int = 0) -> tuple[int, int, int]:
+    """``(n, Σd, Σd²)`` of integer values, ``d = x - pivot``, exactly (128-bit sums).
+
+    Sums of several batches add up to the sums of the whole, so a streamed trace can
+    keep them and get from ``integer_moments`` the very bits the in-memory path gets.
+    """
+    values = values.drop_nulls()
+    deviation = pl.col("v").cast(pl.Int128) - pl.lit(pivot, pl.Int128)
+    s1, s2 = (
+        values.rename("v")
+        .to_frame()
+        .select(deviation.sum().alias("s1"), (deviation * deviation).sum().alias("s2"))
+        .row(0)
+    )
+    return values.len(), int(s1 or 0), int(s2 or 0)
+
+
+def _integer_series_moments(values: pl.Series) -> tuple[float, float]:
+    # Deviations from the minimum keep the squares small (far from the 128-bit limit);
+    # the result does not depend on the pivot, since both sums are exact.
+    pivot = int(values.min())  # type: ignore[arg-type]
+    n, sum_d, sum_d2 = integer_sums(values, pivot)
+    return integer_moments(n, pivot, sum_d, sum_d2)
+
+
+def _float_moments(array: FloatArray) -> tuple[float, float]:
+    n = array.size
+    mean = math.fsum(array.tolist()) / n
+    deviations = array - mean
+    return mean, math.sqrt(math.fsum((deviations * deviations).tolist()) / n)
+
+
+def _integral(array: FloatArray) -> bool:
+    """Whether every value is a whole number that float64 holds exactly."""
+    return bool(np.all(np.abs(array) < 2.0**53)) and bool(np.all(np.floor(array) == array))
+
+
+def moments(values: ArrayLike) -> tuple[float, float] | None:
+    """``(mean, population std)`` of the values, order-independent (module docstring).
+
+    None when there are no values. Integer dtypes, and float arrays holding only whole
+    numbers, take the exact integer path; other floats ``math.fsum``.
+    """
+    if isinstance(values, pl.Series) and values.dtype.is_integer():
+        values = values.drop_nulls()
+        return None if values.len() == 0 else _integer_series_moments(values)
+    array = to_array(values)
+    if array.size == 0:
+        return None
+    if _integral(array):
+        return _integer_series_moments(pl.Series(array.astype(np.int64)))
+    return _float_moments(array)
+
+
+# --------------------------------------------------------------------------- describe
+def statistic(values: ArrayLike, stat: str) -> float | None:
+    """One statistic of the values (None when there are none); the same number
+    ``describe`` gives for the statistics it reports."""
+    stat = canonical_stat(stat)
+    if stat == "count":
+        return float(to_array(values).size)
+    if stat in ("mean", "std"):
+        result = moments(values)
+        if result is None:
+            return None
+        return result[0] if stat == "mean" else result[1]
+    q = percentile_of(stat)
+    if q is None:
+        raise ValueError(f"unknown statistic {stat!r}")
+    array = to_array(values)
+    if array.size == 0:
+        return None
+    return float(np.percentile(array, q, method=PERCENTILE_METHOD))
+
+
+def _empty() -> dict[str, float | int | None]:
+    return {name: (0 if name == "count" else None) for name in STATISTICS}
+
+
+def describe(values: ArrayLike) -> dict[str, float | int | None]:
+    """count, mean, std (population), min, p50, p90, p95, p99, p99_9, max.
+
+    With no values, count is 0 and the rest None. A Polars Series takes its percentiles
+    from Polars (multi-threaded, no Float64 copy of a pooled ITL column of millions of
+    gaps; linear quantiles equal numpy's, and selection is exact so order cannot matter);
+    mean and std come from ``moments`` either way.
+    """
+    if isinstance(values, pl.Series) and values.dtype.is_numeric():
+        return _describe_series(values)
+    array = to_array(values)
+    if array.size == 0:
+        return _empty()
+    qs = [q for q in map(percentile_of, _PERCENTILE_STATS) if q is not None]
+    points = np.percentile(array, qs, method=PERCENTILE_METHOD)
+    mean, std = moments(array) or (None, None)
+    result: dict[str, float | int | None] = {"count": int(array.size), "mean": mean, "std": std}
+    result.update({name: float(p) for name, p in zip(_PERCENTILE_STATS, points, strict=True)})
+    return {name: result[name] for name in STATISTICS}
+
+
+def _describe_series(values: pl.Series) -> dict[str, float | int | None]:
+    values = values.drop_nulls()
+    if values.dtype.is_float():
+        values = values.drop_nans()
+    if values.len() == 0:
+        return _empty()
+    column = pl.col("v")
+    exprs = {"min": column.min(), "max": column.max()}
+    for name in _PERCENTILE_STATS:
+        q = percentile_of(name)
+        if q is not None and name not in exprs:
+            exprs[name] = column.quantile(q / 100, interpolation="linear")
+    row = (
+        values.rechunk()
+        .to_frame("v")
+        .select(**{name: expr.cast(pl.Float64) for name, expr in exprs.items()})
+        .row(0, named=True)
+    )
+    mean, std = moments(values) or (None, None)
+    row.update(count=values.len(), mean=mean, std=std)
+    return {name: row[name] for name in STATISTICS}
