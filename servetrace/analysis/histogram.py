@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from servetrace.stats.describe import integer_moments, integer_sums
+from servetrace.stats.moments import integer_moments, integer_sums
 
 RESOLUTION = 4000  # buckets per e-fold: relative bucket width 1/4000 ≈ 0.025%
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
@@ -38,7 +38,7 @@ class LogHistogram:
         if values.len() == 0:
             return
         as_float = values.cast(pl.Float64)
-        n, total, total_sq = integer_sums(values.cast(pl.Int64))
+        n, total, total_sq = integer_sums(values.cast(pl.Int64).to_numpy())
         self.n += n
         self.total += total
         self.total_sq += total_sq

@@ -26,7 +26,7 @@ DECOMPOSITION_COMPONENTS: tuple[tuple[str, str], ...] = (
 )
 
 
-# --------------------------------------------------------------------------- explain
+# --------------------------------------------------------------------------- decomposition
 def _ns(frame: pl.DataFrame, column: str, how: str) -> float | None:
     if frame.height == 0:
         return None

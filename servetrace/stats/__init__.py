@@ -1,7 +1,7 @@
 """Statistics as pure functions on arrays: nothing here reads files, prints or words.
 
-- ``describe``: the statistics of a sample (``STATISTICS``), percentile names, and the
-  order-independent mean and std every report uses;
+- ``describe``: the statistics of a sample (``STATISTICS``) and percentile names;
+- ``moments``: the order-independent mean and std every report uses (exact for ns);
 - ``ratio``: the ratio ``candidate / baseline`` with its interval (``RatioCI``);
 - ``bootstrap``: bootstrap intervals of that ratio, paired or not;
 - ``clusters``: the design effect (effective sample size) of clustered samples;

@@ -8,19 +8,13 @@ Percentiles use linear interpolation between order statistics (numpy's default,
 values as a multiset**: the same values in any order, on any number of threads, in memory
 or streamed, give the same bits. A parallel float sum does not (its rounding depends on
 how the work was split; the pooled ITL std of one trace differed in the 14th digit from
-run to run), so:
-
-- integer samples (every time in ns) are summed exactly, as 128-bit integers of the
-  deviations from the minimum (``d = x - min``): ``n mean = n min + Σd`` and
-  ``n² var = n Σd² - (Σd)²`` are exact integers, and each result is rounded once;
-- float samples (per-request means such as ``tpot_ns``) are summed with ``math.fsum``,
-  which returns the correctly rounded sum whatever the order: ``mean = fsum(x) / n``,
-  ``var = fsum((x - mean)²) / n``.
+run to run), so ``servetrace.stats.moments`` sums integer samples (every time in ns)
+exactly and rounds once, and float samples (per-request means such as ``tpot_ns``) in
+sorted order.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -28,6 +22,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+
+from servetrace.stats.moments import float_moments, integer_series_moments
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = pl.Series | npt.NDArray[np.generic] | Sequence[float] | Sequence[int]
@@ -99,49 +95,6 @@ def paired_array(values: ArrayLike) -> FloatArray:
     return np.asarray(values, dtype=np.float64).ravel()
 
 
-def integer_moments(n: int, pivot: int, sum_d: int, sum_d2: int) -> tuple[float, float]:
-    """Mean and population std from exact sums of deviations ``d = x - pivot``.
-
-    Both are rounded once from exact integers (Python's int division is correctly
-    rounded), so they depend on the values only, never on the order they were summed in.
-    """
-    mean = (n * pivot + sum_d) / n
-    spread = n * sum_d2 - sum_d * sum_d  # n² · variance, exact
-    return mean, math.sqrt(max(spread, 0) / (n * n))
-
-
-def integer_sums(values: pl.Series, pivot: int = 0) -> tuple[int, int, int]:
-    """``(n, Σd, Σd²)`` of integer values, ``d = x - pivot``, exactly (128-bit sums).
-
-    Sums of several batches add up to the sums of the whole, so a streamed trace can
-    keep them and get from ``integer_moments`` the very bits the in-memory path gets.
-    """
-    values = values.drop_nulls()
-    deviation = pl.col("v").cast(pl.Int128) - pl.lit(pivot, pl.Int128)
-    s1, s2 = (
-        values.rename("v")
-        .to_frame()
-        .select(deviation.sum().alias("s1"), (deviation * deviation).sum().alias("s2"))
-        .row(0)
-    )
-    return values.len(), int(s1 or 0), int(s2 or 0)
-
-
-def _integer_series_moments(values: pl.Series) -> tuple[float, float]:
-    # Deviations from the minimum keep the squares small (far from the 128-bit limit);
-    # the result does not depend on the pivot, since both sums are exact.
-    pivot = int(values.min())  # type: ignore[arg-type]
-    n, sum_d, sum_d2 = integer_sums(values, pivot)
-    return integer_moments(n, pivot, sum_d, sum_d2)
-
-
-def _float_moments(array: FloatArray) -> tuple[float, float]:
-    n = array.size
-    mean = math.fsum(array.tolist()) / n
-    deviations = array - mean
-    return mean, math.sqrt(math.fsum((deviations * deviations).tolist()) / n)
-
-
 def _integral(array: FloatArray) -> bool:
     """Whether every value is a whole number that float64 holds exactly."""
     return bool(np.all(np.abs(array) < 2.0**53)) and bool(np.all(np.floor(array) == array))
@@ -151,17 +104,18 @@ def moments(values: ArrayLike) -> tuple[float, float] | None:
     """``(mean, population std)`` of the values, order-independent (module docstring).
 
     None when there are no values. Integer dtypes, and float arrays holding only whole
-    numbers, take the exact integer path; other floats ``math.fsum``.
+    numbers, take the exact integer path; other floats a sum in sorted order
+    (``servetrace.stats.moments``).
     """
     if isinstance(values, pl.Series) and values.dtype.is_integer():
-        values = values.drop_nulls()
-        return None if values.len() == 0 else _integer_series_moments(values)
+        ints = values.drop_nulls().cast(pl.Int64).to_numpy()
+        return integer_series_moments(ints) if ints.size else None
     array = to_array(values)
     if array.size == 0:
         return None
     if _integral(array):
-        return _integer_series_moments(pl.Series(array.astype(np.int64)))
-    return _float_moments(array)
+        return integer_series_moments(array.astype(np.int64))
+    return float_moments(array)
 
 
 # --------------------------------------------------------------------------- describe

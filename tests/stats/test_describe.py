@@ -15,12 +15,12 @@ from hypothesis import strategies as hs
 from servetrace.stats.describe import (
     canonical_stat,
     describe,
-    integer_moments,
     is_statistic,
     moments,
     percentile_of,
     statistic,
 )
+from servetrace.stats.moments import integer_moments, integer_sums
 
 
 def test_integer_moments_by_hand() -> None:
@@ -50,12 +50,26 @@ def test_large_integers_are_summed_exactly() -> None:
     assert statistic(values, "std") == math.sqrt(8 / 3)
 
 
-def test_float_values_use_a_correctly_rounded_sum() -> None:
-    # fsum(0.1, 0.2, 0.3) is the float nearest 0.6 in any order; a left-to-right sum
-    # of 0.3 + 0.2 + 0.1 is 0.6000000000000001
+def test_float_values_are_summed_in_sorted_order() -> None:
+    # left to right, 0.3 + 0.2 + 0.1 = 0.6 but 0.1 + 0.2 + 0.3 = 0.6000000000000001: the
+    # sum depends on the order. Sorted first, every order gives 0.6000000000000001 / 3.
+    assert 0.3 + 0.2 + 0.1 != 0.1 + 0.2 + 0.3
     for order in ([0.1, 0.2, 0.3], [0.3, 0.2, 0.1], [0.2, 0.3, 0.1]):
-        assert describe(pl.Series(order))["mean"] == 0.6 / 3
-        assert describe(np.array(order))["mean"] == 0.6 / 3
+        assert describe(pl.Series(order))["mean"] == (0.1 + 0.2 + 0.3) / 3
+        assert describe(np.array(order))["mean"] == (0.1 + 0.2 + 0.3) / 3
+
+
+def test_integer_sums_split_and_wide_agree() -> None:
+    # 3 = 0·2^21 + 3 and 2^21 + 5 = 1·2^21 + 5: Σd = 2^21 + 8, Σd² = 9 + (2^21 + 5)²
+    values = np.array([3, 2**21 + 5, -7], dtype=np.int64)
+    n, s1, s2 = integer_sums(values)
+    assert (n, s1, s2) == (3, 2**21 + 1, 9 + (2**21 + 5) ** 2 + 49)
+    # a range beyond 2^42 takes 128-bit sums, with the same meaning
+    wide = np.array([0, 2**50, -(2**50)], dtype=np.int64)
+    assert integer_sums(wide) == (3, 0, 2 * 2**100)
+    # more than one block of 2^20 values
+    many = np.full(3 * 2**20 + 1, 7, dtype=np.int64)
+    assert integer_sums(many, pivot=2) == (many.size, 5 * many.size, 25 * many.size)
 
 
 @settings(max_examples=40, deadline=None)
