@@ -20,9 +20,7 @@ import polars as pl
 
 from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_events
-from tests.conftest import SCHEMA, events, make_request
-
-MS = 1_000_000
+from tests.conftest import MS, SCHEMA, events, make_request
 
 
 def synthetic_events(

@@ -4,13 +4,14 @@
 p99_9, max); ``statistic`` gives one of them, or any ``pNN``. Nulls and NaNs are dropped.
 
 Percentiles use linear interpolation between order statistics (numpy's default,
-``PERCENTILE_METHOD``). Mean and standard deviation are **deterministic functions of the
-values as a multiset**: the same values in any order, on any number of threads, in memory
-or streamed, give the same bits. A parallel float sum does not (its rounding depends on
-how the work was split; the pooled ITL std of one trace differed in the 14th digit from
-run to run), so ``servetrace.stats.moments`` sums integer samples (every time in ns)
-exactly and rounds once, and float samples (per-request means such as ``tpot_ns``) in
-sorted order.
+``PERCENTILE_METHOD``), computed by Polars for every container, so a list, an array and
+a Series of the same values give the same bits. Mean and standard deviation are
+**deterministic functions of the values as a multiset**: the same values in any order,
+on any number of threads, in memory or streamed, give the same bits. A parallel float
+sum does not (its rounding depends on how the work was split; the pooled ITL std of one
+trace differed in the 14th digit from run to run), so ``servetrace.stats.moments`` sums
+integer samples (every time in ns) exactly and rounds once, and float samples
+(per-request means such as ``tpot_ns``) in sorted order.
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ def moments(values: ArrayLike) -> tuple[float, float] | None:
 
 # --------------------------------------------------------------------------- describe
 def statistic(values: ArrayLike, stat: str) -> float | None:
-    """One statistic of the values (None when there are none); the same number
-    ``describe`` gives for the statistics it reports."""
+    """One statistic of the values (None when there are none): bit for bit the number
+    ``describe`` gives, so a rule, a compare row and the report never disagree."""
     stat = canonical_stat(stat)
     if stat == "count":
         return float(to_array(values).size)
@@ -133,55 +134,56 @@ def statistic(values: ArrayLike, stat: str) -> float | None:
     q = percentile_of(stat)
     if q is None:
         raise ValueError(f"unknown statistic {stat!r}")
-    array = to_array(values)
-    if array.size == 0:
+    series = _clean_series(values)
+    if series.len() == 0:
         return None
-    return float(np.percentile(array, q, method=PERCENTILE_METHOD))
+    return _points(series, {stat: q})[stat]
 
 
 def _empty() -> dict[str, float | int | None]:
     return {name: (0 if name == "count" else None) for name in STATISTICS}
 
 
+def _clean_series(values: ArrayLike) -> pl.Series:
+    """The values as a numeric Series without nulls or NaNs."""
+    if not (isinstance(values, pl.Series) and values.dtype.is_numeric()):
+        return pl.Series("v", to_array(values))
+    values = values.drop_nulls()
+    return values.drop_nans() if values.dtype.is_float() else values
+
+
+def _points(values: pl.Series, percentiles: dict[str, float]) -> dict[str, float]:
+    """Linear-interpolation percentiles (0-100) of a non-empty Series, from Polars."""
+    column = pl.col("v")
+    exprs = {
+        name: (
+            column.min()
+            if q == 0.0
+            else column.max()
+            if q == 100.0
+            else column.quantile(q / 100, interpolation="linear")
+        ).cast(pl.Float64)
+        for name, q in percentiles.items()
+    }
+    return values.rechunk().rename("v").to_frame().select(**exprs).row(0, named=True)
+
+
 def describe(values: ArrayLike) -> dict[str, float | int | None]:
     """count, mean, std (population), min, p50, p90, p95, p99, p99_9, max.
 
-    With no values, count is 0 and the rest None. A Polars Series takes its percentiles
-    from Polars (multi-threaded, no Float64 copy of a pooled ITL column of millions of
-    gaps; linear quantiles equal numpy's, and selection is exact so order cannot matter);
-    mean and std come from ``moments`` either way.
+    With no values, count is 0 and the rest None. Percentiles come from Polars (one
+    multi-threaded pass, no Float64 copy of a pooled ITL column of millions of gaps;
+    selection is exact, so the order of the values cannot matter), whatever the
+    container: an array is described as the Series of its values. Mean and std come
+    from ``moments``.
     """
-    if isinstance(values, pl.Series) and values.dtype.is_numeric():
-        return _describe_series(values)
-    array = to_array(values)
-    if array.size == 0:
+    series = _clean_series(values)
+    if series.len() == 0:
         return _empty()
-    qs = [q for q in map(percentile_of, _PERCENTILE_STATS) if q is not None]
-    points = np.percentile(array, qs, method=PERCENTILE_METHOD)
-    mean, std = moments(array) or (None, None)
-    result: dict[str, float | int | None] = {"count": int(array.size), "mean": mean, "std": std}
-    result.update({name: float(p) for name, p in zip(_PERCENTILE_STATS, points, strict=True)})
-    return {name: result[name] for name in STATISTICS}
-
-
-def _describe_series(values: pl.Series) -> dict[str, float | int | None]:
-    values = values.drop_nulls()
-    if values.dtype.is_float():
-        values = values.drop_nans()
-    if values.len() == 0:
-        return _empty()
-    column = pl.col("v")
-    exprs = {"min": column.min(), "max": column.max()}
-    for name in _PERCENTILE_STATS:
-        q = percentile_of(name)
-        if q is not None and name not in exprs:
-            exprs[name] = column.quantile(q / 100, interpolation="linear")
-    row = (
-        values.rechunk()
-        .to_frame("v")
-        .select(**{name: expr.cast(pl.Float64) for name, expr in exprs.items()})
-        .row(0, named=True)
+    percentiles = {name: percentile_of(name) for name in _PERCENTILE_STATS}
+    row: dict[str, float | int | None] = dict(
+        _points(series, {k: v for k, v in percentiles.items() if v is not None})
     )
-    mean, std = moments(values) or (None, None)
-    row.update(count=values.len(), mean=mean, std=std)
+    mean, std = moments(series) or (None, None)
+    row.update(count=series.len(), mean=mean, std=std)
     return {name: row[name] for name in STATISTICS}

@@ -17,6 +17,7 @@ from hypothesis import strategies as hs
 
 from servetrace.analysis.memory import analyze_events
 from servetrace.analysis.summary import GoodputTarget
+from servetrace.compare.catalog import metric_value
 from servetrace.compare.comparison import ROW_SCHEMA, compare
 from servetrace.compare.workload import DEFAULT_ARRIVAL_TOLERANCE_NS, match_workloads
 from servetrace.errors import UsageError
@@ -27,7 +28,7 @@ from servetrace.render.compare_words import (
     tradeoff_text,
 )
 from servetrace.render.workload import workload_message
-from tests.factories import MS, streamed, synthetic, synthetic_events
+from tests.factories import MS, constant_trace, streamed, synthetic, synthetic_events
 
 FAST = {"resamples": 200}
 
@@ -371,3 +372,30 @@ def test_client_side_traces_skip_queue_wait() -> None:
     result = compare(a, a, resamples=200, metrics=["queue_wait", "ttft"])
     assert set(result.rows.get_column("metric")) == {"ttft"}
     assert result.skipped[0].reason == "no completed request has a queue_wait in either trace"
+
+
+def test_rates_are_the_summary_numbers_by_hand() -> None:
+    # 20 requests, arrivals 0, 100, …, 1900 ms; each queued 40 ms, prefilled 60 ms,
+    # decoded 90 ms: the last completes at 1900 + 190 = 2090 ms, so the window is
+    # 2.09 s: 20 / 2.09 req/s, 200 output tokens / 2.09 s, and with the prompts
+    # (100 + 110 + … + 290 = 3900) 4100 / 2.09 total tok/s.
+    a = constant_trace(60)
+    result = compare(a, a, resamples=200, metrics=["throughput", "ttft"], stats=["mean"])
+    by_key = rows(result)
+    assert by_key["throughput.requests_per_s"]["baseline"] == pytest.approx(20 / 2.09)
+    assert by_key["throughput.output_tokens_per_s"]["baseline"] == pytest.approx(200 / 2.09)
+    assert by_key["throughput.total_tokens_per_s"]["baseline"] == pytest.approx(4100 / 2.09)
+    # exactly what the analysis summary reports, not a definition of compare's own
+    for stat in ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s"):
+        assert by_key[f"throughput.{stat}"]["baseline"] == a.summary.throughput[stat]
+    assert by_key["ttft.mean"]["baseline"] == 100.0
+
+
+def test_check_and_compare_read_the_reported_statistics() -> None:
+    """metric_value (check, compare) and the analysis summary (analyze's JSON) are one
+    computation: the same bits for every statistic they share."""
+    a = synthetic(150, cancelled=4)
+    for metric in ("ttft", "itl", "tpot", "e2e"):
+        reported = a.summary.metrics[metric]
+        for stat in ("mean", "std", "p50", "p99", "max"):
+            assert metric_value(a, metric, stat) == reported[stat], (metric, stat)
