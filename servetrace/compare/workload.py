@@ -145,7 +145,7 @@ def match_workloads(
     """Match the workloads of two traces' ``requests`` frames (see the module docstring)."""
     key = pair_on or "request_id"
     missing = [
-        f"{name} ({', '.join(frame.columns)})"
+        f"{name} ({', '.join(c for c in frame.columns if not c.startswith('_'))})"
         for name, frame in (("baseline", base_requests), ("candidate", cand_requests))
         if key not in frame.columns
     ]

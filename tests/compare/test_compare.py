@@ -127,6 +127,11 @@ def test_pair_on_another_column_and_duplicates_in_order() -> None:
     assert match.verdict == "same_requests"
     with pytest.raises(UsageError, match="no such column"):
         match_workloads(base, cand, pair_on="tenant")
+    # the analysis' internal request key is not offered as a column to pair on
+    real = synthetic(5)
+    with pytest.raises(UsageError) as error:
+        match_workloads(real.requests, real.requests, pair_on="tenant")
+    assert "_key" not in error.value.message and "request_id" in error.value.message
 
 
 def test_integer_and_string_ids_match() -> None:
