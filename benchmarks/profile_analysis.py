@@ -238,7 +238,7 @@ def replay(path: str, repeat: int) -> tuple[list[dict], dict]:
         lambda: summary.latency_distributions(completed, gaps),
         "dists",
     )
-    from servetrace.stats import describe
+    from servetrace.stats.describe import describe
 
     step("  of which stats.describe(itl gaps)", lambda: describe(gaps["itl_ns"]), "itl_desc")
     step(
@@ -396,7 +396,7 @@ def experiments(s: dict, repeat: int) -> list[dict]:
         )
         return list(frame.row(0))
 
-    from servetrace.stats import describe
+    from servetrace.stats.describe import describe
 
     res = compare(
         "ITL distribution over the pooled gaps (9.5M values at 1e7 events)",

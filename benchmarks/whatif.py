@@ -90,7 +90,7 @@ def apply(patches: set[str]) -> None:
         lifecycle._tick_frame = _tick_frame
 
     if "describe" in patches:
-        from servetrace import stats
+        import servetrace.stats.describe as stats
         from servetrace.analysis import formula, summary
 
         original = stats.describe

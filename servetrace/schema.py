@@ -70,8 +70,6 @@ EVENT_ALIASES: dict[str, str] = {
     "free": "release",
 }
 
-TIME_UNITS: dict[str, int] = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-
 
 @dataclass(frozen=True)
 class Column:

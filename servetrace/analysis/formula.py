@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from servetrace.stats import describe
+from servetrace.stats.describe import describe
 
 DEFAULT_ABS_TOL_NS = 1_000_000  # 1 ms: below what any client or log can resolve reliably
 DEFAULT_REL_TOL = 0.01

@@ -14,7 +14,7 @@ import polars as pl
 
 from servetrace.analysis.formula import WORST_SHOWN, FormulaCheck, FormulaReport, _likely_cause
 from servetrace.analysis.summary import EXAMPLES_SHOWN, Distribution
-from servetrace.stats import STATISTICS, percentile_of
+from servetrace.stats.describe import STATISTICS, percentile_of
 
 G = "_group"
 # Every timestamp a timeline row carries: the latest is the request's last event.

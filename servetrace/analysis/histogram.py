@@ -1,7 +1,8 @@
 """A mergeable log-bucketed histogram for pooled ITL gaps when a trace is streamed.
 
 A streamed trace cannot keep every gap (1e9 events ⇒ ~8 GB of gaps), so each batch adds
-its gaps here. Count, mean, std, min and max stay exact (running sums); percentiles come
+its gaps here. Count, mean, std, min and max stay exact (running integer sums, so mean
+and std are the bits the in-memory ``describe`` gives); percentiles come
 from buckets of ``log1p(value)`` of width ``1 / RESOLUTION`` (0.025% relative), each
 reported at its centre, so a percentile is within ±0.0125% of the sample of that rank
 (exact percentiles interpolate linearly between two samples; this picks the bucket of
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from servetrace.stats.moments import integer_moments, integer_sums
+
 RESOLUTION = 4000  # buckets per e-fold: relative bucket width 1/4000 ≈ 0.025%
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
 
@@ -25,8 +28,8 @@ class LogHistogram:
         default_factory=lambda: pl.DataFrame(schema={"b": pl.Int64, "n": pl.Int64})
     )
     n: int = 0
-    total: float = 0.0
-    total_sq: float = 0.0
+    total: int = 0  # Σ gap, exact
+    total_sq: int = 0  # Σ gap², exact
     lo: float | None = None
     hi: float | None = None
 
@@ -35,9 +38,10 @@ class LogHistogram:
         if values.len() == 0:
             return
         as_float = values.cast(pl.Float64)
-        self.n += values.len()
-        self.total += float(as_float.sum())
-        self.total_sq += float((as_float * as_float).sum())
+        n, total, total_sq = integer_sums(values.cast(pl.Int64).to_numpy())
+        self.n += n
+        self.total += total
+        self.total_sq += total_sq
         lo, hi = float(as_float.min()), float(as_float.max())  # type: ignore[arg-type]
         self.lo = lo if self.lo is None else min(self.lo, lo)
         self.hi = hi if self.hi is None else max(self.hi, hi)
@@ -54,15 +58,14 @@ class LogHistogram:
             return dict.fromkeys(
                 ("count", "mean", "std", "min", "p50", "p90", "p95", "p99", "p99_9", "max")
             ) | {"count": 0}
-        mean = self.total / self.n
-        variance = max(self.total_sq / self.n - mean * mean, 0.0)
+        mean, std = integer_moments(self.n, 0, self.total, self.total_sq)
         ordered = self.buckets.sort("b")
         keys = ordered["b"].to_numpy()
         cumulative = np.cumsum(ordered["n"].to_numpy())
         out: dict[str, float | int | None] = {
             "count": self.n,
             "mean": mean,
-            "std": variance**0.5,
+            "std": std,
             "min": self.lo,
         }
         for name, q in QUANTILES.items():

@@ -25,8 +25,8 @@ from servetrace.analysis.summary import GoodputTarget, Summary, summarize
 from servetrace.errors import InputError, UsageError
 from servetrace.schema import CANONICAL_COLUMNS
 from servetrace.sources.canonical import IngestOptions, Trace, normalise
+from servetrace.units import NS_PER_DAY
 
-NS_PER_DAY = 86_400 * 10**9
 MAX_PLAUSIBLE_SPAN_NS = 30 * NS_PER_DAY
 
 

@@ -19,10 +19,10 @@ from servetrace.analysis.formula import FormulaReport, check_formula
 from servetrace.analysis.lifecycle import RULES, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.errors import UsageError
-from servetrace.stats import describe
+from servetrace.stats.describe import describe
+from servetrace.units import NS_PER_S
 
 EXAMPLES_SHOWN = 5
-NS_PER_S = 1e9
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,12 @@ from servetrace.api._analyze import (
     path_texts,
     require_number,
 )
-from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS
-from servetrace.compare.measure import DEFAULT_ARRIVAL_TOLERANCE_NS, Comparison
-from servetrace.compare.measure import compare as compare_analyses
-from servetrace.stats import DEFAULT_COMPARE_STATS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS, DEFAULT_COMPARE_STATS
+from servetrace.compare.comparison import Comparison
+from servetrace.compare.comparison import compare as compare_analyses
+from servetrace.compare.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
+from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
+from servetrace.stats.ratio import DEFAULT_CONFIDENCE
 
 
 def _analysis_of(

@@ -49,28 +49,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from servetrace import stats as st
+from servetrace.analysis.memory import Analysis
 from servetrace.compare.catalog import (
     GOODPUT_METRICS,
     METRICS,
     OPERATORS,
-    TIME_UNITS_NS,
-    AnalysisLike,
     GoodputTarget,
     MetricSpec,
     MetricUnavailable,
     canonical_metric,
     check_stat,
-    format_number,
-    format_value,
     get_metric,
     metric_value,
     stats_help,
     suggest,
-    to_display,
 )
-from servetrace.compare.measure import WorkloadMatch, match_workloads, measure
+from servetrace.compare.measure import measure
+from servetrace.compare.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
+from servetrace.render.compare_words import skipped_text
+from servetrace.render.format import display_unit, format_number, format_value, to_display
+from servetrace.render.workload import workload_dict, workload_message
+from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
+from servetrace.stats.ratio import DEFAULT_CONFIDENCE
+from servetrace.stats.verdicts import MIN_SAMPLES
+from servetrace.units import TIME_UNIT_SPELLINGS as TIME_UNITS_NS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -469,8 +472,8 @@ class GateConfig:
     baseline: Path | None = None
     significance: bool = True
     seed: int = 0
-    resamples: int = st.DEFAULT_RESAMPLES
-    confidence: float = st.DEFAULT_CONFIDENCE
+    resamples: int = DEFAULT_RESAMPLES
+    confidence: float = DEFAULT_CONFIDENCE
     source: Path | None = None
 
 
@@ -641,7 +644,7 @@ class GateResult:
             "resamples": self.resamples,
             "confidence": self.confidence,
             "baseline": self.baseline_kind,
-            "workload": None if self.workload is None else self.workload.to_dict(),
+            "workload": None if self.workload is None else workload_dict(self.workload),
             "notes": list(self.notes),
         }
 
@@ -722,15 +725,15 @@ def _coerce_rules(rules: Sequence[Rule] | str) -> tuple[Rule, ...]:
 
 
 def evaluate(
-    analysis: AnalysisLike,
+    analysis: Analysis,
     rules: Sequence[Rule] | str,
-    baseline: AnalysisLike | Mapping[str, Any] | None = None,
+    baseline: Analysis | Mapping[str, Any] | None = None,
     *,
     goodput: Sequence[GoodputTarget] = (),
     significance: bool = True,
     seed: int = 0,
-    resamples: int = st.DEFAULT_RESAMPLES,
-    confidence: float = st.DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     pair_on: str | None = None,
 ) -> GateResult:
     """Evaluate SLO rules and regression budgets on one trace.
@@ -789,7 +792,7 @@ def evaluate(
     test_significance = significance and regressions and not json_baseline
     if test_significance and baseline is not None and not isinstance(baseline, Mapping):
         workload = match_workloads(baseline.requests, analysis.requests, pair_on)
-        measured, notes = measure(
+        measured, skipped = measure(
             baseline,
             analysis,
             [(r.metric, r.stat) for r in regressions],
@@ -800,9 +803,10 @@ def evaluate(
             min_change=0.0,
             goodput=goodput,
         )
+        notes = [skipped_text(s) for s in skipped]
         tested = {f"{m.spec.name}.{m.stat}": m for m in measured}
         if not workload.paired:
-            notes.append(f"baseline: {workload.message}")
+            notes.append(f"baseline: {workload_message(workload)}")
 
     results = []
     for rule in checked:
@@ -833,7 +837,7 @@ def evaluate(
 
 def _slo_result(rule: SloRule, value: float | None) -> RuleResult:
     spec = get_metric(rule.metric)
-    unit = spec.unit_of(rule.stat)
+    unit = display_unit(spec, rule.stat)
     limit = rule.limit
     shown_value = to_display(spec, rule.stat, value)
     shown_limit = to_display(spec, rule.stat, limit)
@@ -867,7 +871,7 @@ def _regression_result(
     test_significance: bool,
 ) -> RuleResult:
     spec = get_metric(rule.metric)
-    unit = spec.unit_of(rule.stat)
+    unit = display_unit(spec, rule.stat)
     shown_value = to_display(spec, rule.stat, value)
     shown_base = to_display(spec, rule.stat, base)
     if value is None or base is None:
@@ -898,7 +902,7 @@ def _regression_result(
             significant = False
         else:
             significant = ci_low > 1.0 if worse_is_higher else ci_high < 1.0
-            if min(ci.n_baseline, ci.n_candidate) < st.MIN_SAMPLES and ci.method != "poisson":
+            if min(ci.n_baseline, ci.n_candidate) < MIN_SAMPLES and ci.method != "poisson":
                 significant = False
                 too_few = min(ci.n_baseline, ci.n_candidate)
     elif test_significance:
@@ -919,7 +923,7 @@ def _regression_result(
     elif too_few is not None:
         # Say why a large change still passes: it could not be tested, not that it held.
         message += (
-            f", not testable: {too_few} requests, {st.MIN_SAMPLES} needed; "
+            f", not testable: {too_few} requests, {MIN_SAMPLES} needed; "
             "use --no-significance to gate on the budget alone)"
         )
     else:

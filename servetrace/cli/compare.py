@@ -21,11 +21,12 @@ from servetrace.cli._options import (
     in_range,
     reading,
 )
-from servetrace.compare.measure import DEFAULT_ARRIVAL_TOLERANCE_NS
+from servetrace.compare.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
 from servetrace.render.compare import CompareFormat, render_compare
-from servetrace.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
-
-NS_PER_MS = 1_000_000
+from servetrace.render.compare_words import comparison_warnings
+from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
+from servetrace.stats.ratio import DEFAULT_CONFIDENCE
+from servetrace.units import NS_PER_MS
 
 
 @app.command("compare")
@@ -109,6 +110,6 @@ def compare_command(
         for candidate in candidates
     ]
     # Each warning once on stderr (the report repeats them in context on stdout).
-    for message in dict.fromkeys(w for c in comparisons for w in c.warnings):
+    for message in dict.fromkeys(w for c in comparisons for w in comparison_warnings(c)):
         warn(message)
     out_console.out(render_compare(comparisons, fmt, verbose=verbose), end="")

@@ -12,8 +12,7 @@ from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED
 from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.sim.engine import EngineConfig, Policy, simulate
 from servetrace.sim.workloads import head, read_workload, scale_rate, synthetic_workload
-
-MS = 1_000_000
+from servetrace.units import NS_PER_MS as MS
 
 
 @app.command("simulate")

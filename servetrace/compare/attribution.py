@@ -3,20 +3,20 @@
 ``decompose`` splits the e2e difference of paired requests into queue wait, prefill,
 decode and delivery tail (means add up; medians do not, so a residual row says so);
 ``length_buckets`` shows the mean per-request deltas by prompt and output length
-quartile. (The one-line "candidate trades 70 ms of TTFT for 4 ms of ITL" is worded from
-the compared rows, in ``servetrace.compare.measure``.)
+quartile; ``tradeoff`` finds what the candidate traded (TTFT against ITL). Every time is
+in ns (Float64: means of whole ns); the renderer converts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from servetrace.compare.catalog import (
-    NS_PER_MS,
-)
+from servetrace.compare.measure import Measured
 
 DECOMPOSITION_COMPONENTS: tuple[tuple[str, str], ...] = (
     ("queue_wait", "queue_wait_ns"),
@@ -26,17 +26,17 @@ DECOMPOSITION_COMPONENTS: tuple[tuple[str, str], ...] = (
 )
 
 
-# --------------------------------------------------------------------------- explain
-def _ms(frame: pl.DataFrame, column: str, how: str) -> float | None:
-    if column not in frame.columns or frame.height == 0:
+# --------------------------------------------------------------------------- decomposition
+def _ns(frame: pl.DataFrame, column: str, how: str) -> float | None:
+    if frame.height == 0:
         return None
     series = frame.get_column(column).cast(pl.Float64)
     value = series.mean() if how == "mean" else series.median()
-    return None if value is None else float(value) / NS_PER_MS  # type: ignore[arg-type]
+    return None if value is None else float(value)  # type: ignore[arg-type]
 
 
 def decompose(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
-    """Where the end-to-end difference comes from: per component, mean and p50 (ms).
+    """Where the end-to-end difference comes from: per component, mean and p50 (ns).
 
     For every completed request ``e2e = queue_wait + prefill + decode + delivery_tail``,
     so the mean deltas add up to the e2e delta (``share`` is each part of it); medians do
@@ -44,15 +44,11 @@ def decompose(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
     """
     records: list[dict[str, Any]] = []
     components = DECOMPOSITION_COMPONENTS
-    if _ms(base, "queue_wait_ns", "mean") is None and _ms(cand, "queue_wait_ns", "mean") is None:
+    if _ns(base, "queue_wait_ns", "mean") is None and _ns(cand, "queue_wait_ns", "mean") is None:
         # Client-side traces see no admission: their e2e splits into ttft + decode + tail.
         components = (("ttft", "ttft_ns"), *DECOMPOSITION_COMPONENTS[2:])
-    parts = [
-        (name, column)
-        for name, column in components
-        if column in base.columns and column in cand.columns
-    ]
-    total_b, total_c = _ms(base, "e2e_ns", "mean"), _ms(cand, "e2e_ns", "mean")
+    parts = list(components)
+    total_b, total_c = _ns(base, "e2e_ns", "mean"), _ns(cand, "e2e_ns", "mean")
     total_delta = None if total_b is None or total_c is None else total_c - total_b
 
     def record(
@@ -61,23 +57,23 @@ def decompose(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
         delta = None if mb is None or mc is None else mc - mb
         return {
             "component": name,
-            "baseline_mean_ms": mb,
-            "candidate_mean_ms": mc,
-            "delta_mean_ms": delta,
+            "baseline_mean_ns": mb,
+            "candidate_mean_ns": mc,
+            "delta_mean_ns": delta,
             "share": (delta / total_delta if delta is not None and total_delta else None),
-            "baseline_p50_ms": pb,
-            "candidate_p50_ms": pc,
-            "delta_p50_ms": None if pb is None or pc is None else pc - pb,
+            "baseline_p50_ns": pb,
+            "candidate_p50_ns": pc,
+            "delta_p50_ns": None if pb is None or pc is None else pc - pb,
         }
 
     sums = [0.0, 0.0, 0.0, 0.0]
     known = [True, True, True, True]
     for name, column in parts:
         values = (
-            _ms(base, column, "mean"),
-            _ms(cand, column, "mean"),
-            _ms(base, column, "p50"),
-            _ms(cand, column, "p50"),
+            _ns(base, column, "mean"),
+            _ns(cand, column, "mean"),
+            _ns(base, column, "p50"),
+            _ns(cand, column, "p50"),
         )
         records.append(record(name, *values))
         for i, value in enumerate(values):
@@ -85,10 +81,10 @@ def decompose(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
                 known[i] = False
             else:
                 sums[i] += value
-    totals = (total_b, total_c, _ms(base, "e2e_ns", "p50"), _ms(cand, "e2e_ns", "p50"))
+    totals = (total_b, total_c, _ns(base, "e2e_ns", "p50"), _ns(cand, "e2e_ns", "p50"))
     # Inputs are whole nanoseconds: a residual under a nanosecond is float noise.
     residual = [
-        None if t is None or not k else (0.0 if abs(t - s) < 1e-6 else t - s)
+        None if t is None or not k else (0.0 if abs(t - s) < 1.0 else t - s)
         for t, s, k in zip(totals, sums, known, strict=True)
     ]
     records.append(record("residual", *residual))
@@ -98,13 +94,13 @@ def decompose(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
         **{
             name: pl.Float64
             for name in (
-                "baseline_mean_ms",
-                "candidate_mean_ms",
-                "delta_mean_ms",
+                "baseline_mean_ns",
+                "candidate_mean_ns",
+                "delta_mean_ns",
                 "share",
-                "baseline_p50_ms",
-                "candidate_p50_ms",
-                "delta_p50_ms",
+                "baseline_p50_ns",
+                "candidate_p50_ns",
+                "delta_p50_ns",
             )
         },
     }
@@ -121,9 +117,9 @@ def _length_labels(lengths: np.ndarray, quartiles: int = 4) -> np.ndarray:
 
 
 def length_buckets(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
-    """Paired requests grouped by baseline prompt/output length quartile, mean deltas (ms).
+    """Paired requests grouped by baseline prompt/output length quartile, mean deltas (ns).
 
-    Which requests gained or lost: ``delta_*_ms`` are means of ``candidate - baseline``
+    Which requests gained or lost: ``delta_*_ns`` are means of ``candidate - baseline``
     over the bucket's requests; ``faster_fraction`` is the share whose e2e improved.
     """
     deltas: dict[str, pl.Series] = {}
@@ -133,14 +129,11 @@ def length_buckets(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
         ("tpot", "tpot_ns"),
         ("e2e", "e2e_ns"),
     ):
-        if column in base.columns and column in cand.columns:
-            deltas[f"delta_{name}_ms"] = (
-                cand.get_column(column).cast(pl.Float64) - base.get_column(column).cast(pl.Float64)
-            ) / NS_PER_MS
+        deltas[f"delta_{name}_ns"] = cand.get_column(column).cast(pl.Float64) - base.get_column(
+            column
+        ).cast(pl.Float64)
     frames: list[pl.DataFrame] = []
     for dimension in ("prompt_tokens", "output_tokens"):
-        if dimension not in base.columns:
-            continue
         lengths = base.get_column(dimension).cast(pl.Float64).fill_null(np.nan).to_numpy()
         if base.height == 0 or np.isnan(lengths).all():
             continue
@@ -156,10 +149,7 @@ def length_buckets(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
             .drop_nulls("bucket")
         )
         aggs = [pl.col(name).mean() for name in deltas]
-        extra = []
-        if "delta_e2e_ms" in deltas:
-            aggs.append((pl.col("delta_e2e_ms") < 0).mean().alias("faster_fraction"))
-            extra.append("faster_fraction")
+        aggs.append((pl.col("delta_e2e_ns") < 0).mean().alias("faster_fraction"))
         grouped = (
             frame.group_by("bucket")
             .agg(
@@ -181,9 +171,8 @@ def length_buckets(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
                 .otherwise(pl.format("{}-{}", pl.col("lo"), pl.col("hi")))
             )
         )
-        frames.append(
-            grouped.select("dimension", "bucket", "lo", "hi", "requests", *deltas, *extra)
-        )
+        columns = ("dimension", "bucket", "lo", "hi", "requests", *deltas, "faster_fraction")
+        frames.append(grouped.select(columns))
     if not frames:
         return pl.DataFrame(
             schema={
@@ -195,3 +184,45 @@ def length_buckets(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
             }
         )
     return pl.concat(frames, how="diagonal_relaxed")
+
+
+# --------------------------------------------------------------------------- trade-off
+@dataclass(frozen=True)
+class Tradeoff:
+    """The candidate got worse on ``lost`` and better on ``gained`` (both significant);
+    ``*_ns`` are the absolute deltas of those statistics."""
+
+    lost: Measured
+    lost_ns: float
+    gained: Measured
+    gained_ns: float
+
+
+def _delta_ns(row: Measured) -> float | None:
+    if row.ci.baseline is None or row.ci.candidate is None:
+        return None
+    return row.ci.candidate - row.ci.baseline
+
+
+def tradeoff(measured: Sequence[Measured]) -> Tradeoff | None:
+    """When TTFT moves one way and ITL (TPOT when ITL was not compared) the other, both
+    significantly: the largest such move of each, by absolute delta."""
+
+    def moves(metric: str) -> list[tuple[str, float, Measured]]:
+        out: list[tuple[str, float, Measured]] = []
+        for m in measured:
+            delta = _delta_ns(m)
+            if m.spec.name == metric and m.change.significant and delta is not None:
+                out.append((m.change.verdict, abs(delta), m))
+        return out
+
+    ttft = moves("ttft")
+    stream = moves("itl") or moves("tpot")
+    for worse_side, better_side in ((ttft, stream), (stream, ttft)):
+        worse = [x for x in worse_side if x[0] == "slower"]
+        better = [x for x in better_side if x[0] == "faster"]
+        if worse and better:
+            _, lost, w = max(worse, key=lambda x: x[1])
+            _, gained, b = max(better, key=lambda x: x[1])
+            return Tradeoff(w, lost, b, gained)
+    return None

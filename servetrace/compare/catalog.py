@@ -18,67 +18,43 @@ A key is ``metric.stat``:
 - ``preemptions.count`` (preemption events), ``fraction`` (of requests preempted at
   least once), ``mean`` (preemptions per request), over every valid request.
 
-Values are returned in internal units (ns for times); ``to_display`` converts them to
-the reporting unit (``ms`` for times).
+Values are returned in internal units: ns for times, plain numbers for counts, fractions
+and rates. ``MetricSpec.unit`` names that unit; ``servetrace.render.format`` converts for
+people.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 import polars as pl
 
-from servetrace import stats as st
+from servetrace.analysis.memory import Analysis
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.errors import UsageError
+from servetrace.stats.describe import STATISTICS, canonical_stat, is_statistic, statistic, to_array
 
 Better = Literal["lower", "higher"]
 Source = Literal["requests", "gaps", "summary"]
 Kind = Literal["latency", "rate", "outcome"]
 
-NS_PER_MS = 1_000_000
-TIME_UNITS_NS: dict[str, float] = {
-    "ns": 1.0,
-    "us": 1e3,
-    "µs": 1e3,
-    "μs": 1e3,
-    "ms": 1e6,
-    "s": 1e9,
-}
+# Outcomes as servetrace.analysis.lifecycle names them.
 COMPLETED = "completed"
 CANCELLED = "cancelled"
-
-
-class SummaryLike(Protocol):
-    @property
-    def throughput(self) -> Mapping[str, float | None]: ...
-
-
-class AnalysisLike(Protocol):
-    """What compare and check need of ``servetrace.analysis.memory.Analysis``."""
-
-    @property
-    def requests(self) -> pl.DataFrame: ...
-
-    @property
-    def gaps(self) -> pl.DataFrame: ...
-
-    @property
-    def summary(self) -> SummaryLike: ...
 
 
 @dataclass(frozen=True)
 class MetricSpec:
     """A metric as compare and check see it.
 
-    ``unit`` is the reporting unit of its statistics (count statistics are unitless);
+    ``unit`` is the unit of its values: ``ns`` for the statistics of a latency (count
+    statistics are unitless), ``req/s``/``tok/s`` for rates, ``""`` for counts and fractions;
     ``source`` says where the samples live and ``column`` which column (for summary
     metrics: which key family). ``stats`` lists the statistics of non-latency metrics;
     latency metrics accept any statistic of a distribution.
@@ -99,20 +75,25 @@ class MetricSpec:
         return self.kind == "latency"
 
     def unit_of(self, stat: str) -> str:
-        """Reporting unit of ``self.stat``: ``ms`` for latency stats, ``""`` for counts."""
+        """Unit of the values of ``self.stat``: ``ns`` for latency stats, ``""`` for counts."""
         if self.kind == "latency":
-            return "" if st.canonical_stat(stat) == "count" else self.unit
+            return "" if canonical_stat(stat) == "count" else self.unit
         return self.stat_units.get(stat, self.unit)
 
     def accepts(self, stat: str) -> bool:
-        stat = st.canonical_stat(stat)
+        stat = canonical_stat(stat)
         if self.kind == "latency":
-            return st.is_statistic(stat)
+            return is_statistic(stat)
         return stat in self.stats
+
+    def speaks_of_speed(self, stat: str) -> bool:
+        """Whether a change of ``self.stat`` is a speed (slower/faster) rather than a
+        count or fraction getting worse or better."""
+        return self.kind != "outcome" and canonical_stat(stat) not in ("fraction", "count")
 
 
 def _latency(name: str, source: Source, column: str, description: str) -> MetricSpec:
-    return MetricSpec(name, "ms", "lower", source, column, "latency", (), description)
+    return MetricSpec(name, "ns", "lower", source, column, "latency", (), description)
 
 
 METRICS: dict[str, MetricSpec] = {
@@ -193,6 +174,8 @@ DEFAULT_COMPARE_METRICS: tuple[str, ...] = (
     "cancelled",
     "preemptions",
 )
+# The statistics `compare` reports for each latency metric by default.
+DEFAULT_COMPARE_STATS: tuple[str, ...] = ("mean", "p50", "p90", "p99")
 # Per-request metrics a goodput target can name (``servetrace.analysis.summary.GoodputTarget``
 # reads the column ``<metric>_ns``; vLLM spells e2e "e2el").
 GOODPUT_METRICS: tuple[str, ...] = (
@@ -248,34 +231,14 @@ def stats_help(spec: MetricSpec) -> str:
 
 def check_stat(spec: MetricSpec, stat: str) -> str:
     """The canonical statistic name, or UsageError listing what ``spec`` accepts."""
-    canonical = st.canonical_stat(stat)
+    canonical = canonical_stat(stat)
     if not spec.accepts(canonical):
-        choices = spec.stats or st.STATISTICS
+        choices = spec.stats or STATISTICS
         raise UsageError(
             f"{spec.name} has no statistic {stat!r}{suggest(canonical, choices)}",
             hint=f"{spec.name} statistics: {stats_help(spec)}",
         )
     return canonical
-
-
-def format_number(value: float) -> str:
-    """Shortest text that reads back as the same float (``500``, ``0.5``, ``1e-05``)."""
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
-
-
-def format_value(value: float | None, unit: str) -> str:
-    """``208 ms``, ``0.0123``, ``18.1 req/s``, ``n/a``."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if math.isinf(value):
-        text = "inf" if value > 0 else "-inf"
-    elif value != 0 and abs(value) >= 1000:
-        text = f"{value:.0f}"
-    else:
-        text = f"{value:.3g}"
-    return f"{text} {unit}" if unit else text
 
 
 # --------------------------------------------------------------------------- values
@@ -284,14 +247,11 @@ def completed(requests: pl.DataFrame) -> pl.DataFrame:
     return requests.filter(pl.col("outcome") == COMPLETED)
 
 
-def latency_samples(analysis: AnalysisLike, spec: MetricSpec) -> np.ndarray:
+def latency_samples(analysis: Analysis, spec: MetricSpec) -> np.ndarray:
     """Samples of a latency metric in ns (float64): one per completed request, or per gap."""
     if spec.source == "gaps":
-        return st.to_array(analysis.gaps.get_column(spec.column))
-    requests = completed(analysis.requests)
-    if spec.column not in requests.columns:
-        raise MetricUnavailable(f"the trace has no {spec.column} column for {spec.name}")
-    return st.to_array(requests.get_column(spec.column))
+        return to_array(analysis.gaps.get_column(spec.column))
+    return to_array(completed(analysis.requests).get_column(spec.column))
 
 
 def good_mask(requests: pl.DataFrame, targets: Sequence[GoodputTarget]) -> pl.Series:
@@ -301,7 +261,7 @@ def good_mask(requests: pl.DataFrame, targets: Sequence[GoodputTarget]) -> pl.Se
 
 
 def outcome_contributions(
-    analysis: AnalysisLike,
+    analysis: Analysis,
     spec: MetricSpec,
     stat: str,
     goodput: Sequence[GoodputTarget] = (),
@@ -312,10 +272,6 @@ def outcome_contributions(
     for ``goodput``.
     """
     requests = analysis.requests
-    needed = {"cancelled": "outcome", "preemptions": "preemptions", "goodput": "outcome"}
-    required = needed.get(spec.name)
-    if required is not None and required not in requests.columns:
-        raise MetricUnavailable(f"the trace has no {required} column for {spec.name}")
     if spec.name == "cancelled":
         values = requests.select((pl.col("outcome") == CANCELLED).cast(pl.Float64))
     elif spec.name == "preemptions":
@@ -333,13 +289,13 @@ def outcome_contributions(
     return values.to_series().to_numpy().astype(np.float64)
 
 
-def window_s(analysis: AnalysisLike) -> float | None:
+def window_s(analysis: Analysis) -> float | None:
     value = analysis.summary.throughput.get("window_s")
     return float(value) if value is not None else None
 
 
 def metric_value(
-    analysis: AnalysisLike,
+    analysis: Analysis,
     metric: str,
     stat: str,
     *,
@@ -360,7 +316,7 @@ def metric_value(
             summarized = _summary_stat(analysis, spec.name, stat)
             if summarized is not None:
                 return summarized
-        return st.statistic(samples, stat)
+        return statistic(samples, stat)
     if spec.name == "throughput":
         value = analysis.summary.throughput.get(stat)
         if value is None:
@@ -388,26 +344,7 @@ def metric_value(
     return float(values.mean())
 
 
-def _summary_stat(analysis: AnalysisLike, metric: str, stat: str) -> float | None:
-    metrics = getattr(analysis.summary, "metrics", None)
-    if not isinstance(metrics, Mapping):
-        return None
-    entry = metrics.get(metric)
-    value = entry.get(stat) if isinstance(entry, Mapping) else None
-    return float(value) if isinstance(value, int | float) else None
-
-
-def to_display(spec: MetricSpec, stat: str, value: float | None) -> float | None:
-    """Internal value → reporting unit (ns → ms for time statistics)."""
-    if value is None or not math.isfinite(value):
-        return value
-    if spec.unit_of(stat) == "ms":
-        return value / NS_PER_MS
-    return value
-
-
-def from_display(spec: MetricSpec, stat: str, value: float) -> float:
-    """Reporting unit → internal value (ms → ns for time statistics)."""
-    if spec.unit_of(stat) == "ms":
-        return value * NS_PER_MS
-    return value
+def _summary_stat(analysis: Analysis, metric: str, stat: str) -> float | None:
+    """A statistic the summary holds although no samples were kept (a streamed ITL)."""
+    value = analysis.summary.metrics.get(metric, {}).get(stat)
+    return None if value is None else float(value)

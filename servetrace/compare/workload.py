@@ -21,15 +21,13 @@ length is known, every arrival offset is within tolerance.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import polars as pl
 
-from servetrace.compare.catalog import (
-    COMPLETED,
-    NS_PER_MS,
-)
+from servetrace.compare.catalog import COMPLETED
 from servetrace.errors import UsageError
+from servetrace.units import NS_PER_MS
 
 WorkloadVerdict = Literal["identical", "same_requests", "partial", "different"]
 DEFAULT_ARRIVAL_TOLERANCE_NS = 10 * NS_PER_MS
@@ -43,7 +41,8 @@ class WorkloadMatch:
     """Whether two traces ran the same workload, and how their requests pair.
 
     ``pairs`` holds ``base_row``/``cand_row``: row positions in each ``requests`` frame
-    of every pair found (used for statistics only when ``paired``).
+    of every pair found (used for statistics only when ``paired``). Numbers only: the
+    sentence a reader sees is ``servetrace.render.workload.workload_message``.
     """
 
     verdict: WorkloadVerdict
@@ -58,57 +57,6 @@ class WorkloadMatch:
     output_length_mismatches: int
     arrival_tolerance_ns: int
     pairs: pl.DataFrame = field(repr=False)
-
-    @property
-    def message(self) -> str:
-        tol = f"{self.arrival_tolerance_ns / NS_PER_MS:g} ms"
-        n = self.shared_requests
-        by = f"paired by {self.paired_by}" if self.paired_by else "unpaired"
-        if self.verdict == "identical":
-            return (
-                f"identical workload: {n} requests with the same arrival offsets "
-                f"(within {tol}) and lengths; {by}"
-            )
-        if self.verdict == "same_requests":
-            parts = []
-            if self.arrival_mismatches:
-                worst = (self.max_arrival_offset_diff_ns or 0) / NS_PER_MS
-                parts.append(
-                    f"{self.arrival_mismatches} arrival offsets differ by more than {tol} "
-                    f"(at most {worst:.4g} ms)"
-                )
-            if self.prompt_length_mismatches:
-                parts.append(f"{self.prompt_length_mismatches} prompt lengths differ")
-            if self.output_length_mismatches:
-                parts.append(f"{self.output_length_mismatches} output lengths differ")
-            return f"same {n} requests, but " + "; ".join(parts) + f"; {by}"
-        if self.verdict == "partial":
-            return (
-                f"partial workload match: {n} shared requests of {self.baseline_requests} "
-                f"(baseline) and {self.candidate_requests} (candidate); compared unpaired: "
-                "differences may come from the load, not the policy"
-            )
-        return (
-            "different workloads (no shared requests): differences may come from the "
-            "load, not the policy"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        worst = self.max_arrival_offset_diff_ns
-        return {
-            "verdict": self.verdict,
-            "shared_requests": self.shared_requests,
-            "paired": self.paired,
-            "paired_by": self.paired_by,
-            "baseline_requests": self.baseline_requests,
-            "candidate_requests": self.candidate_requests,
-            "arrival_tolerance_ms": self.arrival_tolerance_ns / NS_PER_MS,
-            "arrival_mismatches": self.arrival_mismatches,
-            "max_arrival_offset_diff_ms": None if worst is None else worst / NS_PER_MS,
-            "prompt_length_mismatches": self.prompt_length_mismatches,
-            "output_length_mismatches": self.output_length_mismatches,
-            "message": self.message,
-        }
 
 
 def _int_column(frame: pl.DataFrame, name: str) -> pl.Expr:
@@ -197,7 +145,7 @@ def match_workloads(
     """Match the workloads of two traces' ``requests`` frames (see the module docstring)."""
     key = pair_on or "request_id"
     missing = [
-        f"{name} ({', '.join(frame.columns)})"
+        f"{name} ({', '.join(c for c in frame.columns if not c.startswith('_'))})"
         for name, frame in (("baseline", base_requests), ("candidate", cand_requests))
         if key not in frame.columns
     ]

@@ -18,8 +18,8 @@ from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace.check.gate import GateResult, RuleResult
-from servetrace.compare.catalog import format_value
 from servetrace.render._json import clean
+from servetrace.render.format import format_value
 
 
 class CheckFormat(str, Enum):

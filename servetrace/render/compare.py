@@ -3,7 +3,7 @@
 Following pyperf, the baseline is the reference, a change reads "1.14x slower", and rows
 without a significant change collapse into one line unless ``verbose``. Following
 hyperfine, the JSON carries everything (method, seed, every row) and exporters are
-pure functions of the result.
+pure functions of the result. Units and words come from ``compare_words``.
 """
 
 from __future__ import annotations
@@ -20,30 +20,20 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
-from servetrace.compare.catalog import format_value
-from servetrace.compare.measure import Comparison
+from servetrace.compare.comparison import Comparison
 from servetrace.render._json import clean
-
-ROW_KEYS = (
-    "candidate",
-    "metric",
-    "stat",
-    "unit",
-    "baseline",
-    "candidate_value",
-    "ratio",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "significant",
-    "better",
-    "verdict",
-    "words",
-    "paired",
-    "method",
-    "n_baseline",
-    "n_candidate",
+from servetrace.render.compare_words import (
+    comparison_notes,
+    comparison_warnings,
+    display_buckets,
+    display_decomposition,
+    display_rows,
+    method_dict,
+    method_line,
+    tradeoff_text,
 )
+from servetrace.render.format import format_value, signed
+from servetrace.render.workload import workload_dict, workload_message
 
 
 class CompareFormat(str, Enum):
@@ -73,15 +63,6 @@ def _factor(value: float) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.3g}"
 
 
-def _signed(value: float | None, unit: str) -> str:
-    if value is None:
-        return "n/a"
-    text = format_value(abs(value), unit)
-    if value == 0 or text.startswith("0 ") or text == "0":
-        return text
-    return ("+" if value > 0 else "-") + text
-
-
 def _key(row: Mapping[str, Any]) -> str:
     return f"{row['metric']}.{row['stat']}"
 
@@ -90,19 +71,8 @@ def _change(row: Mapping[str, Any]) -> str:
     return str(row["words"]) if row["significant"] else "no significant change"
 
 
-def _method_line(comparison: Comparison) -> str:
-    paired = "paired" if comparison.workload.paired else "independent"
-    return (
-        f"{paired} bootstrap (ITL: independent, at its effective sample size), "
-        f"{comparison.resamples} resamples, seed {comparison.seed}, "
-        f"{comparison.confidence:.0%} CI of the ratio candidate/baseline; significant when "
-        f"the CI excludes 1 and the change exceeds {comparison.min_change:.0%}; "
-        "percentiles: linear interpolation; rates: compound-Poisson interval"
-    )
-
-
 def _rows(comparison: Comparison) -> list[dict[str, Any]]:
-    return list(comparison.rows.iter_rows(named=True))
+    return display_rows(comparison)
 
 
 # --------------------------------------------------------------------------- JSON
@@ -119,22 +89,17 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "candidates": [c.candidate_label for c in comparisons],
             "seed": first.seed,
             "resamples": first.resamples,
-            "method": first.method(),
-            "workload": {c.candidate_label: c.workload.to_dict() for c in comparisons},
-            "rows": [{key: row[key] for key in ROW_KEYS} for c in comparisons for row in _rows(c)],
+            "method": method_dict(first),
+            "workload": {c.candidate_label: workload_dict(c.workload) for c in comparisons},
+            "rows": [row for c in comparisons for row in _rows(c)],
             "tests": [row for c in comparisons for row in c.tests.iter_rows(named=True)],
-            "decomposition": {
-                c.candidate_label: list(c.decomposition.iter_rows(named=True)) for c in comparisons
+            "decomposition": {c.candidate_label: display_decomposition(c) for c in comparisons},
+            "buckets": {c.candidate_label: display_buckets(c) for c in comparisons},
+            "tradeoffs": {
+                c.candidate_label: tradeoff_text(c.tradeoff, c.candidate_label) for c in comparisons
             },
-            "buckets": {
-                c.candidate_label: (
-                    None if c.buckets is None else list(c.buckets.iter_rows(named=True))
-                )
-                for c in comparisons
-            },
-            "tradeoffs": {c.candidate_label: c.tradeoff for c in comparisons},
-            "warnings": [w for c in comparisons for w in c.warnings],
-            "notes": [n for c in comparisons for n in c.notes],
+            "warnings": [w for c in comparisons for w in comparison_warnings(c)],
+            "notes": [n for c in comparisons for n in comparison_notes(c)],
         }
     )
 
@@ -195,7 +160,7 @@ def _decomposition_table(comparison: Comparison) -> Table:
         ("delta p50", "right"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for row in comparison.decomposition.iter_rows(named=True):
+    for row in display_decomposition(comparison):
         if (
             row["component"] == "residual"
             and _negligible(row["delta_mean_ms"])
@@ -209,8 +174,8 @@ def _decomposition_table(comparison: Comparison) -> Table:
             name,
             format_value(row["baseline_mean_ms"], "ms"),
             format_value(row["candidate_mean_ms"], "ms"),
-            _signed(_tidy(row["delta_mean_ms"]), "ms"),
-            _signed(_tidy(row["delta_p50_ms"]), "ms"),
+            signed(_tidy(row["delta_mean_ms"]), "ms"),
+            signed(_tidy(row["delta_p50_ms"]), "ms"),
         )
     return table
 
@@ -225,24 +190,22 @@ def _tidy(value: float | None) -> float | None:
 
 
 def _buckets_table(comparison: Comparison) -> Table | None:
-    buckets = comparison.buckets
-    if buckets is None or buckets.height == 0:
+    buckets = display_buckets(comparison)
+    if not buckets:
         return None
     table = Table(box=None, pad_edge=False, header_style="bold")
-    columns = [c for c in ("delta_ttft_ms", "delta_itl_ms", "delta_e2e_ms") if c in buckets.columns]
+    columns = ("delta_ttft_ms", "delta_itl_ms", "delta_e2e_ms")
     table.add_column("length bucket")
     table.add_column("requests", justify="right")
     for column in columns:
         table.add_column("Δ" + column.removeprefix("delta_").removesuffix("_ms"), justify="right")
-    if "faster_fraction" in buckets.columns:
-        table.add_column("e2e faster", justify="right")
-    for row in buckets.iter_rows(named=True):
+    table.add_column("e2e faster", justify="right")
+    for row in buckets:
         label = f"{row['dimension'].removesuffix('_tokens')} {row['bucket']}"
         cells = [label, str(row["requests"])]
-        cells += [_signed(row[c], "ms") for c in columns]
-        if "faster_fraction" in buckets.columns:
-            share = row["faster_fraction"]
-            cells.append("n/a" if share is None else f"{share:.0%}")
+        cells += [signed(row[c], "ms") for c in columns]
+        share = row["faster_fraction"]
+        cells.append("n/a" if share is None else f"{share:.0%}")
         table.add_row(*cells)
     return table
 
@@ -272,19 +235,21 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
                 comparison.candidate_label,
             )
         )
-        workload_style = "" if comparison.workload.paired else "yellow"
-        parts.append(
-            Text.assemble(("workload: ", "bold"), (comparison.workload.message, workload_style))
+        workload = (
+            workload_message(comparison.workload),
+            "" if comparison.workload.paired else "yellow",
         )
+        parts.append(Text.assemble(("workload: ", "bold"), workload))
         table, hidden = _results_table(comparison, verbose)
         parts.append(Text(""))
         if table is not None:
             parts.append(table)
         if hidden:
             parts.append(Text(_hidden_line(hidden, comparison.rows.height)))
-        if comparison.tradeoff:
+        tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
+        if tradeoff:
             parts.append(Text(""))
-            parts.append(Text(comparison.tradeoff, style="bold"))
+            parts.append(Text(tradeoff, style="bold"))
         if comparison.decomposition.height:
             who = "paired requests" if comparison.workload.paired else "completed requests"
             parts.append(Text(""))
@@ -314,10 +279,10 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
             )
             parts.append(_tests_table(comparison))
         parts.append(Text(""))
-        parts.append(Text("method: " + _method_line(comparison), style="dim"))
-        for note in comparison.notes:
+        parts.append(Text("method: " + method_line(comparison), style="dim"))
+        for note in comparison_notes(comparison):
             parts.append(Text("note: " + note, style="dim"))
-        for warning in comparison.warnings:
+        for warning in comparison_warnings(comparison):
             parts.append(Text("warning: " + warning, style="yellow"))
     return Group(*parts)
 
@@ -354,7 +319,7 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
         )
         lines.append("")
         marker = "" if comparison.workload.paired else ":warning: "
-        lines.append(f"**Workload:** {marker}{_md(comparison.workload.message)}")
+        lines.append(f"**Workload:** {marker}{_md(workload_message(comparison.workload))}")
         lines.append("")
         rows = _rows(comparison)
         shown = [r for r in rows if r["significant"] or verbose]
@@ -376,29 +341,31 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
         if hidden:
             lines.append(_hidden_line([f"`{h}`" for h in hidden], len(rows)))
             lines.append("")
-        if comparison.tradeoff:
-            lines.append(f"**{_md(comparison.tradeoff)}**")
+        tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
+        if tradeoff:
+            lines.append(f"**{_md(tradeoff)}**")
             lines.append("")
         if comparison.decomposition.height:
             lines.append("<details><summary>Where the e2e difference comes from</summary>")
             lines.append("")
             lines.append("| component | baseline mean | candidate mean | Δ mean | Δ p50 |")
             lines.append("|---|---:|---:|---:|---:|")
-            for row in comparison.decomposition.iter_rows(named=True):
+            for row in display_decomposition(comparison):
                 lines.append(
                     f"| {row['component']} | {format_value(row['baseline_mean_ms'], 'ms')} | "
                     f"{format_value(row['candidate_mean_ms'], 'ms')} | "
-                    f"{_signed(_tidy(row['delta_mean_ms']), 'ms')} | "
-                    f"{_signed(_tidy(row['delta_p50_ms']), 'ms')} |"
+                    f"{signed(_tidy(row['delta_mean_ms']), 'ms')} | "
+                    f"{signed(_tidy(row['delta_p50_ms']), 'ms')} |"
                 )
             lines.append("")
             lines.append("</details>")
             lines.append("")
-        lines.append(f"<sub>{_md(_method_line(comparison))}</sub>")
+        lines.append(f"<sub>{_md(method_line(comparison))}</sub>")
         lines.append("")
-        for warning in comparison.warnings:
+        warnings = comparison_warnings(comparison)
+        for warning in warnings:
             lines.append(f"> :warning: {_md(warning)}")
-        if comparison.warnings:
+        if warnings:
             lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -23,9 +23,9 @@ from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.render._json import clean
 from servetrace.render.naming import display_name
-from servetrace.stats import STATISTICS
+from servetrace.stats.describe import STATISTICS
+from servetrace.units import NS_PER_MS, TIME_UNITS
 
-NS_PER_MS = 1e6
 STAT_KEYS = STATISTICS
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
 DECOMPOSITION = ("queue_wait", "prefill", "decode")
@@ -46,7 +46,7 @@ class SummaryFormat(str, Enum):
 
 def distribution_ms(stats: Mapping[str, Any], unit: str = "ms") -> dict[str, Any]:
     """A distribution in ns as the JSON contract spells it, converted to ``unit``."""
-    scale = {"ms": NS_PER_MS, "s": 1e9, "us": 1e3, "ns": 1.0}.get(unit, 1.0)
+    scale = TIME_UNITS.get(unit, 1)
     out: dict[str, Any] = {"unit": unit}
     for key in STAT_KEYS:
         value = clean(stats.get(key))

@@ -30,6 +30,9 @@ import numpy as np
 import polars as pl
 
 from servetrace.errors import InputError, UsageError
+from servetrace.units import NS_PER_DAY as _NS_PER_DAY
+from servetrace.units import NS_PER_MS as _NS_PER_MS
+from servetrace.units import NS_PER_S as _NS_PER_S
 
 WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "request_id": pl.String(),
@@ -51,9 +54,6 @@ AZURE_COLUMNS: tuple[str, str, str] = ("TIMESTAMP", "ContextTokens", "GeneratedT
 MOONCAKE_FIELDS: tuple[str, str, str] = ("timestamp", "input_length", "output_length")
 MOONCAKE_BLOCK_TOKENS = 512  # tokens per entry of `hash_ids` (the Mooncake trace README)
 
-_NS_PER_S = 1_000_000_000
-_NS_PER_MS = 1_000_000
-_NS_PER_DAY = 86_400 * _NS_PER_S
 # `YYYY-MM-DD HH:MM:SS[.fffffffff]`, the Azure trace's naive timestamps (7 digits there).
 _TIMESTAMP_RE = r"^\s*(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*$"
 

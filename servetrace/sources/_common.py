@@ -28,7 +28,8 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.schema import SOURCE_CLIENT, SOURCE_COLUMN, TIME_UNITS
+from servetrace.schema import SOURCE_CLIENT, SOURCE_COLUMN
+from servetrace.units import TIME_UNITS
 
 # --------------------------------------------------------------------------------------
 # The result every importer returns

@@ -31,8 +31,8 @@ from servetrace.schema import (
     EVENT_KINDS,
     OPTIONAL_COLUMNS,
     REQUIRED_COLUMNS,
-    TIME_UNITS,
 )
+from servetrace.units import TIME_UNITS
 
 SUFFIX_FORMATS: dict[str, str] = {
     ".parquet": "parquet",

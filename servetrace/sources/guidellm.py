@@ -45,9 +45,9 @@ from servetrace.sources._common import (
     import_result,
     load_document,
 )
+from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "guidellm"
-_NS_PER_S = 1_000_000_000
 _STATUSES = ("successful", "incomplete", "errored")
 _ATTRIBUTES = (
     "status",

@@ -45,9 +45,9 @@ from servetrace.sources._common import (
     load_json,
     strip_suffixes,
 )
+from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "llmperf"
-_NS_PER_S = 1_000_000_000
 _ATTRIBUTES = ("tool_inter_token_latency_ns",)
 _REQUIRED = ("ttft_s", "end_to_end_latency_s")
 

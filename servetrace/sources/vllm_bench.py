@@ -40,9 +40,9 @@ from servetrace.sources._common import (
     import_result,
     load_document,
 )
+from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "vllm-bench"
-_NS_PER_S = 1_000_000_000
 _ARRAYS = ("ttfts", "itls", "output_lens", "input_lens", "errors", "start_times", "e2els")
 
 

@@ -7,7 +7,6 @@ import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
@@ -29,7 +28,7 @@ from servetrace.check.gate import (
 )
 from servetrace.errors import UsageError
 from servetrace.render.check import CheckFormat, check_junit, render_check
-from tests.analysis_stub import MS, from_frames, synthetic
+from tests.factories import MS, one_request, streamed, synthetic, synthetic_events
 
 FAST = {"resamples": 200}
 
@@ -39,29 +38,6 @@ def _no_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         yield
-
-
-def one_request(ttft_ms: float) -> pl.DataFrame:
-    ns = round(ttft_ms * MS)
-    return pl.DataFrame(
-        {
-            "request_id": ["r1"],
-            "outcome": ["completed"],
-            "arrival_ns": [0],
-            "queue_wait_ns": [ns // 2],
-            "prefill_ns": [ns - ns // 2],
-            "ttft_ns": [ns],
-            "decode_ns": [0],
-            "response_ns": [ns],
-            "e2e_ns": [ns],
-            "delivery_tail_ns": [0],
-            "tpot_ns": [None],
-            "output_tokens": [1],
-            "preemptions": [0],
-            "prompt_tokens": [None],
-        },
-        schema_overrides={"tpot_ns": pl.Float64, "prompt_tokens": pl.Int64},
-    )
 
 
 # --------------------------------------------------------------------------- grammar
@@ -262,7 +238,7 @@ def test_config_problems_are_reported_together(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- evaluate
 def test_slo_failure_message_by_hand() -> None:
-    result = evaluate(from_frames(one_request(208)), "ttft.p99<=200ms, ttft.p50<1s")
+    result = evaluate(one_request(208), "ttft.p99<=200ms, ttft.p50<1s")
     assert not result.passed
     failed, passed = result.results
     assert failed.message == "FAIL ttft.p99: 208 ms > 200 ms"
@@ -304,7 +280,7 @@ def test_budget_fails_only_when_exceeded_and_significant() -> None:
 
 
 def test_json_baseline_applies_the_budget_only() -> None:
-    analysis = from_frames(one_request(208))
+    analysis = one_request(208)
     document = {
         "metrics": {"ttft": {"unit": "ms", "p99": 180.0}},
         "throughput": {"requests_per_s": 1.0},
@@ -369,14 +345,14 @@ def test_check_through_the_pipeline() -> None:
 # --------------------------------------------------------------------------- render
 @pytest.mark.parametrize("fmt", list(CheckFormat))
 def test_every_check_format_renders(fmt: CheckFormat) -> None:
-    result = evaluate(from_frames(one_request(208)), "ttft.p99<=200ms, e2e.p50<=1s")
+    result = evaluate(one_request(208), "ttft.p99<=200ms, e2e.p50<=1s")
     text = render_check(result, fmt)
     assert text.endswith("\n")
     assert "ttft.p99" in text
 
 
 def test_check_json_contract() -> None:
-    result = evaluate(from_frames(one_request(208)), "ttft.p99<=200ms")
+    result = evaluate(one_request(208), "ttft.p99<=200ms")
     document = json.loads(render_check(result, CheckFormat.json, trace="t.parquet"))
     assert document["passed"] is False and document["trace"] == "t.parquet"
     (rule,) = document["rules"]
@@ -396,7 +372,7 @@ def test_check_json_contract() -> None:
 
 
 def test_junit_has_one_case_per_rule() -> None:
-    result = evaluate(from_frames(one_request(208)), "ttft.p99<=200ms, e2e.p50<=1s")
+    result = evaluate(one_request(208), "ttft.p99<=200ms, e2e.p50<=1s")
     root = ET.fromstring(check_junit(result))
     suite = root.find("testsuite")
     assert suite is not None and suite.get("tests") == "2" and suite.get("failures") == "1"
@@ -409,7 +385,7 @@ def test_junit_has_one_case_per_rule() -> None:
 
 
 def test_check_text_golden() -> None:
-    result = evaluate(from_frames(one_request(208)), "ttft.p99<=200ms, e2e.p50<=1s")
+    result = evaluate(one_request(208), "ttft.p99<=200ms, e2e.p50<=1s")
     assert render_check(result, "table") == (
         "FAIL ttft.p99: 208 ms > 200 ms\n"
         "PASS e2e.p50: 208 ms <= 1000 ms\n"
@@ -418,22 +394,13 @@ def test_check_text_golden() -> None:
     )
 
 
-def test_streamed_itl_comes_from_the_summary() -> None:
-    from dataclasses import dataclass
-
+def test_streamed_itl_comes_from_the_summary(tmp_path: Path) -> None:
     from servetrace.compare.catalog import metric_value
 
-    @dataclass(frozen=True)
-    class Summary:
-        throughput: dict
-        metrics: dict
-
-    full = synthetic(30)
-    streamed = type(full)(
-        full.requests,
-        full.gaps.clear(),
-        Summary(dict(full.summary.throughput), {"itl": {"p50": 12.5 * MS}}),
-    )
-    assert metric_value(streamed, "itl", "p50") == 12.5 * MS
-    result = evaluate(streamed, "itl.p50<20ms")
-    assert result.passed and result.results[0].value == 12.5
+    batched = streamed(synthetic_events(30), tmp_path)
+    assert batched.gaps.height == 0  # a streamed analysis keeps a histogram, not gaps
+    p50 = batched.summary.metrics["itl"]["p50"]
+    assert p50 is not None
+    assert metric_value(batched, "itl", "p50") == p50
+    result = evaluate(batched, f"itl.p50<{p50 / MS + 1}ms")
+    assert result.passed and result.results[0].value == pytest.approx(p50 / MS)

@@ -1,4 +1,8 @@
-"""Workload matching and compare: hand-made traces, properties, and one pipeline run."""
+"""Workload matching and compare: hand-made traces, properties, and real analyses.
+
+Every ``compare`` here runs on analyses of generated events (``tests.factories``), so the
+numbers are the ones production computes.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
+from servetrace.analysis.memory import analyze_events
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.compare.measure import (
-    DEFAULT_ARRIVAL_TOLERANCE_NS,
-    ROW_SCHEMA,
-    compare,
-    match_workloads,
-)
+from servetrace.compare.catalog import metric_value
+from servetrace.compare.comparison import ROW_SCHEMA, compare
+from servetrace.compare.workload import DEFAULT_ARRIVAL_TOLERANCE_NS, match_workloads
 from servetrace.errors import UsageError
-from tests.analysis_stub import MS, from_frames, synthetic
+from servetrace.render.compare_words import (
+    comparison_notes,
+    comparison_warnings,
+    display_rows,
+    tradeoff_text,
+)
+from servetrace.render.workload import workload_message
+from tests.factories import MS, constant_trace, streamed, synthetic, synthetic_events
 
 FAST = {"resamples": 200}
 
@@ -71,7 +80,7 @@ def test_same_requests_with_different_timing_or_lengths() -> None:
     match = match_workloads(base, late)
     assert match.verdict == "same_requests" and match.paired
     assert match.arrival_mismatches == 1
-    assert "1 arrival offsets differ by more than 10 ms" in match.message
+    assert "1 arrival offsets differ by more than 10 ms" in workload_message(match)
     longer = requests_frame(["a", "b"], [0, 100], [10, 20], [5, 9])
     assert match_workloads(base, longer).output_length_mismatches == 1
     assert match_workloads(base, longer).verdict == "same_requests"
@@ -82,10 +91,10 @@ def test_partial_and_different() -> None:
     partial = match_workloads(base, requests_frame(["b", "c", "d"], [0, 1, 2]))
     assert partial.verdict == "partial" and partial.shared_requests == 2
     assert not partial.paired
-    assert "not the policy" in partial.message
+    assert "not the policy" in workload_message(partial)
     different = match_workloads(base, requests_frame(["x", "y"], [0, 1]))
     assert different.verdict == "different" and different.shared_requests == 0
-    assert "differences may come from the load, not the policy" in different.message
+    assert "differences may come from the load, not the policy" in workload_message(different)
 
 
 def test_coinciding_ids_with_other_prompts_are_a_different_workload() -> None:
@@ -118,6 +127,11 @@ def test_pair_on_another_column_and_duplicates_in_order() -> None:
     assert match.verdict == "same_requests"
     with pytest.raises(UsageError, match="no such column"):
         match_workloads(base, cand, pair_on="tenant")
+    # the analysis' internal request key is not offered as a column to pair on
+    real = synthetic(5)
+    with pytest.raises(UsageError) as error:
+        match_workloads(real.requests, real.requests, pair_on="tenant")
+    assert "_key" not in error.value.message and "request_id" in error.value.message
 
 
 def test_integer_and_string_ids_match() -> None:
@@ -132,7 +146,8 @@ def test_default_tolerance_is_ten_ms() -> None:
 
 # --------------------------------------------------------------------------- compare
 def rows(comparison) -> dict[str, dict]:
-    return {f"{r['metric']}.{r['stat']}": r for r in comparison.rows.iter_rows(named=True)}
+    """The rows as reported (ms, with words), by ``metric.stat``."""
+    return {f"{r['metric']}.{r['stat']}": r for r in display_rows(comparison)}
 
 
 def test_rows_follow_the_contract() -> None:
@@ -141,13 +156,16 @@ def test_rows_follow_the_contract() -> None:
     assert result.rows.schema == pl.Schema(ROW_SCHEMA)
     row = rows(result)["ttft.p99"]
     assert row["candidate"] == "cand.parquet" and row["unit"] == "ms"
+    # the comparison itself keeps ns; only the reported row is in ms
+    core = result.rows.filter(metric="ttft", stat="p99").row(0, named=True)
+    assert core["unit"] == "ns" and core["baseline"] == pytest.approx(row["baseline"] * MS)
     assert row["better"] == "lower" and row["verdict"] == "no significant change"
     assert rows(result)["throughput.requests_per_s"]["unit"] == "req/s"
     assert rows(result)["throughput.output_tokens_per_s"]["unit"] == "tok/s"
     assert rows(result)["cancelled.fraction"]["unit"] == ""
     assert rows(result)["throughput.requests_per_s"]["better"] == "higher"
     assert result.seed == 0 and result.resamples == 200
-    assert any("goodput" in note for note in result.notes)  # no targets: skipped, said so
+    assert any("goodput" in note for note in comparison_notes(result))  # no targets: said so
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -214,7 +232,7 @@ def test_unpaired_slowdown_is_detected() -> None:
     assert rows(result)["prefill.p50"]["verdict"] == "slower"
     assert rows(result)["prefill.p50"]["method"] == "bootstrap"
     assert result.buckets is None
-    assert any("not the policy" in w for w in result.warnings)
+    assert any("not the policy" in w for w in comparison_warnings(result))
 
 
 def test_min_change_filters_small_significant_changes() -> None:
@@ -231,24 +249,24 @@ def test_decomposition_adds_up_and_buckets_say_who_lost() -> None:
     result = compare(base, cand, **FAST)
     parts = {r["component"]: r for r in result.decomposition.iter_rows(named=True)}
     total = sum(
-        parts[c]["delta_mean_ms"] for c in ("queue_wait", "prefill", "decode", "delivery_tail")
+        parts[c]["delta_mean_ns"] for c in ("queue_wait", "prefill", "decode", "delivery_tail")
     )
-    assert total == pytest.approx(parts["e2e"]["delta_mean_ms"])
-    assert parts["residual"]["delta_mean_ms"] == 0.0
-    assert parts["prefill"]["delta_mean_ms"] == 0.0
-    assert parts["queue_wait"]["delta_mean_ms"] > 0 > parts["decode"]["delta_mean_ms"]
+    assert total == pytest.approx(parts["e2e"]["delta_mean_ns"])
+    assert parts["residual"]["delta_mean_ns"] == 0.0
+    assert parts["prefill"]["delta_mean_ns"] == 0.0
+    assert parts["queue_wait"]["delta_mean_ns"] > 0 > parts["decode"]["delta_mean_ns"]
     buckets = result.buckets
     assert buckets is not None
     assert set(buckets.get_column("dimension")) == {"prompt_tokens", "output_tokens"}
     assert buckets.filter(pl.col("dimension") == "prompt_tokens")["requests"].sum() == 200
-    assert (buckets.get_column("delta_itl_ms") < 0).all()
+    assert (buckets.get_column("delta_itl_ns") < 0).all()
     assert result.tradeoff is not None
-    assert result.tradeoff.startswith("candidate trades")
+    assert result.tradeoff.lost.spec.name == "ttft" and result.tradeoff.gained.spec.name == "itl"
+    text = tradeoff_text(result.tradeoff, "candidate")
     # the largest significant opposite moves, named with their statistic
-    assert re.fullmatch(
-        r"candidate trades \S+ \S+ of TTFT (mean|p\d+) for \S+ \S+ of ITL (mean|p\d+)",
-        result.tradeoff,
-    ), result.tradeoff
+    assert text is not None and re.fullmatch(
+        r"candidate trades \S+ \S+ of TTFT (mean|p\d+) for \S+ \S+ of ITL (mean|p\d+)", text
+    ), text
 
 
 def test_goodput_rows_with_targets() -> None:
@@ -267,12 +285,12 @@ def test_small_samples_are_never_significant() -> None:
     slow = synthetic(6, queue_scale=2.0, prefill_scale=2.0)
     result = compare(base, slow, **FAST, metrics=["ttft"])
     assert not result.rows.get_column("significant").any()
-    assert any("too few" in w for w in result.warnings)
+    assert any("too few" in w for w in comparison_warnings(result))
 
 
 def test_all_zero_queue_wait_is_no_change() -> None:
-    frame = synthetic(40).requests.with_columns(queue_wait_ns=pl.lit(0, dtype=pl.Int64))
-    a = from_frames(frame)
+    a = synthetic(40, queue_scale=0.0)  # admitted on arrival
+    assert (a.requests["queue_wait_ns"] == 0).all()
     result = compare(a, a, **FAST, metrics=["queue_wait"])
     assert rows(result)["queue_wait.p50"]["ratio"] == 1.0
     assert not result.rows.get_column("significant").any()
@@ -280,12 +298,12 @@ def test_all_zero_queue_wait_is_no_change() -> None:
 
 def test_candidate_without_completed_requests() -> None:
     base = synthetic(30)
-    none = from_frames(synthetic(30).requests.with_columns(outcome=pl.lit("cancelled")))
+    none = synthetic(30, cancelled=30)
     result = compare(base, none, **FAST, metrics=["ttft", "cancelled"])
     by_key = rows(result)
     assert by_key["ttft.p50"]["candidate_value"] is None and by_key["ttft.p50"]["ratio"] is None
     assert by_key["cancelled.fraction"]["candidate_value"] == 1.0
-    assert any("no completed requests" in w for w in result.warnings)
+    assert any("no completed requests" in w for w in comparison_warnings(result))
 
 
 def test_bad_metric_or_statistic_lists_every_problem() -> None:
@@ -305,7 +323,6 @@ def test_same_seed_same_result() -> None:
 
 # --------------------------------------------------------------------------- pipeline
 def test_compare_through_the_pipeline() -> None:
-    from servetrace.analysis.memory import analyze_events
     from tests.conftest import events, make_request
 
     def trace(extra_queue_ms: float) -> pl.DataFrame:
@@ -339,18 +356,51 @@ def test_compare_through_the_pipeline() -> None:
     assert by_key["itl.mean"]["verdict"] == "no significant change"
 
 
-def test_streamed_analysis_without_gap_samples() -> None:
-    """A streamed analysis has no gap rows: ITL is skipped with a note, not a crash."""
+def test_streamed_analysis_without_gap_samples(tmp_path) -> None:
+    """A streamed analysis keeps no gap rows: ITL is skipped with a note, not a crash."""
     full = synthetic(50)
-    streamed = from_frames(full.requests)  # same requests, empty gaps frame
-    result = compare(full, streamed, resamples=200, metrics=["itl", "ttft"])
+    batched = streamed(synthetic_events(50), tmp_path)
+    assert batched.gaps.height == 0 and batched.requests.height == 50
+    result = compare(full, batched, resamples=200, metrics=["itl", "ttft"])
     assert set(result.rows.get_column("metric")) == {"ttft"}
-    assert any("itl skipped: no per-gap samples" in note for note in result.notes)
+    assert result.skipped[0].metric == "itl" and result.skipped[0].stat is None
+    assert any("itl skipped: no per-gap samples" in n for n in comparison_notes(result))
+    # the same requests: every TTFT statistic agrees exactly with the in-memory analysis
+    assert (result.rows["ratio"] == 1.0).all()
 
 
-def test_missing_optional_columns_are_notes() -> None:
-    frame = synthetic(30).requests.drop("preemptions")
-    a = from_frames(frame)
-    result = compare(a, a, resamples=200, metrics=["preemptions", "cancelled"])
-    assert set(result.rows.get_column("metric")) == {"cancelled"}
-    assert any("no preemptions column" in note for note in result.notes)
+def test_client_side_traces_skip_queue_wait() -> None:
+    """Without admissions (a client-side trace) queue wait is unavailable, not zero."""
+    frame = synthetic_events(30).filter(pl.col("event") != "admission")
+    frame = frame.filter(pl.col("event") != "preemption")
+    a = analyze_events(frame)
+    result = compare(a, a, resamples=200, metrics=["queue_wait", "ttft"])
+    assert set(result.rows.get_column("metric")) == {"ttft"}
+    assert result.skipped[0].reason == "no completed request has a queue_wait in either trace"
+
+
+def test_rates_are_the_summary_numbers_by_hand() -> None:
+    # 20 requests, arrivals 0, 100, …, 1900 ms; each queued 40 ms, prefilled 60 ms,
+    # decoded 90 ms: the last completes at 1900 + 190 = 2090 ms, so the window is
+    # 2.09 s: 20 / 2.09 req/s, 200 output tokens / 2.09 s, and with the prompts
+    # (100 + 110 + … + 290 = 3900) 4100 / 2.09 total tok/s.
+    a = constant_trace(60)
+    result = compare(a, a, resamples=200, metrics=["throughput", "ttft"], stats=["mean"])
+    by_key = rows(result)
+    assert by_key["throughput.requests_per_s"]["baseline"] == pytest.approx(20 / 2.09)
+    assert by_key["throughput.output_tokens_per_s"]["baseline"] == pytest.approx(200 / 2.09)
+    assert by_key["throughput.total_tokens_per_s"]["baseline"] == pytest.approx(4100 / 2.09)
+    # exactly what the analysis summary reports, not a definition of compare's own
+    for stat in ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s"):
+        assert by_key[f"throughput.{stat}"]["baseline"] == a.summary.throughput[stat]
+    assert by_key["ttft.mean"]["baseline"] == 100.0
+
+
+def test_check_and_compare_read_the_reported_statistics() -> None:
+    """metric_value (check, compare) and the analysis summary (analyze's JSON) are one
+    computation: the same bits for every statistic they share."""
+    a = synthetic(150, cancelled=4)
+    for metric in ("ttft", "itl", "tpot", "e2e"):
+        reported = a.summary.metrics[metric]
+        for stat in ("mean", "std", "p50", "p99", "max"):
+            assert metric_value(a, metric, stat) == reported[stat], (metric, stat)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from servetrace.analysis.memory import analyze_events
-from servetrace.compare.measure import compare
+from servetrace.compare.comparison import compare
 from servetrace.sources.registry import import_file
+from servetrace.units import NS_PER_MS
 
 DATA = Path(__file__).parent.parent / "data" / "real" / "vllm-bench-llama33-70b-a100"
 TP8 = (
@@ -52,8 +53,8 @@ def test_means_are_vllms_own_and_the_slowdown_is_significant(comparison, metric,
     (row,) = rows
     base_ms = vllm_summary(TP8)[f"mean_{key}_ms"]
     cand_ms = vllm_summary(TP4PP2)[f"mean_{key}_ms"]
-    assert row["baseline"] == pytest.approx(base_ms, rel=1e-9)
-    assert row["candidate_value"] == pytest.approx(cand_ms, rel=1e-9)
+    assert row["baseline"] == pytest.approx(base_ms * NS_PER_MS, rel=1e-9)  # ns inside
+    assert row["candidate_value"] == pytest.approx(cand_ms * NS_PER_MS, rel=1e-9)
     assert row["ratio"] == pytest.approx(cand_ms / base_ms, rel=1e-9)
     assert row["significant"] and row["verdict"] == "slower"
     assert row["ci_low"] > 1.0

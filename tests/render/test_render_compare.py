@@ -8,7 +8,11 @@ import math
 import polars as pl
 import pytest
 
-from servetrace.compare.measure import Comparison, compare
+from servetrace.compare.attribution import Tradeoff, tradeoff
+from servetrace.compare.catalog import get_metric
+from servetrace.compare.comparison import Comparison, compare
+from servetrace.compare.measure import Measured
+from servetrace.compare.workload import WorkloadMatch
 from servetrace.render.compare import (
     CompareFormat,
     compare_dict,
@@ -16,7 +20,21 @@ from servetrace.render.compare import (
     compare_text,
     render_compare,
 )
-from tests.analysis_stub import MS, from_frames, synthetic
+from servetrace.render.compare_words import (
+    ROW_KEYS,
+    change_words,
+    comparison_notes,
+    comparison_warnings,
+    display_buckets,
+    display_decomposition,
+    display_rows,
+    tradeoff_text,
+)
+from servetrace.render.format import display_unit, format_value, short_ms, signed, to_display
+from servetrace.render.workload import workload_dict, workload_message
+from servetrace.stats.ratio import RatioCI
+from servetrace.stats.verdicts import assess_change
+from tests.factories import MS, constant_trace, synthetic
 
 CONTRACT_KEYS = {
     "candidate",
@@ -35,33 +53,9 @@ CONTRACT_KEYS = {
 }
 
 
-def constant_trace(prefill_ms: float, n: int = 20) -> pl.DataFrame:
-    """n requests with the same latencies: every bootstrap interval collapses."""
-    queue, prefill, decode = 40 * MS, round(prefill_ms * MS), 90 * MS
-    return pl.DataFrame(
-        {
-            "request_id": [f"r{i}" for i in range(n)],
-            "outcome": ["completed"] * n,
-            "arrival_ns": [i * 100 * MS for i in range(n)],
-            "queue_wait_ns": [queue] * n,
-            "prefill_ns": [prefill] * n,
-            "ttft_ns": [queue + prefill] * n,
-            "decode_ns": [decode] * n,
-            "response_ns": [queue + prefill + decode] * n,
-            "e2e_ns": [queue + prefill + decode] * n,
-            "delivery_tail_ns": [0] * n,
-            "itl_mean_ns": [10.0 * MS] * n,
-            "tpot_ns": [10.0 * MS] * n,
-            "output_tokens": [10] * n,
-            "preemptions": [0] * n,
-            "prompt_tokens": [100 + 10 * i for i in range(n)],
-        }
-    )
-
-
 def golden_comparison() -> Comparison:
-    base = from_frames(constant_trace(60))
-    cand = from_frames(constant_trace(80))
+    base = constant_trace(60)
+    cand = constant_trace(80)
     return compare(
         base,
         cand,
@@ -104,8 +98,8 @@ def test_json_rows_follow_the_contract() -> None:
 
 
 def test_infinite_ratio_is_null_in_json() -> None:
-    base = from_frames(constant_trace(60).with_columns(queue_wait_ns=pl.lit(0, pl.Int64)))
-    cand = from_frames(constant_trace(60))
+    base = constant_trace(100, queue_ms=0)  # the same TTFT, none of it queued
+    cand = constant_trace(60)
     comparison = compare(base, cand, metrics=["queue_wait"], stats=["p50"], resamples=200)
     assert math.isinf(comparison.rows["ratio"][0])
     row = compare_dict([comparison])["rows"][0]
@@ -124,7 +118,7 @@ def test_non_significant_rows_collapse_unless_verbose() -> None:
 
 
 def test_nothing_significant_is_one_line() -> None:
-    a = from_frames(constant_trace(60))
+    a = constant_trace(60)
     text = compare_text([compare(a, a, metrics=["ttft"], stats=["mean"], resamples=200)])
     assert "No significant change in any of the 1 statistics compared." in text
 
@@ -198,3 +192,108 @@ No significant change (2): `queue_wait.mean`, `queue_wait.p50`
 95% CI of the ratio candidate/baseline; significant when the CI excludes 1 and the change exceeds \
 5%; percentiles: linear interpolation; rates: compound-Poisson interval</sub>
 """
+
+
+# --------------------------------------------------------------------------- by hand
+def test_change_words_by_hand() -> None:
+    assert change_words(1.14, "slower") == "1.14x slower"
+    assert change_words(1 / 1.08, "faster") == "1.08x faster"  # max(r, 1/r) = 1.08
+    assert change_words(1.5, "slower", speed=False) == "1.50x worse"
+    assert change_words(0.5, "faster", speed=False) == "2.00x better"
+    assert change_words(math.inf, "slower") == "slower (from or to zero)"
+    assert change_words(1.3, "no significant change") == "no significant change"
+
+
+def test_rows_leave_ns_for_ms_only_in_the_renderer() -> None:
+    comparison = golden_comparison()
+    # inside: ttft mean of the baseline is 40 ms queue + 60 ms prefill = 100_000_000 ns
+    core = comparison.rows.filter(metric="ttft", stat="mean").row(0, named=True)
+    assert (core["unit"], core["baseline"], core["candidate_value"]) == ("ns", 1e8, 1.2e8)
+    assert "words" not in comparison.rows.columns
+    # reported: 100 ms and 120 ms, ratio 120/100 = 1.2 worded as pyperf does
+    (shown,) = [r for r in display_rows(comparison) if (r["metric"], r["stat"]) == ("ttft", "mean")]
+    assert (shown["unit"], shown["baseline"], shown["candidate_value"]) == ("ms", 100.0, 120.0)
+    assert shown["words"] == "1.20x slower" and list(shown) == list(ROW_KEYS)
+    # the decomposition: prefill 60 → 80 ms is the whole +20 ms of e2e (share 1)
+    parts = {r["component"]: r for r in display_decomposition(comparison)}
+    assert parts["prefill"]["delta_mean_ms"] == 20.0 and parts["prefill"]["share"] == 1.0
+    assert parts["e2e"]["baseline_mean_ms"] == 190.0  # 40 + 60 + 90 ms
+    buckets = display_buckets(comparison)
+    assert buckets is not None and buckets[0]["delta_ttft_ms"] == 20.0
+
+
+def test_workload_words_by_hand() -> None:
+    match = WorkloadMatch(
+        verdict="same_requests",
+        shared_requests=2,
+        paired=True,
+        paired_by="request_id",
+        baseline_requests=2,
+        candidate_requests=2,
+        arrival_mismatches=1,
+        max_arrival_offset_diff_ns=50 * MS,
+        prompt_length_mismatches=0,
+        output_length_mismatches=1,
+        arrival_tolerance_ns=10 * MS,
+        pairs=pl.DataFrame({"base_row": [0, 1], "cand_row": [0, 1]}),
+    )
+    assert workload_message(match) == (
+        "same 2 requests, but 1 arrival offsets differ by more than 10 ms (at most 50 ms); "
+        "1 output lengths differ; paired by request_id"
+    )
+    block = workload_dict(match)
+    assert block["arrival_tolerance_ms"] == 10.0 and block["max_arrival_offset_diff_ms"] == 50.0
+    assert block["message"] == workload_message(match)
+
+
+def test_tradeoff_line_by_hand() -> None:
+    def measured(metric: str, stat: str, base_ns: float, cand_ns: float) -> Measured:
+        ratio = cand_ns / base_ns
+        ci = RatioCI(
+            stat, base_ns, cand_ns, ratio, ratio, ratio, 0.001, 0.95, "bootstrap", 2000, 0, 99, 99
+        )
+        return Measured(get_metric(metric), stat, ci, assess_change(ci, "lower"), True)
+
+    # TTFT p50 92.1 → 119.4 ms (lost 27.3 ms), ITL p99 214 → 59 ms (gained 155 ms)
+    lost = measured("ttft", "p50", 92.1 * MS, 119.4 * MS)
+    gained = measured("itl", "p99", 214 * MS, 59 * MS)
+    found = tradeoff([lost, gained])
+    assert found == Tradeoff(lost, pytest.approx(27.3 * MS), gained, 155 * MS)
+    assert tradeoff_text(found, "B") == "B trades 27.3 ms of TTFT p50 for 155 ms of ITL p99"
+    assert tradeoff([lost]) is None and tradeoff_text(None, "B") is None
+
+
+def test_caveats_are_worded_with_their_numbers() -> None:
+    # 6 requests a side: fewer than MIN_SAMPLES = 10; a p50 needs 10 / (1 - 0.5) = 20
+    # requests to have 10 above it, a p99 10 / 0.01 = 1000
+    small = compare(
+        constant_trace(60, n=6), constant_trace(80, n=6), stats=["p50", "p99"], resamples=200
+    )
+    assert comparison_warnings(small) == [
+        "only 6 completed requests in baseline: too few to call any latency change "
+        "significant (need 10)",
+        "only 6 completed requests in candidate: too few to call any latency change "
+        "significant (need 10)",
+        "p50 rests on fewer than 10 requests above it (n=6); treat it as unreliable "
+        "(it needs about 20 completed requests)",
+        "p99 rests on fewer than 10 requests above it (n=6); treat it as unreliable "
+        "(it needs about 1000 completed requests)",
+    ]
+    # goodput without targets is skipped statistic by statistic, and says why
+    assert comparison_notes(small)[0] == (
+        "goodput.requests_per_s skipped: goodput.requests_per_s needs per-request goodput targets"
+    )
+
+
+def test_values_are_formatted_by_hand() -> None:
+    assert format_value(208.0, "ms") == "208 ms"
+    assert format_value(2044.08, "ms") == "2044 ms"  # four digits and more: no decimals
+    assert format_value(0.0123, "") == "0.0123"
+    assert format_value(None, "ms") == "n/a" and format_value(math.inf, "") == "inf"
+    assert short_ms(0.42) == "420 µs" and short_ms(27.31) == "27.3 ms"
+    assert signed(-0.41, "ms") == "-0.41 ms" and signed(0.0, "ms") == "0 ms"
+    ttft, throughput = get_metric("ttft"), get_metric("throughput")
+    assert to_display(ttft, "p99", 208 * MS) == 208.0
+    assert to_display(ttft, "count", 12.0) == 12.0  # a count is not a time
+    assert display_unit(ttft, "p99") == "ms" and display_unit(ttft, "count") == ""
+    assert display_unit(throughput, "output_tokens_per_s") == "tok/s"

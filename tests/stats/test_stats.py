@@ -11,7 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from servetrace import stats as st
+from servetrace.render.compare_words import change_words
+from servetrace.stats.bootstrap import (
+    _order_stat_bootstrap,
+    bootstrap_ratio_ci,
+    bootstrap_ratio_cis,
+)
+from servetrace.stats.clusters import design_effect
+from servetrace.stats.describe import STATISTICS, describe, percentile_of, statistic
+from servetrace.stats.rank_tests import paired_test, unpaired_test
+from servetrace.stats.rates import rate_ratio_ci
+from servetrace.stats.ratio import RatioCI
+from servetrace.stats.verdicts import assess_change
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +35,7 @@ def _no_warnings():
 
 # --------------------------------------------------------------------------- describe
 def test_describe_one_to_ten_by_hand() -> None:
-    d = st.describe(list(range(1, 11)))
+    d = describe(list(range(1, 11)))
     assert d["count"] == 10
     assert d["mean"] == 5.5
     assert d["std"] == pytest.approx(math.sqrt(8.25))  # population: sum((x-5.5)^2)/10
@@ -35,16 +46,16 @@ def test_describe_one_to_ten_by_hand() -> None:
     assert d["p95"] == pytest.approx(9.55)
     assert d["p99"] == pytest.approx(9.91)
     assert d["p99_9"] == pytest.approx(9.991)
-    assert list(d) == list(st.STATISTICS)
+    assert list(d) == list(STATISTICS)
 
 
 def test_describe_empty_and_nulls() -> None:
-    empty = st.describe([])
+    empty = describe([])
     assert empty["count"] == 0
-    assert all(empty[k] is None for k in st.STATISTICS if k != "count")
-    d = st.describe(pl.Series([1, None, 3], dtype=pl.Int64))
+    assert all(empty[k] is None for k in STATISTICS if k != "count")
+    d = describe(pl.Series([1, None, 3], dtype=pl.Int64))
     assert d["count"] == 2 and d["mean"] == 2.0
-    assert st.describe(np.array([1.0, np.nan, 3.0]))["count"] == 2
+    assert describe(np.array([1.0, np.nan, 3.0]))["count"] == 2
 
 
 @pytest.mark.parametrize(
@@ -65,23 +76,23 @@ def test_describe_empty_and_nulls() -> None:
     ],
 )
 def test_percentile_names(stat: str, q: float | None) -> None:
-    assert st.percentile_of(stat) == q
+    assert percentile_of(stat) == q
 
 
 def test_statistic_matches_describe() -> None:
     values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]
-    d = st.describe(values)
+    d = describe(values)
     for stat in ("mean", "std", "min", "p50", "p90", "p99", "max"):
-        assert st.statistic(values, stat) == pytest.approx(d[stat])
-    assert st.statistic(values, "p25") == pytest.approx(np.percentile(values, 25))
-    assert st.statistic([], "p50") is None
-    assert st.statistic([], "count") == 0
+        assert statistic(values, stat) == pytest.approx(d[stat])
+    assert statistic(values, "p25") == pytest.approx(np.percentile(values, 25))
+    assert statistic([], "p50") is None
+    assert statistic([], "count") == 0
 
 
 # --------------------------------------------------------------------------- bootstrap
 @pytest.mark.parametrize("paired", [True, False])
 def test_ratio_ci_on_constant_data_collapses_to_the_ratio(paired: bool) -> None:
-    cis = st.bootstrap_ratio_cis(
+    cis = bootstrap_ratio_cis(
         [5.0] * 20, [6.0] * 20, ["mean", "p50", "p99", "max"], paired=paired, resamples=500, seed=3
     )
     for ci in cis.values():
@@ -92,18 +103,18 @@ def test_ratio_ci_on_constant_data_collapses_to_the_ratio(paired: bool) -> None:
 
 def test_paired_constant_factor_collapses_and_identical_is_exactly_one() -> None:
     base = np.random.default_rng(0).lognormal(3, 1, 300)
-    slow = st.bootstrap_ratio_ci(base, base * 1.2, "p90", paired=True, resamples=400)
+    slow = bootstrap_ratio_ci(base, base * 1.2, "p90", paired=True, resamples=400)
     assert slow.ci_low == pytest.approx(1.2) and slow.ci_high == pytest.approx(1.2)
-    same = st.bootstrap_ratio_ci(base, base, "p90", paired=True, resamples=400)
+    same = bootstrap_ratio_ci(base, base, "p90", paired=True, resamples=400)
     assert (same.ratio, same.ci_low, same.ci_high, same.p_value) == (1.0, 1.0, 1.0, 1.0)
 
 
 def test_bootstrap_is_seeded() -> None:
     rng = np.random.default_rng(1)
     a, b = rng.lognormal(0, 1, 200), rng.lognormal(0.1, 1, 200)
-    one = st.bootstrap_ratio_ci(a, b, "p90", paired=False, resamples=300, seed=7)
-    two = st.bootstrap_ratio_ci(a, b, "p90", paired=False, resamples=300, seed=7)
-    other = st.bootstrap_ratio_ci(a, b, "p90", paired=False, resamples=300, seed=8)
+    one = bootstrap_ratio_ci(a, b, "p90", paired=False, resamples=300, seed=7)
+    two = bootstrap_ratio_ci(a, b, "p90", paired=False, resamples=300, seed=7)
+    other = bootstrap_ratio_ci(a, b, "p90", paired=False, resamples=300, seed=8)
     assert one == two
     assert (one.ci_low, one.ci_high) != (other.ci_low, other.ci_high)
     assert one.seed == 7 and one.resamples == 300
@@ -126,8 +137,8 @@ def test_swapping_sides_inverts_ratio_and_interval(
     cand = [b * f for b, f in zip(base, factors, strict=False)]
     if not paired:
         cand = cand[: max(2, len(cand) - 1)]
-    forward = st.bootstrap_ratio_ci(base, cand, stat, paired, resamples=200, seed=seed)
-    backward = st.bootstrap_ratio_ci(cand, base, stat, paired, resamples=200, seed=seed)
+    forward = bootstrap_ratio_ci(base, cand, stat, paired, resamples=200, seed=seed)
+    backward = bootstrap_ratio_ci(cand, base, stat, paired, resamples=200, seed=seed)
     assert forward.ratio is not None and backward.ratio is not None
     assert forward.ratio * backward.ratio == pytest.approx(1.0, rel=1e-9)
     if forward.ci_low and forward.ci_high and backward.ci_low and backward.ci_high:
@@ -141,7 +152,7 @@ def test_interval_and_p_value_agree() -> None:
     for shift in (1.0, 1.02, 1.1, 1.3):
         a = rng.lognormal(0, 0.5, 400)
         b = rng.lognormal(math.log(shift), 0.5, 400)
-        ci = st.bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=1000, seed=1)
+        ci = bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=1000, seed=1)
         assert ci.p_value is not None
         assert ci.excludes_one == (ci.p_value < 0.05) or abs(ci.p_value - 0.05) < 0.01
 
@@ -151,7 +162,7 @@ def test_order_statistic_bootstrap_matches_brute_force() -> None:
     rng = np.random.default_rng(11)
     x = rng.lognormal(0, 1, 500)
     ordered = np.sort(x)
-    fast = st._order_stat_bootstrap(ordered, 90.0, x.size, 4000, np.random.default_rng(2))
+    fast = _order_stat_bootstrap(ordered, 90.0, x.size, 4000, np.random.default_rng(2))
     index = np.random.default_rng(3).integers(0, x.size, size=(4000, x.size))
     slow = np.percentile(x[index], 90.0, axis=1)
     assert fast.mean() == pytest.approx(slow.mean(), rel=0.01)
@@ -161,10 +172,10 @@ def test_order_statistic_bootstrap_matches_brute_force() -> None:
 def test_m_out_of_n_keeps_the_interval_width() -> None:
     rng = np.random.default_rng(4)
     a, b = rng.lognormal(0, 1, 4000), rng.lognormal(0, 1, 4000)
-    full = st.bootstrap_ratio_ci(
+    full = bootstrap_ratio_ci(
         a, b, "mean", paired=True, resamples=800, seed=1, max_resample_size=10_000
     )
-    capped = st.bootstrap_ratio_ci(
+    capped = bootstrap_ratio_ci(
         a, b, "mean", paired=True, resamples=800, seed=1, max_resample_size=500
     )
     assert capped.m_baseline == 500 and full.m_baseline == 4000
@@ -176,8 +187,8 @@ def test_m_out_of_n_keeps_the_interval_width() -> None:
 def test_effective_sample_size_widens_the_interval() -> None:
     rng = np.random.default_rng(6)
     a, b = rng.lognormal(0, 1, 5000), rng.lognormal(0, 1, 5000)
-    iid = st.bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=800)
-    clustered = st.bootstrap_ratio_ci(
+    iid = bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=800)
+    clustered = bootstrap_ratio_ci(
         a, b, "p50", paired=False, resamples=800, n_eff_base=500, n_eff_cand=500
     )
     ratio = (clustered.ci_high - clustered.ci_low) / (iid.ci_high - iid.ci_low)
@@ -186,38 +197,38 @@ def test_effective_sample_size_widens_the_interval() -> None:
 
 def test_zero_statistics_give_defined_ratios() -> None:
     zeros = [0.0] * 30
-    both = st.bootstrap_ratio_ci(zeros, zeros, "p50", paired=False, resamples=200)
+    both = bootstrap_ratio_ci(zeros, zeros, "p50", paired=False, resamples=200)
     assert (both.ratio, both.ci_low, both.ci_high, both.p_value) == (1.0, 1.0, 1.0, 1.0)
-    up = st.bootstrap_ratio_ci(zeros, [1.0] * 30, "mean", paired=True, resamples=200)
+    up = bootstrap_ratio_ci(zeros, [1.0] * 30, "mean", paired=True, resamples=200)
     assert up.ratio == math.inf and up.ci_low == math.inf
 
 
 def test_empty_side_has_no_interval() -> None:
-    ci = st.bootstrap_ratio_ci([], [1.0, 2.0], "p50", paired=False)
+    ci = bootstrap_ratio_ci([], [1.0, 2.0], "p50", paired=False)
     assert ci.ratio is None and ci.ci_low is None and ci.method == "none"
 
 
 def test_bootstrap_rejects_count_and_bad_arguments() -> None:
     with pytest.raises(ValueError):
-        st.bootstrap_ratio_ci([1.0], [1.0], "count", paired=False)
+        bootstrap_ratio_ci([1.0], [1.0], "count", paired=False)
     with pytest.raises(ValueError):
-        st.bootstrap_ratio_ci([1.0], [1.0, 2.0], "mean", paired=True)
+        bootstrap_ratio_ci([1.0], [1.0, 2.0], "mean", paired=True)
 
 
 # --------------------------------------------------------------------------- design effect
 def test_design_effect() -> None:
     rng = np.random.default_rng(8)
     codes = np.repeat(np.arange(200), 10)
-    assert st.design_effect(rng.normal(size=2000), codes) == pytest.approx(1.0, abs=0.2)
+    assert design_effect(rng.normal(size=2000), codes) == pytest.approx(1.0, abs=0.2)
     # every value of a cluster equal: the cluster is one observation, deff = cluster size
     level = rng.normal(size=200)[codes]
-    assert st.design_effect(level, codes) == pytest.approx(10.0, rel=0.05)
-    assert st.design_effect(np.ones(50), np.arange(50)) == 1.0
+    assert design_effect(level, codes) == pytest.approx(10.0, rel=0.05)
+    assert design_effect(np.ones(50), np.arange(50)) == 1.0
 
 
 # --------------------------------------------------------------------------- rates
 def test_rate_ratio_by_hand() -> None:
-    ci = st.rate_ratio_ci(np.ones(1000), np.ones(1100), base_exposure=10, cand_exposure=10)
+    ci = rate_ratio_ci(np.ones(1000), np.ones(1100), base_exposure=10, cand_exposure=10)
     se = math.sqrt(1 / 1000 + 1 / 1100)
     z = 1.959963984540054
     assert ci.baseline == 100.0 and ci.candidate == 110.0
@@ -228,35 +239,35 @@ def test_rate_ratio_by_hand() -> None:
 
 
 def test_rate_ratio_edge_cases() -> None:
-    none = st.rate_ratio_ci([], [])
+    none = rate_ratio_ci([], [])
     assert none.ratio == 1.0 and none.p_value == 1.0 and none.ci_low is None
-    up = st.rate_ratio_ci([], [1.0] * 5)
+    up = rate_ratio_ci([], [1.0] * 5)
     assert up.ratio == math.inf and up.ci_low is not None and up.ci_low > 1
-    given_values = st.rate_ratio_ci(np.ones(10), np.ones(10), base_value=2.0, cand_value=3.0)
+    given_values = rate_ratio_ci(np.ones(10), np.ones(10), base_value=2.0, cand_value=3.0)
     assert given_values.ratio == 1.5
 
 
 # --------------------------------------------------------------------------- rank tests
 def test_paired_test_edge_cases_do_not_warn() -> None:
-    assert st.paired_test([1, 2, 3], [1, 2, 3]).p_value == 1.0  # all differences zero
-    assert st.paired_test([1], [2]).p_value == 1.0  # too few to test
-    assert st.paired_test([], []).p_value is None
-    exact = st.paired_test(np.zeros(7), np.arange(1, 8))  # 7 positive differences
+    assert paired_test([1, 2, 3], [1, 2, 3]).p_value == 1.0  # all differences zero
+    assert paired_test([1], [2]).p_value == 1.0  # too few to test
+    assert paired_test([], []).p_value is None
+    exact = paired_test(np.zeros(7), np.arange(1, 8))  # 7 positive differences
     assert exact.name == "wilcoxon"
     assert exact.p_value == pytest.approx(2 / 2**7)
 
 
 def test_unpaired_test_edge_cases_do_not_warn() -> None:
-    assert st.unpaired_test([], [1.0]).p_value is None
-    assert st.unpaired_test([1.0, 1.0], [1.0, 1.0]).p_value == 1.0
-    exact = st.unpaired_test([1, 2, 3], [4, 5, 6])
+    assert unpaired_test([], [1.0]).p_value is None
+    assert unpaired_test([1.0, 1.0], [1.0, 1.0]).p_value == 1.0
+    exact = unpaired_test([1, 2, 3], [4, 5, 6])
     assert exact.name == "mannwhitneyu"
     assert exact.p_value == pytest.approx(0.1)  # 2 of 20 orderings are this extreme
 
 
 # --------------------------------------------------------------------------- verdicts
 def _ci(ratio: float, low: float, high: float, n: int = 100, method: str = "bootstrap"):
-    return st.RatioCI("p99", 1.0, ratio, ratio, low, high, 0.01, 0.95, method, 2000, 0, n, n)
+    return RatioCI("p99", 1.0, ratio, ratio, low, high, 0.01, 0.95, method, 2000, 0, n, n)
 
 
 @pytest.mark.parametrize(
@@ -272,14 +283,15 @@ def _ci(ratio: float, low: float, high: float, n: int = 100, method: str = "boot
     ],
 )
 def test_assess_change(ratio, low, high, better, verdict, words) -> None:
-    change = st.assess_change(_ci(ratio, low, high), better, 0.05)
+    change = assess_change(_ci(ratio, low, high), better, 0.05)
     assert change.verdict == verdict
-    assert change.words == words
+    assert change_words(change.ratio, change.verdict) == words
     assert change.significant == (verdict != "no significant change")
 
 
 def test_assess_change_needs_enough_samples_and_words_counts() -> None:
-    assert not st.assess_change(_ci(2.0, 1.5, 2.5, n=5), "lower").significant
-    assert st.assess_change(_ci(2.0, 1.5, 2.5, n=5, method="poisson"), "lower").significant
-    assert st.assess_change(_ci(1.5, 1.2, 1.8), "lower", speed=False).words == "1.50x worse"
-    assert st.change_words(math.inf, "slower") == "slower (from or to zero)"
+    assert not assess_change(_ci(2.0, 1.5, 2.5, n=5), "lower").significant
+    assert assess_change(_ci(2.0, 1.5, 2.5, n=5, method="poisson"), "lower").significant
+    change = assess_change(_ci(1.5, 1.2, 1.8), "lower")
+    assert change_words(change.ratio, change.verdict, speed=False) == "1.50x worse"
+    assert change_words(math.inf, "slower") == "slower (from or to zero)"

@@ -1,0 +1,222 @@
+"""``compare``: one candidate trace against the baseline, as numbers.
+
+It matches the workloads (``workload``), chooses the requests to describe
+(``population``), measures every requested statistic (``measure``), says where the e2e
+difference comes from (``attribution``) and when not to trust the result (``caveats``).
+The result is data in internal units (ns for times); ``servetrace.render.compare``
+converts it and words it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from servetrace.analysis.memory import Analysis
+from servetrace.compare.attribution import Tradeoff, decompose, length_buckets, tradeoff
+from servetrace.compare.catalog import (
+    DEFAULT_COMPARE_METRICS,
+    DEFAULT_COMPARE_STATS,
+    GoodputTarget,
+    MetricSpec,
+    get_metric,
+)
+from servetrace.compare.caveats import Caveat, caveats
+from servetrace.compare.measure import Measured, Skipped, context, measure_keys
+from servetrace.compare.workload import (
+    DEFAULT_ARRIVAL_TOLERANCE_NS,
+    WorkloadMatch,
+    match_workloads,
+)
+from servetrace.errors import UsageError
+from servetrace.stats.bootstrap import DEFAULT_MAX_RESAMPLE_SIZE, DEFAULT_RESAMPLES
+from servetrace.stats.describe import canonical_stat, is_statistic
+from servetrace.stats.ratio import DEFAULT_CONFIDENCE
+
+# One row per compared statistic. ``unit`` is the unit of ``baseline`` and
+# ``candidate_value``: ns for times, req/s or tok/s for rates, "" for counts/fractions.
+ROW_SCHEMA: dict[str, Any] = {
+    "candidate": pl.String,
+    "metric": pl.String,
+    "stat": pl.String,
+    "unit": pl.String,
+    "baseline": pl.Float64,
+    "candidate_value": pl.Float64,
+    "ratio": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_value": pl.Float64,
+    "significant": pl.Boolean,
+    "better": pl.String,
+    "verdict": pl.String,
+    "paired": pl.Boolean,
+    "method": pl.String,
+    "n_baseline": pl.Int64,
+    "n_candidate": pl.Int64,
+}
+TEST_SCHEMA: dict[str, Any] = {
+    "candidate": pl.String,
+    "metric": pl.String,
+    "test": pl.String,
+    "based_on": pl.String,
+    "n_baseline": pl.Int64,
+    "n_candidate": pl.Int64,
+    "statistic": pl.Float64,
+    "p_value": pl.Float64,
+}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison of one candidate with the baseline, in internal units.
+
+    ``rows`` has one row per statistic (``ROW_SCHEMA``); ``tests`` a rank test per
+    metric; ``decomposition`` the queue-wait/prefill/decode/delivery-tail deltas of mean
+    and p50 (ns); ``buckets`` (paired only) the mean per-request deltas by prompt-length
+    and output-length quartile (ns); ``tradeoff`` what the candidate traded, if anything;
+    ``caveats`` when to distrust it; ``skipped`` what the traces could not provide.
+    """
+
+    baseline_label: str
+    candidate_label: str
+    workload: WorkloadMatch
+    rows: pl.DataFrame
+    tests: pl.DataFrame
+    decomposition: pl.DataFrame
+    buckets: pl.DataFrame | None
+    tradeoff: Tradeoff | None
+    caveats: tuple[Caveat, ...]
+    skipped: tuple[Skipped, ...]
+    seed: int
+    resamples: int
+    confidence: float
+    min_change: float
+    max_resample_size: int
+    measured: tuple[Measured, ...] = field(repr=False, default=())
+
+    @property
+    def significant(self) -> pl.DataFrame:
+        return self.rows.filter(pl.col("significant"))
+
+
+def _resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricSpec], list[str]]:
+    problems: list[str] = []
+    specs: list[MetricSpec] = []
+    for name in metrics:
+        try:
+            spec = get_metric(name)
+        except UsageError as error:
+            problems.append(error.message)
+            continue
+        if spec not in specs:
+            specs.append(spec)
+    canonical: list[str] = []
+    for stat in stats:
+        name = canonical_stat(stat)
+        if not is_statistic(name):
+            problems.append(f"unknown statistic {stat!r}")
+        elif name not in canonical:
+            canonical.append(name)
+    if problems:
+        raise UsageError(
+            "; ".join(problems),
+            hint="metrics: "
+            + ", ".join(DEFAULT_COMPARE_METRICS)
+            + "; statistics: mean, std, min, max, p50, p90, p99, p99_9 or any pNN",
+        )
+    return specs, canonical
+
+
+def _rows_frame(measured: Sequence[Measured], label: str) -> pl.DataFrame:
+    records = [
+        {
+            "candidate": label,
+            "metric": row.spec.name,
+            "stat": row.stat,
+            "unit": row.spec.unit_of(row.stat),
+            "baseline": row.ci.baseline,
+            "candidate_value": row.ci.candidate,
+            "ratio": row.change.ratio,
+            "ci_low": row.change.ci_low,
+            "ci_high": row.change.ci_high,
+            "p_value": row.change.p_value,
+            "significant": row.change.significant,
+            "better": row.spec.better,
+            "verdict": row.change.verdict,
+            "paired": row.paired,
+            "method": row.ci.method,
+            "n_baseline": row.ci.n_baseline,
+            "n_candidate": row.ci.n_candidate,
+        }
+        for row in measured
+    ]
+    return pl.DataFrame(records, schema=ROW_SCHEMA)
+
+
+def compare(
+    base: Analysis,
+    cand: Analysis,
+    *,
+    metrics: Sequence[str] = DEFAULT_COMPARE_METRICS,
+    stats: Sequence[str] = DEFAULT_COMPARE_STATS,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    min_change: float = 0.05,
+    confidence: float = DEFAULT_CONFIDENCE,
+    pair_on: str | None = None,
+    arrival_tolerance_ns: int = DEFAULT_ARRIVAL_TOLERANCE_NS,
+    goodput: Sequence[GoodputTarget] = (),
+    baseline_label: str = "baseline",
+    candidate_label: str = "candidate",
+    max_resample_size: int = DEFAULT_MAX_RESAMPLE_SIZE,
+) -> Comparison:
+    """Compare a candidate trace with the baseline (the reference).
+
+    Latency metrics get one row per statistic in ``stats``; throughput, goodput,
+    cancelled and preemptions one row per statistic of their own. Metrics the traces
+    cannot provide (no goodput targets, no prompt lengths) are skipped, and say why.
+    """
+    specs, stat_names = _resolve(metrics, stats)
+    match = match_workloads(base.requests, cand.requests, pair_on, arrival_tolerance_ns)
+    ctx = context(
+        base,
+        cand,
+        match,
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+        min_change=min_change,
+        max_resample_size=max_resample_size,
+        goodput=goodput,
+    )
+    keys = [
+        (spec.name, stat)
+        for spec in specs
+        for stat in (stat_names if spec.kind == "latency" else spec.stats)
+    ]
+    measured = measure_keys(ctx, keys)
+    pop = ctx.population
+    tests = pl.DataFrame(
+        [{"candidate": candidate_label, **test} for test in ctx.tests], schema=TEST_SCHEMA
+    )
+    return Comparison(
+        baseline_label=baseline_label,
+        candidate_label=candidate_label,
+        workload=match,
+        rows=_rows_frame(measured, candidate_label),
+        tests=tests,
+        decomposition=decompose(pop.base, pop.cand),
+        buckets=length_buckets(pop.base, pop.cand) if match.paired else None,
+        tradeoff=tradeoff(measured),
+        caveats=tuple(caveats(match, pop, stat_names)),
+        skipped=tuple(ctx.skipped),
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+        min_change=min_change,
+        max_resample_size=max_resample_size,
+        measured=tuple(measured),
+    )

@@ -1,0 +1,197 @@
+"""A comparison in reporting units and words: what every compare format shows.
+
+``servetrace.compare`` returns numbers in ns with verdicts as data; this module converts
+times to ms (the JSON contract's unit) and writes every sentence: the change
+("1.14x slower", pyperf's wording), the trade-off line, caveats, skipped metrics and the
+method. ``servetrace.render.compare`` lays these out as a table, Markdown or JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from servetrace.compare.attribution import Tradeoff
+from servetrace.compare.catalog import get_metric
+from servetrace.compare.caveats import Caveat
+from servetrace.compare.comparison import Comparison
+from servetrace.compare.measure import Skipped
+from servetrace.render.format import display_unit, ns_to_ms, short_ms
+from servetrace.render.workload import workload_message
+from servetrace.stats.describe import PERCENTILE_METHOD
+from servetrace.stats.verdicts import Verdict
+from servetrace.units import NS_PER_MS
+
+# The row keys of the JSON contract, in order.
+ROW_KEYS = (
+    "candidate",
+    "metric",
+    "stat",
+    "unit",
+    "baseline",
+    "candidate_value",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "significant",
+    "better",
+    "verdict",
+    "words",
+    "paired",
+    "method",
+    "n_baseline",
+    "n_candidate",
+)
+DECOMPOSITION_KEYS = (
+    "baseline_mean",
+    "candidate_mean",
+    "delta_mean",
+    "baseline_p50",
+    "candidate_p50",
+    "delta_p50",
+)
+
+
+def change_words(ratio: float | None, verdict: Verdict | str, *, speed: bool = True) -> str:
+    """ "1.14x slower", "1.08x faster" (pyperf's wording), or "no significant change".
+
+    ``speed=False`` words counts and fractions as "worse"/"better".
+    """
+    if verdict == "no significant change" or ratio is None:
+        return "no significant change"
+    word = verdict if speed else ("worse" if verdict == "slower" else "better")
+    factor = max(ratio, 1.0 / ratio) if ratio > 0 else math.inf
+    if not math.isfinite(factor):
+        return f"{word} (from or to zero)"
+    return f"{factor:.2f}x {word}"
+
+
+# --------------------------------------------------------------------------- numbers
+def display_rows(comparison: Comparison) -> list[dict[str, Any]]:
+    """The rows as the JSON contract has them: times in ms, with their words."""
+    out = []
+    for row in comparison.rows.iter_rows(named=True):
+        spec = get_metric(row["metric"])
+        time = row["unit"] == "ns"
+        convert = ns_to_ms if time else (lambda value: value)
+        shown = {
+            **row,
+            "unit": display_unit(spec, row["stat"]),
+            "baseline": convert(row["baseline"]),
+            "candidate_value": convert(row["candidate_value"]),
+            "words": change_words(
+                row["ratio"], row["verdict"], speed=spec.speaks_of_speed(row["stat"])
+            ),
+        }
+        out.append({key: shown[key] for key in ROW_KEYS})
+    return out
+
+
+def display_decomposition(comparison: Comparison) -> list[dict[str, Any]]:
+    """Decomposition rows with ``*_ms`` keys (``share`` is a plain ratio)."""
+    out = []
+    for row in comparison.decomposition.iter_rows(named=True):
+        shown: dict[str, Any] = {"component": row["component"]}
+        for key in DECOMPOSITION_KEYS:
+            shown[f"{key}_ms"] = ns_to_ms(row[f"{key}_ns"])
+            if key == "delta_mean":
+                shown["share"] = row["share"]
+        out.append(shown)
+    return out
+
+
+def display_buckets(comparison: Comparison) -> list[dict[str, Any]] | None:
+    """Length buckets with ``delta_*_ms`` keys; None when the comparison is unpaired."""
+    if comparison.buckets is None:
+        return None
+    out = []
+    for row in comparison.buckets.iter_rows(named=True):
+        out.append(
+            {
+                (f"{key.removesuffix('_ns')}_ms" if key.startswith("delta_") else key): (
+                    ns_to_ms(value) if key.startswith("delta_") else value
+                )
+                for key, value in row.items()
+            }
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- sentences
+def tradeoff_text(tradeoff: Tradeoff | None, label: str) -> str | None:
+    """ "B trades 27.3 ms of TTFT p50 for 155 ms of ITL p99"."""
+    if tradeoff is None:
+        return None
+    lost, gained = tradeoff.lost, tradeoff.gained
+    return (
+        f"{label} trades {short_ms(tradeoff.lost_ns / NS_PER_MS)} of {lost.spec.name.upper()} "
+        f"{lost.stat} for {short_ms(tradeoff.gained_ns / NS_PER_MS)} of "
+        f"{gained.spec.name.upper()} {gained.stat}"
+    )
+
+
+def caveat_text(caveat: Caveat, comparison: Comparison) -> str:
+    """One caveat as the warning line a reader gets."""
+    label = {"baseline": comparison.baseline_label, "candidate": comparison.candidate_label}
+    side = label.get(caveat.side or "", "")
+    if caveat.kind == "unpaired_workload":
+        return f"{comparison.candidate_label}: {workload_message(comparison.workload)}"
+    if caveat.kind == "no_paired_completions":
+        return (
+            "no request completed in both traces, so there are no completed requests to "
+            "compare: no latency can be compared (see cancelled.* and the outcomes)"
+        )
+    if caveat.kind == "no_completed":
+        return f"{side} has no completed requests to compare"
+    if caveat.kind == "few_completed":
+        return (
+            f"only {caveat.n} completed requests in {side}: too few to call any latency "
+            f"change significant (need {caveat.need})"
+        )
+    return (
+        f"{caveat.stat} rests on fewer than {caveat.tail} requests above it (n={caveat.n}); "
+        f"treat it as unreliable (it needs about {caveat.need} completed requests)"
+    )
+
+
+def comparison_warnings(comparison: Comparison) -> list[str]:
+    return [caveat_text(caveat, comparison) for caveat in comparison.caveats]
+
+
+def skipped_text(skipped: Skipped) -> str:
+    """ "goodput.fraction skipped: goodput.fraction needs per-request goodput targets"."""
+    key = skipped.metric if skipped.stat is None else f"{skipped.metric}.{skipped.stat}"
+    return f"{key} skipped: {skipped.reason}"
+
+
+def comparison_notes(comparison: Comparison) -> list[str]:
+    return [skipped_text(skipped) for skipped in comparison.skipped]
+
+
+def method_line(comparison: Comparison) -> str:
+    paired = "paired" if comparison.workload.paired else "independent"
+    return (
+        f"{paired} bootstrap (ITL: independent, at its effective sample size), "
+        f"{comparison.resamples} resamples, seed {comparison.seed}, "
+        f"{comparison.confidence:.0%} CI of the ratio candidate/baseline; significant when "
+        f"the CI excludes 1 and the change exceeds {comparison.min_change:.0%}; "
+        "percentiles: linear interpolation; rates: compound-Poisson interval"
+    )
+
+
+def method_dict(comparison: Comparison) -> dict[str, Any]:
+    return {
+        "bootstrap": "paired" if comparison.workload.paired else "independent",
+        "resamples": comparison.resamples,
+        "seed": comparison.seed,
+        "confidence": comparison.confidence,
+        "min_change": comparison.min_change,
+        "max_resample_size": comparison.max_resample_size,
+        "percentiles": PERCENTILE_METHOD,
+        "rates": "compound-Poisson Wald interval on the log ratio",
+        "significant": (
+            f"{comparison.confidence:.0%} interval of the ratio excludes 1 and the change "
+            f"exceeds {comparison.min_change:.0%}"
+        ),
+    }

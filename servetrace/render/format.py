@@ -1,0 +1,73 @@
+"""Numbers for people: reporting units and the short text of one value.
+
+The core keeps times in ns; reports show them in ms (the JSON contract's unit for every
+time). ``display_unit``/``to_display`` are the one conversion of a compare or check value,
+``format_value`` its text.
+"""
+
+from __future__ import annotations
+
+import math
+
+from servetrace.compare.catalog import MetricSpec
+from servetrace.units import NS_PER_MS
+
+# The unit a report shows for each internal unit (times: ns inside, ms outside).
+DISPLAY_UNITS: dict[str, str] = {"ns": "ms"}
+
+
+def display_unit(spec: MetricSpec, stat: str) -> str:
+    """Reporting unit of ``spec.stat``: ``ms`` for a time, else the value's own unit."""
+    unit = spec.unit_of(stat)
+    return DISPLAY_UNITS.get(unit, unit)
+
+
+def ns_to_ms(value: float | None) -> float | None:
+    """ns → ms; None, NaN and infinities pass through."""
+    if value is None or not math.isfinite(value):
+        return value
+    return value / NS_PER_MS
+
+
+def to_display(spec: MetricSpec, stat: str, value: float | None) -> float | None:
+    """Internal value → reporting unit (ns → ms for time statistics)."""
+    return ns_to_ms(value) if spec.unit_of(stat) == "ns" else value
+
+
+def format_number(value: float) -> str:
+    """Shortest text that reads back as the same float (``500``, ``0.5``, ``1e-05``)."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(float(value))
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """``208 ms``, ``0.0123``, ``18.1 req/s``, ``n/a``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        text = "inf" if value > 0 else "-inf"
+    elif value != 0 and abs(value) >= 1000:
+        text = f"{value:.0f}"
+    else:
+        text = f"{value:.3g}"
+    return f"{text} {unit}" if unit else text
+
+
+def short_ms(ms: float) -> str:
+    """A magnitude in ms, short: ``155 ms``, ``27.3 ms``, ``420 µs``."""
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    if ms >= 1:
+        return f"{ms:.3g} ms"
+    return f"{ms * 1000:.3g} µs"
+
+
+def signed(value: float | None, unit: str) -> str:
+    """``+20 ms``, ``-0.41 ms``, ``0 ms``, ``n/a``."""
+    if value is None:
+        return "n/a"
+    text = format_value(abs(value), unit)
+    if value == 0 or text.startswith("0 ") or text == "0":
+        return text
+    return ("+" if value > 0 else "-") + text

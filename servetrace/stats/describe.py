@@ -1,0 +1,189 @@
+"""Describe a sample: the statistics every report gives, and how they are computed.
+
+``describe`` gives ``STATISTICS`` (count, mean, population std, min, p50, p90, p95, p99,
+p99_9, max); ``statistic`` gives one of them, or any ``pNN``. Nulls and NaNs are dropped.
+
+Percentiles use linear interpolation between order statistics (numpy's default,
+``PERCENTILE_METHOD``), computed by Polars for every container, so a list, an array and
+a Series of the same values give the same bits. Mean and standard deviation are
+**deterministic functions of the values as a multiset**: the same values in any order,
+on any number of threads, in memory or streamed, give the same bits. A parallel float
+sum does not (its rounding depends on how the work was split; the pooled ITL std of one
+trace differed in the 14th digit from run to run), so ``servetrace.stats.moments`` sums
+integer samples (every time in ns) exactly and rounds once, and float samples
+(per-request means such as ``tpot_ns``) in sorted order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from servetrace.stats.moments import float_moments, integer_series_moments
+
+FloatArray = npt.NDArray[np.float64]
+ArrayLike = pl.Series | npt.NDArray[np.generic] | Sequence[float] | Sequence[int]
+
+PERCENTILE_METHOD: Final = "linear"
+# The summary statistics of every metric, in report order.
+STATISTICS: tuple[str, ...] = (
+    "count",
+    "mean",
+    "std",
+    "min",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "p99_9",
+    "max",
+)
+STAT_ALIASES: dict[str, str] = {"median": "p50", "avg": "mean", "average": "mean", "p999": "p99_9"}
+_PERCENTILE_RE = re.compile(r"^p(\d{1,2}|100)(?:_(\d+))?$")
+_PERCENTILE_STATS = tuple(name for name in STATISTICS if name not in ("count", "mean", "std"))
+
+
+# --------------------------------------------------------------------------- names
+def canonical_stat(stat: str) -> str:
+    """The canonical spelling of a statistic name (``median`` → ``p50``)."""
+    stat = stat.strip().lower()
+    return STAT_ALIASES.get(stat, stat)
+
+
+def percentile_of(stat: str) -> float | None:
+    """The percentile (0-100) a statistic stands for, or None if it is not one.
+
+    ``p50`` → 50, ``p99_9`` → 99.9, ``min`` → 0, ``max`` → 100.
+    """
+    stat = canonical_stat(stat)
+    if stat == "min":
+        return 0.0
+    if stat == "max":
+        return 100.0
+    match = _PERCENTILE_RE.match(stat)
+    if match is None:
+        return None
+    value = float(match.group(1) + ("." + match.group(2) if match.group(2) else ""))
+    return value if value <= 100.0 else None
+
+
+def is_statistic(stat: str) -> bool:
+    """Whether ``stat`` names a statistic of a distribution (``count``, ``mean``, ``p75``…)."""
+    stat = canonical_stat(stat)
+    return stat in ("count", "mean", "std") or percentile_of(stat) is not None
+
+
+# --------------------------------------------------------------------------- moments
+def to_array(values: ArrayLike) -> FloatArray:
+    """Float64 numpy array of the values, nulls and NaNs dropped."""
+    if isinstance(values, pl.Series):
+        values = values.drop_nulls().cast(pl.Float64).to_numpy()
+    array = np.asarray(values, dtype=np.float64).ravel()
+    if array.size and np.isnan(array).any():
+        array = array[~np.isnan(array)]
+    return array
+
+
+def paired_array(values: ArrayLike) -> FloatArray:
+    """Float64 array aligned with the input: nulls become NaN, nothing is dropped."""
+    if isinstance(values, pl.Series):
+        return values.cast(pl.Float64).fill_null(np.nan).to_numpy().astype(np.float64)
+    return np.asarray(values, dtype=np.float64).ravel()
+
+
+def _integral(array: FloatArray) -> bool:
+    """Whether every value is a whole number that float64 holds exactly."""
+    return bool(np.all(np.abs(array) < 2.0**53)) and bool(np.all(np.floor(array) == array))
+
+
+def moments(values: ArrayLike) -> tuple[float, float] | None:
+    """``(mean, population std)`` of the values, order-independent (module docstring).
+
+    None when there are no values. Integer dtypes, and float arrays holding only whole
+    numbers, take the exact integer path; other floats a sum in sorted order
+    (``servetrace.stats.moments``).
+    """
+    if isinstance(values, pl.Series) and values.dtype.is_integer():
+        ints = values.drop_nulls().cast(pl.Int64).to_numpy()
+        return integer_series_moments(ints) if ints.size else None
+    array = to_array(values)
+    if array.size == 0:
+        return None
+    if _integral(array):
+        return integer_series_moments(array.astype(np.int64))
+    return float_moments(array)
+
+
+# --------------------------------------------------------------------------- describe
+def statistic(values: ArrayLike, stat: str) -> float | None:
+    """One statistic of the values (None when there are none): bit for bit the number
+    ``describe`` gives, so a rule, a compare row and the report never disagree."""
+    stat = canonical_stat(stat)
+    if stat == "count":
+        return float(to_array(values).size)
+    if stat in ("mean", "std"):
+        result = moments(values)
+        if result is None:
+            return None
+        return result[0] if stat == "mean" else result[1]
+    q = percentile_of(stat)
+    if q is None:
+        raise ValueError(f"unknown statistic {stat!r}")
+    series = _clean_series(values)
+    if series.len() == 0:
+        return None
+    return _points(series, {stat: q})[stat]
+
+
+def _empty() -> dict[str, float | int | None]:
+    return {name: (0 if name == "count" else None) for name in STATISTICS}
+
+
+def _clean_series(values: ArrayLike) -> pl.Series:
+    """The values as a numeric Series without nulls or NaNs."""
+    if not (isinstance(values, pl.Series) and values.dtype.is_numeric()):
+        return pl.Series("v", to_array(values))
+    values = values.drop_nulls()
+    return values.drop_nans() if values.dtype.is_float() else values
+
+
+def _points(values: pl.Series, percentiles: dict[str, float]) -> dict[str, float]:
+    """Linear-interpolation percentiles (0-100) of a non-empty Series, from Polars."""
+    column = pl.col("v")
+    exprs = {
+        name: (
+            column.min()
+            if q == 0.0
+            else column.max()
+            if q == 100.0
+            else column.quantile(q / 100, interpolation="linear")
+        ).cast(pl.Float64)
+        for name, q in percentiles.items()
+    }
+    return values.rechunk().rename("v").to_frame().select(**exprs).row(0, named=True)
+
+
+def describe(values: ArrayLike) -> dict[str, float | int | None]:
+    """count, mean, std (population), min, p50, p90, p95, p99, p99_9, max.
+
+    With no values, count is 0 and the rest None. Percentiles come from Polars (one
+    multi-threaded pass, no Float64 copy of a pooled ITL column of millions of gaps;
+    selection is exact, so the order of the values cannot matter), whatever the
+    container: an array is described as the Series of its values. Mean and std come
+    from ``moments``.
+    """
+    series = _clean_series(values)
+    if series.len() == 0:
+        return _empty()
+    percentiles = {name: percentile_of(name) for name in _PERCENTILE_STATS}
+    row: dict[str, float | int | None] = dict(
+        _points(series, {k: v for k, v in percentiles.items() if v is not None})
+    )
+    mean, std = moments(series) or (None, None)
+    row.update(count=series.len(), mean=mean, std=std)
+    return {name: row[name] for name in STATISTICS}

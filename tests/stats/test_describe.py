@@ -1,0 +1,143 @@
+"""servetrace.stats.describe: statistics worked out by hand, and mean/std that depend on
+the values only (not their order, container or dtype)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from servetrace.stats.describe import (
+    canonical_stat,
+    describe,
+    is_statistic,
+    moments,
+    percentile_of,
+    statistic,
+)
+from servetrace.stats.moments import integer_moments, integer_sums
+
+
+def test_integer_moments_by_hand() -> None:
+    # values 10, 11, 12, 13 around pivot 10: d = 0, 1, 2, 3, so Σd = 6 and Σd² = 14;
+    # mean = (4·10 + 6) / 4 = 11.5; n²·var = 4·14 - 6² = 20, var = 20/16 = 1.25
+    mean, std = integer_moments(4, 10, 6, 14)
+    assert mean == 11.5
+    assert std == math.sqrt(1.25)
+
+
+def test_mean_and_std_of_one_two_four_are_correctly_rounded() -> None:
+    # mean 7/3; var = ((1-7/3)² + (2-7/3)² + (4-7/3)²)/3 = (16/9 + 1/9 + 25/9)/3 = 14/9
+    for values in ([1, 2, 4], pl.Series([4, 1, 2]), np.array([2.0, 4.0, 1.0])):
+        d = describe(values)
+        assert d["mean"] == 7 / 3
+        assert d["std"] == math.sqrt(14 / 9)
+
+
+def test_large_integers_are_summed_exactly() -> None:
+    # 2^53, 2^53 + 2, 2^53 + 4: a float sum (3·2^53 + 6) is not representable, the
+    # integer sum is. Mean 2^53 + 2 exactly; var = (4 + 0 + 4)/3 = 8/3.
+    big = 2**53
+    values = pl.Series([big, big + 2, big + 4], dtype=pl.Int64)
+    d = describe(values)
+    assert d["mean"] == float(big + 2)
+    assert d["std"] == math.sqrt(8 / 3)
+    assert statistic(values, "std") == math.sqrt(8 / 3)
+
+
+def test_float_values_are_summed_in_sorted_order() -> None:
+    # left to right, 0.3 + 0.2 + 0.1 = 0.6 but 0.1 + 0.2 + 0.3 = 0.6000000000000001: the
+    # sum depends on the order. Sorted first, every order gives 0.6000000000000001 / 3.
+    assert 0.3 + 0.2 + 0.1 != 0.1 + 0.2 + 0.3
+    for order in ([0.1, 0.2, 0.3], [0.3, 0.2, 0.1], [0.2, 0.3, 0.1]):
+        assert describe(pl.Series(order))["mean"] == (0.1 + 0.2 + 0.3) / 3
+        assert describe(np.array(order))["mean"] == (0.1 + 0.2 + 0.3) / 3
+
+
+def test_integer_sums_split_and_wide_agree() -> None:
+    # 3 = 0·2^21 + 3 and 2^21 + 5 = 1·2^21 + 5: Σd = 2^21 + 8, Σd² = 9 + (2^21 + 5)²
+    values = np.array([3, 2**21 + 5, -7], dtype=np.int64)
+    n, s1, s2 = integer_sums(values)
+    assert (n, s1, s2) == (3, 2**21 + 1, 9 + (2**21 + 5) ** 2 + 49)
+    # a range beyond 2^42 takes 128-bit sums, with the same meaning
+    wide = np.array([0, 2**50, -(2**50)], dtype=np.int64)
+    assert integer_sums(wide) == (3, 0, 2 * 2**100)
+    # more than one block of 2^20 values
+    many = np.full(3 * 2**20 + 1, 7, dtype=np.int64)
+    assert integer_sums(many, pivot=2) == (many.size, 5 * many.size, 25 * many.size)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=hs.lists(hs.integers(-(10**12), 10**12), min_size=1, max_size=300),
+    seed=hs.integers(0, 2**32 - 1),
+)
+def test_describe_is_the_same_in_any_order(values: list[int], seed: int) -> None:
+    shuffled = list(np.random.default_rng(seed).permutation(values))
+    first = json.dumps(describe(pl.Series(values, dtype=pl.Int64)))
+    assert json.dumps(describe(pl.Series(shuffled, dtype=pl.Int64))) == first
+    # an array or a list of the same whole numbers gives the same bits
+    assert json.dumps(describe(np.array(shuffled, dtype=np.float64))) == first
+    assert json.dumps(describe([float(v) for v in shuffled])) == first
+    for name in ("p50", "p90", "p99_9", "mean", "std"):
+        assert statistic(np.array(shuffled, dtype=np.float64), name) == json.loads(first)[name]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=hs.lists(
+        hs.floats(-1e12, 1e12, allow_nan=False, allow_infinity=False), min_size=1, max_size=300
+    ),
+    seed=hs.integers(0, 2**32 - 1),
+)
+def test_float_moments_are_the_same_in_any_order(values: list[float], seed: int) -> None:
+    shuffled = list(np.random.default_rng(seed).permutation(values))
+    assert moments(values) == moments(shuffled)
+    reference = np.asarray(values)
+    mean, std = moments(values) or (0.0, 0.0)
+    assert mean == pytest.approx(reference.mean(), rel=1e-12, abs=1e-9)
+    assert std == pytest.approx(reference.std(), rel=1e-9, abs=1e-6)
+
+
+def test_pooled_gaps_are_described_identically_on_every_run() -> None:
+    gaps = pl.Series(np.random.default_rng(7).integers(1, 10**9, 2_000_000))
+    first = json.dumps(describe(gaps))
+    for _ in range(3):
+        assert json.dumps(describe(gaps.sample(fraction=1.0, shuffle=True, seed=3))) == first
+
+
+def test_nulls_nans_and_empty() -> None:
+    assert describe(pl.Series([None, 3, None], dtype=pl.Int64))["mean"] == 3.0
+    assert describe(pl.Series([float("nan"), 1.0, 3.0]))["mean"] == 2.0
+    empty = describe(pl.Series([], dtype=pl.Int64))
+    assert empty["count"] == 0 and empty["mean"] is None and empty["p99"] is None
+    assert moments([]) is None and statistic([], "mean") is None
+
+
+def test_statistic_names() -> None:
+    assert canonical_stat(" Median ") == "p50" and canonical_stat("p999") == "p99_9"
+    assert percentile_of("p99_9") == 99.9 and percentile_of("min") == 0.0
+    assert percentile_of("p101") is None and percentile_of("q50") is None
+    assert is_statistic("p75") and is_statistic("std") and not is_statistic("fraction")
+    # statistic() and describe() agree on every statistic they share
+    values = pl.Series([5, 1, 9, 3, 7], dtype=pl.Int64)
+    d = describe(values)
+    for name in ("mean", "std", "min", "p50", "p90", "p99", "max"):
+        assert statistic(values, name) == d[name], name
+
+
+def test_streamed_and_in_memory_itl_mean_and_std_agree_exactly(tmp_path) -> None:
+    """The streamed ITL keeps exact integer sums, so its mean and std are the bits the
+    in-memory analysis gives (only its percentiles come from a histogram)."""
+    from tests.factories import streamed, synthetic, synthetic_events
+
+    memory = synthetic(300, cancelled=7).summary.metrics["itl"]
+    batched = streamed(synthetic_events(300, cancelled=7), tmp_path).summary.metrics["itl"]
+    assert batched["count"] == memory["count"]
+    assert (batched["mean"], batched["std"]) == (memory["mean"], memory["std"])
+    assert (batched["min"], batched["max"]) == (memory["min"], memory["max"])
