@@ -12,7 +12,7 @@ import typer
 from servetrace.analysis.lifecycle import RULES
 from servetrace.analysis.memory import Analysis, AnalysisOptions, summarize_by
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.check.gate import parse_goodput_target
+from servetrace.check.grammar import parse_goodput_target
 from servetrace.cli._app import app, guarded, out_console, warn
 from servetrace.cli._inputs import (
     ColumnOpt,

@@ -2,43 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from servetrace.analysis.memory import Analysis, AnalysisOptions
-from servetrace.check.gate import evaluate, load_config, parse_goodput_target, parse_rules
+from servetrace.check.baseline import ReportBaseline, read_report
+from servetrace.check.config import load_config
+from servetrace.check.evaluate import evaluate
+from servetrace.check.grammar import parse_goodput_target, parse_rules
 from servetrace.cli._app import app, err_console, guarded, out_console
 from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
 from servetrace.errors import ExitCode, InputError, UsageError
-from servetrace.render.check import CheckFormat, check_table, render_check
-
-
-def _analysis_json(path: Path) -> dict[str, Any] | None:
-    """The report of ``servetrace analyze --format json``, if ``path`` is one."""
-    if path.suffix.lower() != ".json" or not path.is_file():
-        return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None  # not ours: let the trace readers and importers try it
-    if not (isinstance(document, dict) and "servetrace_version" in document):
-        return None
-    if not isinstance(document.get("metrics"), dict) or "rows" in document:
-        raise InputError(
-            f"{path}: a servetrace report, but not one of 'servetrace analyze --format json'",
-            hint="write the baseline with: servetrace analyze TRACE --format json > base.json",
-        )
-    if document.get("naming", "servetrace") != "servetrace":
-        raise InputError(
-            f"{path}: written with --naming {document['naming']}: its metric names are "
-            "another tool's",
-            hint="write the baseline without --naming",
-        )
-    return document
+from servetrace.render.check import CheckFormat, check_table, render_check, rule_line
 
 
 @app.command("check")
@@ -72,6 +49,14 @@ def check_command(
     significance: Annotated[
         bool, typer.Option(help="A regression fails only if it is also significant.")
     ] = True,
+    require_all: Annotated[
+        bool,
+        typer.Option(
+            "--require-all",
+            help="Fail (exit 1) when a rule is skipped because the trace cannot express "
+            "its metric (e.g. ITL of a request-level export).",
+        ),
+    ] = False,
     seed: Annotated[int | None, typer.Option(help="Seed of the bootstrap.")] = None,
     resamples: Annotated[int | None, typer.Option(help="Bootstrap resamples.")] = None,
     fmt: Annotated[
@@ -104,17 +89,18 @@ def check_command(
 
     analysis = load(trace)
     baseline_path = baseline or settings.baseline
-    reference: Analysis | dict[str, Any] | None = None
+    reference: Analysis | ReportBaseline | None = None
     if baseline_path is not None:
         if not Path(baseline_path).exists():
             raise InputError(f"{baseline_path}: baseline not found")
-        reference = _analysis_json(Path(baseline_path)) or load(str(baseline_path))
+        reference = read_report(Path(baseline_path)) or load(str(baseline_path))
     result = evaluate(
         analysis,
         rules,
         reference,
         goodput=targets,
         significance=significance and settings.significance,
+        require_all=require_all or settings.require_all,
         seed=settings.seed if seed is None else seed,
         resamples=settings.resamples if resamples is None else resamples,
         confidence=settings.confidence,
@@ -127,8 +113,8 @@ def check_command(
     else:
         out_console.out(text, end="" if text.endswith("\n") else "\n")
         # Machine formats keep stdout clean; CI logs still show each failure in words.
-        for failure in result.failures:
-            err_console.print(failure.message, markup=False)
+        for rule in (*result.failures, *result.skipped):
+            err_console.print(rule_line(rule), markup=False)
     if output:
         try:
             output.write_text(text, encoding="utf-8")
