@@ -37,12 +37,12 @@ from servetrace import stats as st
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.check.grammar import (
     RULE_HINT,
-    Rule,
     RuleError,
     parse_goodput_targets,
     parse_regression,
     parse_slo,
 )
+from servetrace.check.rules import Rule
 from servetrace.compare.catalog import suggest
 from servetrace.errors import UsageError
 

@@ -26,8 +26,9 @@ from servetrace.analysis.memory import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.check.baseline import ReportBaseline, as_report
 from servetrace.check.config import option_problems
-from servetrace.check.grammar import RegressionRule, Rule, RuleKind, SloRule, parse_rules
+from servetrace.check.grammar import parse_rules
 from servetrace.check.outcome import Reason, Side, Status, TraceFacts, missing_reason, precheck
+from servetrace.check.rules import RegressionRule, Rule, RuleKind, SloRule
 from servetrace.compare.catalog import (
     OPERATORS,
     MetricSpec,

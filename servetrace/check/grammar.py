@@ -32,10 +32,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from servetrace.analysis.summary import GoodputTarget
+from servetrace.check.rules import RegressionRule, Rule, SloRule, internal_value
 from servetrace.compare.catalog import (
     GOODPUT_METRICS,
     METRICS,
@@ -44,13 +45,11 @@ from servetrace.compare.catalog import (
     canonical_metric,
     check_stat,
     format_number,
-    get_metric,
     stats_help,
     suggest,
 )
 from servetrace.errors import UsageError
 
-RuleKind = Literal["slo", "regression"]
 Expect = Literal["slo", "regression", "goodput"]
 # The longest time a trace can hold: its timestamps are Int64 nanoseconds.
 MAX_TIME_NS = float(2**63 - 1)
@@ -60,82 +59,6 @@ RULE_HINT = (
     "rules look like ttft.p99<=500ms (an SLO) or ttft.p99:+10% (a regression budget); "
     "separate several with ',' or '&&'"
 )
-
-
-# --------------------------------------------------------------------------- rules
-@dataclass(frozen=True)
-class _StatRule:
-    """What every rule names: one statistic of one metric, ``metric.stat``."""
-
-    metric: str
-    stat: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.metric}.{self.stat}"
-
-
-@dataclass(frozen=True)
-class SloRule(_StatRule):
-    """``metric.stat op value unit``; ``value``/``unit`` as written (``2``, ``"s"``)."""
-
-    op: str
-    value: float
-    unit: str
-    text: str = field(default="", compare=False)
-    kind: ClassVar[RuleKind] = "slo"
-
-    @property
-    def limit(self) -> float:
-        """The limit in internal units (ns for times, a fraction for ``%``)."""
-        return internal_value(self.value, self.unit)
-
-    def __str__(self) -> str:
-        return f"{self.key}{self.op}{format_number(self.value)}{self.unit}"
-
-
-@dataclass(frozen=True)
-class RegressionRule(_StatRule):
-    """``metric.stat:±value unit``: how much worse than the baseline the stat may get.
-
-    ``value`` is signed in the metric's worse direction (``+10`` for a latency, ``-5``
-    for throughput); ``unit`` is ``%`` (relative), a time unit, or ``""``.
-    """
-
-    value: float
-    unit: str
-    text: str = field(default="", compare=False)
-    kind: ClassVar[RuleKind] = "regression"
-
-    @property
-    def relative(self) -> bool:
-        return self.unit == "%"
-
-    def limit_for(self, baseline: float) -> float:
-        """The worst acceptable value (internal units) given the baseline's."""
-        if self.relative:
-            return baseline * (1.0 + self.value / 100.0)
-        return baseline + internal_value(self.value, self.unit)
-
-    @property
-    def budget(self) -> str:
-        """The budget as written in canonical form: ``+10%``, ``-5%``, ``+2ms``."""
-        return str(self).split(":", 1)[1]
-
-    def __str__(self) -> str:
-        higher = get_metric(self.metric).better == "higher"
-        sign = "-" if self.value < 0 or (self.value == 0 and higher) else "+"
-        return f"{self.key}:{sign}{format_number(abs(self.value))}{self.unit}"
-
-
-Rule = SloRule | RegressionRule
-
-
-def internal_value(value: float, unit: str) -> float:
-    """A number as written → internal units: ns for a time unit, a ratio for ``%``."""
-    if unit == "%":
-        return value / 100.0
-    return value * TIME_UNITS_NS.get(unit, 1.0)
 
 
 # --------------------------------------------------------------------------- errors

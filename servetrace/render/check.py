@@ -24,8 +24,8 @@ from rich.text import Text
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace import stats as st
 from servetrace.check.evaluate import CheckResult, RuleResult
-from servetrace.check.grammar import RegressionRule, SloRule
 from servetrace.check.outcome import Reason, Status
+from servetrace.check.rules import RegressionRule, SloRule
 from servetrace.compare.catalog import format_value, to_display
 from servetrace.render._json import clean
 

@@ -262,3 +262,15 @@ def test_rules_can_be_parsed_once_and_evaluated_on_many_traces() -> None:
     assert evaluate(analysis(*three()), rules).passed
     assert evaluate(analysis(*three(ttft_last=40)), rules).passed
     assert isinstance(rules, tuple)
+
+
+def test_options_out_of_range_are_usage_errors_before_any_work() -> None:
+    trace = analysis(*three())
+    for options, named in (
+        ({"seed": -1}, "seed must be an integer from 0"),
+        ({"resamples": 10}, "resamples must be an integer from 100"),
+        ({"confidence": float("nan")}, "confidence must be a number from 0.5"),
+        ({"confidence": float("inf")}, "confidence must be a number from 0.5"),
+    ):
+        with pytest.raises(UsageError, match=named):
+            evaluate(trace, "ttft.p99<=1s", **options)  # type: ignore[arg-type]

@@ -16,15 +16,14 @@ from servetrace.analysis.summary import GoodputTarget
 from servetrace.check.config import CheckConfig, find_config, load_config
 from servetrace.check.evaluate import evaluate
 from servetrace.check.grammar import (
-    RegressionRule,
     RuleError,
-    SloRule,
     parse_goodput_target,
     parse_goodput_targets,
     parse_regression,
     parse_rules,
     parse_slo,
 )
+from servetrace.check.rules import RegressionRule, SloRule
 from servetrace.errors import InputError, UsageError
 from servetrace.render.check import CheckFormat, check_junit, render_check, rule_line
 from tests.analysis_stub import MS, from_frames, synthetic
