@@ -300,7 +300,7 @@ def _check_range(
     """Refuse numbers that cannot mean anything: infinite, longer than a trace, >100 %."""
     written = text_of(value, unit)
     if not math.isfinite(value):
-        raise _Fail(at, length, "the number is too large to be finite")
+        raise _Fail(at, length, "this number is too large to be finite (it reads as infinity)")
     if unit in TIME_UNITS_NS and value * TIME_UNITS_NS[unit] > MAX_TIME_NS:
         raise _Fail(
             at,

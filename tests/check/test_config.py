@@ -124,9 +124,9 @@ def test_rules_in_a_config_are_range_checked_with_a_caret(tmp_path: Path) -> Non
     with pytest.raises(UsageError) as raised:
         load_config(path)
     message = raised.value.message
-    assert f"{path}: check.slo[0]: bad rule: the number is too large to be finite" in message
+    assert f"{path}: check.slo[0]: bad rule: this number is too large to be finite" in message
     assert "  ttft.p99<=1e999ms\n            ^^^^^^^" in message
-    assert f"{path}: check.regression: bad rule: the number is too large" in message
+    assert f"{path}: check.regression: bad rule: this number is too large" in message
     assert f"{path}: check.goodput[0]: bad rule: 1e+300s is longer than any trace" in message
     assert "check.confidence must be a number" in message
 
