@@ -36,7 +36,8 @@ from servetrace.compare.catalog import (
     get_metric,
     metric_value,
 )
-from servetrace.compare.measure import Measured, WorkloadMatch, match_workloads, measure
+from servetrace.compare.measure import Measured, measure
+from servetrace.compare.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
 
 Baseline = Analysis | ReportBaseline
