@@ -5,7 +5,7 @@ as an attribute of its parent once it is imported, so a plain function
 ``servetrace.compare`` would be replaced by the package the moment anything imports
 ``servetrace.compare.measure``. Instead those two packages are made callable: calling
 the package calls ``servetrace.api.<name>``; ``servetrace.compare.measure`` and
-``import servetrace.check.gate`` keep working as modules.
+``import servetrace.check.grammar`` keep working as modules.
 """
 
 from __future__ import annotations

@@ -16,14 +16,13 @@ This module is a thin adapter over ``sources``, ``analysis``, ``compare`` and ``
 from __future__ import annotations
 
 from servetrace.api._analyze import Analysis, analyze, read_events
-from servetrace.api._check import CheckResult, analysis_report, check, check_config
+from servetrace.api._check import CheckResult, check, check_config
 from servetrace.api._compare import Comparison, compare
 
 __all__ = [
     "Analysis",
     "CheckResult",
     "Comparison",
-    "analysis_report",
     "analyze",
     "check",
     "check_config",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,14 +19,12 @@ from servetrace.api._analyze import (
     require_number,
 )
 from servetrace.api._compare import label_of
-from servetrace.check.gate import (
-    GateConfig,
-    GateResult,
-    Rule,
-    evaluate,
-    load_config,
-    parse_rules,
-)
+from servetrace.check.baseline import ReportBaseline, read_report
+from servetrace.check.config import CheckConfig, load_config
+from servetrace.check.evaluate import CheckResult as GateResult
+from servetrace.check.evaluate import evaluate
+from servetrace.check.grammar import parse_rules
+from servetrace.check.rules import Rule
 from servetrace.errors import InputError, UsageError
 
 
@@ -46,7 +43,12 @@ class CheckResult:
 
     @property
     def failures(self) -> tuple[Any, ...]:
-        return self.gate.failures
+        return tuple(self.gate.failures)
+
+    @property
+    def skipped(self) -> tuple[Any, ...]:
+        """Rules the trace cannot express (SKIP, with their reason)."""
+        return tuple(self.gate.skipped)
 
     def to_dict(self) -> dict[str, Any]:
         """The report of ``servetrace check --format json``."""
@@ -55,32 +57,7 @@ class CheckResult:
         return check_dict(self.gate, trace=self.trace, baseline=self.baseline)
 
 
-def analysis_report(path: Path) -> dict[str, Any] | None:
-    """The report of ``servetrace analyze --format json``, if ``path`` is one."""
-    if path.suffix.lower() != ".json" or not path.is_file():
-        return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None  # not ours: let the trace readers and importers try it
-    if not (isinstance(document, dict) and "servetrace_version" in document):
-        return None
-    if not isinstance(document.get("metrics"), dict) or "rows" in document:
-        raise InputError(
-            f"{path}: a servetrace report, but not one of 'servetrace analyze --format json'",
-            hint="write the baseline with: servetrace analyze TRACE --format json > base.json",
-        )
-    if document.get("naming", "servetrace") != "servetrace":
-        raise InputError(
-            f"{path}: written with --naming {document['naming']}: its metric names are "
-            "another tool's",
-            hint="write the baseline without --naming",
-        )
-    return document
-
-
-def check_config(config: str | os.PathLike[str] | None) -> GateConfig:
+def check_config(config: str | os.PathLike[str] | None) -> CheckConfig:
     """The rules file ``check`` uses: ``config``, else servetrace.toml found from the cwd up."""
     return load_config(Path(config) if config is not None else None)
 
@@ -93,6 +70,7 @@ def check(
     goodput: GoodputLike = (),
     config: str | os.PathLike[str] | None = None,
     significance: bool = True,
+    require_all: bool = False,
     seed: int | None = None,
     resamples: int | None = None,
     columns: Mapping[str, str] | None = None,
@@ -141,7 +119,7 @@ def check(
 
     analysis = load(trace)
     chosen = baseline if baseline is not None else settings.baseline
-    reference: memory.Analysis | Mapping[str, Any] | None = None
+    reference: memory.Analysis | ReportBaseline | Mapping[str, Any] | None = None
     label: str | None = None
     if isinstance(chosen, Mapping):
         reference, label = chosen, None
@@ -154,7 +132,7 @@ def check(
             if len(texts) == 1 and not any(ch in texts[0] for ch in "*?["):
                 if not Path(texts[0]).exists():
                     raise InputError(f"{texts[0]}: baseline not found")
-                reference = analysis_report(Path(texts[0]))
+                reference = read_report(Path(texts[0]))
             if reference is None:
                 reference = load(chosen).engine
     gate = evaluate(
@@ -163,6 +141,7 @@ def check(
         reference,
         goodput=targets,
         significance=significance and settings.significance,
+        require_all=require_all or settings.require_all,
         seed=settings.seed if seed is None else int(seed),
         resamples=settings.resamples if resamples is None else int(resamples),
         confidence=settings.confidence,

@@ -20,7 +20,7 @@ from servetrace.cli._options import (
 )
 from servetrace.errors import ExitCode
 from servetrace.outputs import check_directory, refuse_overwriting_inputs, write_text
-from servetrace.render.check import CheckFormat, check_table, render_check
+from servetrace.render.check import CheckFormat, check_table, render_check, rule_line
 
 
 @app.command("check")
@@ -54,6 +54,14 @@ def check_command(
     significance: Annotated[
         bool, typer.Option(help="A regression fails only if it is also significant.")
     ] = True,
+    require_all: Annotated[
+        bool,
+        typer.Option(
+            "--require-all",
+            help="Fail (exit 1) when a rule is skipped because the trace cannot express "
+            "its metric (e.g. ITL of a request-level export).",
+        ),
+    ] = False,
     seed: Annotated[int | None, typer.Option(help="Seed of the bootstrap.", callback=SEED)] = None,
     resamples: Annotated[
         int | None,
@@ -86,6 +94,7 @@ def check_command(
         goodput=goodput or [],
         config=config,
         significance=significance,
+        require_all=require_all,
         seed=seed,
         resamples=resamples,
         **reading(column, time_unit, event_map, from_format),
@@ -98,8 +107,8 @@ def check_command(
     else:
         out_console.out(text, end="" if text.endswith("\n") else "\n")
         # Machine formats keep stdout clean; CI logs still show each failure in words.
-        for failure in result.failures:
-            err_console.print(failure.message, markup=False)
+        for rule in (*result.failures, *result.skipped):
+            err_console.print(rule_line(rule), markup=False)
     if output:
         write_text(text, output)
     if not result.passed:

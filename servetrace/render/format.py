@@ -34,13 +34,6 @@ def to_display(spec: MetricSpec, stat: str, value: float | None) -> float | None
     return ns_to_ms(value) if spec.unit_of(stat) == "ns" else value
 
 
-def format_number(value: float) -> str:
-    """Shortest text that reads back as the same float (``500``, ``0.5``, ``1e-05``)."""
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
-
-
 def format_value(value: float | None, unit: str) -> str:
     """``208 ms``, ``0.0123``, ``18.1 req/s``, ``n/a``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
