@@ -26,7 +26,9 @@ from servetrace.sim.workloads import head, read_workload, synthetic_workload
 HERE = Path(__file__).resolve().parent
 # Azure/AzurePublicDataset, data/AzureLLMInferenceTrace_conv.csv (CC-BY-4.0); by default the copy in
 # the shared data folder that sits beside a checkout of this repository.
-DEFAULT_AZURE = HERE.parent.parent / "shared/data/real/azure-llm-2023/AzureLLMInferenceTrace_conv.csv"
+DEFAULT_AZURE = (
+    HERE.parent.parent / "shared/data/real/azure-llm-2023/AzureLLMInferenceTrace_conv.csv"
+)
 MS = 1_000_000
 
 # ---------------------------------------------------------------- the fixed recipes
@@ -160,7 +162,7 @@ def stats(sim: Simulation) -> dict[str, object]:
 
 
 def latency(ev: pl.DataFrame) -> dict[str, float]:
-    """p50/p99 queue wait, TTFT and ITL (ms) of completed requests, definitions of docs/design.md."""
+    """p50/p99 queue wait, TTFT and ITL (ms) of completed requests (docs/design.md)."""
     per = (
         ev.group_by("request_id")
         .agg(
