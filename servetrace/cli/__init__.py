@@ -22,6 +22,7 @@ from servetrace.cli import check as _check  # noqa: F401
 from servetrace.cli import compare as _compare  # noqa: F401
 from servetrace.cli import imports as _imports  # noqa: F401
 from servetrace.cli import simulate as _simulate  # noqa: F401
+from servetrace.cli import timeline as _timeline  # noqa: F401
 from servetrace.cli._app import app
 
 __all__ = ["app", "main"]

@@ -1,0 +1,69 @@
+"""``servetrace timeline``: request lifecycles for Perfetto UI and chrome://tracing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from servetrace.cli._app import app, err_console, guarded
+from servetrace.cli._events import load_with_events
+from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt
+from servetrace.errors import UsageError
+from servetrace.render.timeline import (
+    TimelineOptions,
+    build_trace,
+    parse_ids,
+    parse_window,
+    write_trace,
+)
+
+
+@app.command()
+@guarded
+def timeline(
+    traces: Annotated[list[str], typer.Argument(help="Trace file(s), glob(s) or directories.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Trace Event Format file: .json or .json.gz.")
+    ],
+    slowest: Annotated[
+        int | None, typer.Option(help="Only the N requests with the longest e2e.", min=1)
+    ] = None,
+    window: Annotated[
+        str | None,
+        typer.Option(help="Only requests alive in START:END from the trace start (10s:20s)."),
+    ] = None,
+    requests: Annotated[
+        list[str] | None, typer.Option(help="Only these request ids (comma-separated).")
+    ] = None,
+    ticks: Annotated[
+        bool, typer.Option(help="Every output tick as an instant event (large files).")
+    ] = False,
+    column: ColumnOpt = None,
+    time_unit: TimeUnitOpt = None,
+    event_map: EventMapOpt = None,
+    from_format: FromOpt = None,
+) -> None:
+    """Write one slice per request (queued, prefill, decode, requeued) packed into lanes."""
+    name = output.name.lower()
+    if not (name.endswith(".json") or name.endswith(".json.gz")):
+        raise UsageError(f"--output {output}: use a .json or .json.gz file name")
+    if not output.parent.is_dir():
+        raise UsageError(f"--output {output}: directory {output.parent} does not exist")
+    options = TimelineOptions(
+        requests=parse_ids(requests),
+        window_ns=parse_window(window) if window else None,
+        slowest=slowest,
+        ticks=ticks,
+    )
+    analysis, events = load_with_events(traces, None, column, time_unit, event_map, from_format)
+    text, info = build_trace(analysis, events, options)
+    write_trace(text, output)
+    err_console.print(
+        f"wrote {output}: {info['requests']:,} requests on {info['lanes']:,} lanes, "
+        f"{info['phase_slices']:,} phase and {info['requeued_slices']:,} requeued slices, "
+        f"{info['tick_events']:,} ticks, {info['counter_events']:,} counter points "
+        "(open it in https://ui.perfetto.dev)",
+        markup=False,
+    )
