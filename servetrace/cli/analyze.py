@@ -14,6 +14,7 @@ from servetrace.analysis.memory import Analysis, AnalysisOptions, summarize_by
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.check.gate import parse_goodput_target
 from servetrace.cli._app import app, guarded, out_console, warn
+from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._inputs import (
     ColumnOpt,
     EventMapOpt,
@@ -144,6 +145,7 @@ def analyze(
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
+    plots: PlotsOpt = None,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check."""
     options = AnalysisOptions(
@@ -164,6 +166,11 @@ def analyze(
         write_frame(analysis.quarantine(), quarantine_out)
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
+    links = (
+        analysis_plots(analysis, plots, traces, column, time_unit, event_map, from_format)
+        if plots
+        else ""
+    )
     if fmt is SummaryFormat.json:
         out_console.out(render_json(report_dict(summary, inputs, groups, by, name)))
     elif fmt is SummaryFormat.csv:
@@ -172,7 +179,7 @@ def analyze(
         text = render_markdown(summary, inputs, name)
         for value, group in (groups or {}).items():
             text += "\n" + render_markdown(group, inputs, name, title=f"{by} = {value}")
-        out_console.out(text, end="")
+        out_console.out(text + links, end="")
     else:
         out_console.print(render_table(summary, inputs, name))
         for value, group in (groups or {}).items():

@@ -8,6 +8,7 @@ import typer
 
 from servetrace.analysis.memory import Analysis, AnalysisOptions
 from servetrace.cli._app import app, guarded, out_console, warn
+from servetrace.cli._events import PlotsOpt, compare_plots
 from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, load_reported
 from servetrace.cli.analyze import parse_goodput
 from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS
@@ -52,6 +53,7 @@ def compare_command(
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
+    plots: PlotsOpt = None,
 ) -> None:
     """Compare candidates with a baseline: ratio, CI, significance and a verdict per metric."""
     targets = parse_goodput(goodput or [])
@@ -63,10 +65,11 @@ def compare_command(
     # Goodput needs per-request targets: without them it is left out, not reported empty.
     metrics = metric or [m for m in DEFAULT_COMPARE_METRICS if targets or m != "goodput"]
     base = load(baseline)
+    analyses = {candidate: load(candidate) for candidate in candidates}
     comparisons = [
         compare(
             base,
-            load(candidate),
+            analyses[candidate],
             metrics=metrics,
             stats=stat or DEFAULT_COMPARE_STATS,
             seed=seed,
@@ -84,4 +87,7 @@ def compare_command(
     # Each warning once on stderr (the report repeats them in context on stdout).
     for message in dict.fromkeys(w for c in comparisons for w in c.warnings):
         warn(message)
+    links = compare_plots(baseline, base, analyses, comparisons, plots) if plots else ""
     out_console.out(render_compare(comparisons, fmt, verbose=verbose), end="")
+    if fmt is CompareFormat.markdown:
+        out_console.out(links, end="")

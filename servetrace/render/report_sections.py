@@ -35,7 +35,7 @@ class TraceView:
 
     label: str
     analysis: Analysis
-    events: pl.DataFrame | None
+    events: pl.DataFrame | pl.LazyFrame | None  # canonical events, for ticks and preemptions
     points: int = series.MAX_POINTS  # most points per scatter (several traces share a page)
 
     @property

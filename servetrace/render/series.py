@@ -69,7 +69,7 @@ class OverTime:
     levels: pl.DataFrame  # t_ns, series (queued/running/in_system), peak
 
 
-def over_time(analysis: Analysis, events: pl.DataFrame | None) -> OverTime:
+def over_time(analysis: Analysis, events: pl.DataFrame | pl.LazyFrame | None) -> OverTime:
     """Arrivals/s, output tokens/s and the peak queued/running/in-system level per bin."""
     origin = analysis.timeline.trace_start_ns or 0
     end = analysis.timeline.trace_end_ns or origin
@@ -86,12 +86,20 @@ def over_time(analysis: Analysis, events: pl.DataFrame | None) -> OverTime:
     rates = bins.join(arrivals, on="bin", how="left")
     per_s = 1e9 / bin_width(step, span)  # the last bin is cut short by the trace's end
     if events is not None:
-        valid = analysis.requests.select(pl.col("request_id").cast(pl.String))
-        ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).join(
-            valid, left_on=pl.col("request_id").cast(pl.String), right_on="request_id"
+        # Lazily, so a trace scanned from disk is reduced to bins without being held.
+        lazy = events.lazy()
+        valid = analysis.requests.lazy().select(pl.col("request_id").cast(pl.String))
+        has_tokens = "tokens" in lazy.collect_schema().names()
+        tokens = pl.col("tokens").fill_null(1).sum() if has_tokens else pl.len()
+        ticks = (
+            lazy.filter(pl.col("event").is_in(TICK_EVENTS))
+            .with_columns(pl.col("request_id").cast(pl.String))
+            .join(valid, on="request_id", how="semi")
+            .group_by(bin_index(pl.col("ts"), origin, step, n_bins))
+            .agg(tokens.alias("tokens"))
+            .collect()
         )
-        tokens = pl.col("tokens").fill_null(1).sum() if "tokens" in ticks.columns else pl.len()
-        rates = rates.join(per_bin(ticks, "ts", tokens, "tokens"), on="bin", how="left")
+        rates = rates.join(ticks, on="bin", how="left")
         token_rate = pl.col("tokens").fill_null(0) * per_s
     else:
         token_rate = pl.lit(None, pl.Float64)
@@ -179,7 +187,7 @@ def request_points(analysis: Analysis, limit: int = MAX_POINTS) -> RequestPoints
 
 
 def slowest_requests(
-    analysis: Analysis, events: pl.DataFrame | None, n: int = SLOWEST
+    analysis: Analysis, events: pl.DataFrame | pl.LazyFrame | None, n: int = SLOWEST
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``n`` finished requests with the longest e2e, and their lifecycle slices
     (``request_id``, ``phase``, ``lo``/``hi`` ns from arrival; ``requeued`` included)."""
@@ -204,8 +212,14 @@ def slowest_requests(
     )
     phases = phase_slices(chosen, analysis.timeline.has_admissions).rename({"name": "phase"})
     if events is not None:
-        control = events.filter(~pl.col("event").is_in(TICK_EVENTS)).with_columns(
-            pl.col("request_id").cast(pl.String)
+        ids = chosen["request_id"].implode()
+        control = (
+            events.lazy()
+            .filter(~pl.col("event").is_in(TICK_EVENTS))
+            .with_columns(pl.col("request_id").cast(pl.String))
+            .filter(pl.col("request_id").is_in(ids))
+            .select("request_id", "event", "ts")
+            .collect()
         )
         requeued = requeued_slices(
             control, chosen.select(KEY, "request_id"), analysis.timeline.trace_end_ns or 0
