@@ -154,7 +154,23 @@ def cdf_section(view: TraceView, prefix: str) -> Section:
     return Section(f"{prefix}cdfs", "Latency distributions (CDF)", sentence, specs)
 
 
+def _no_time_axis(view: TraceView, section_id: str, title: str) -> Section | None:
+    """Without send times nothing can be placed on a time axis: say so, draw nothing."""
+    if view.analysis.summary.arrival_known:
+        return None
+    return Section(
+        section_id,
+        title,
+        "Send times are unknown in this trace (each request's latencies are measured from "
+        "its own send), so nothing can be placed on a time axis.",
+    )
+
+
 def over_time_section(view: TraceView, prefix: str) -> Section:
+    title = "Over time: load, queue and throughput"
+    unknown = _no_time_axis(view, f"{prefix}over-time", title)
+    if unknown:
+        return unknown
     over = series.over_time(view.analysis, view.events)
     c = view.analysis.summary.concurrency
     queued = over.levels.filter(pl.col("series") == "queued").sort(
@@ -171,7 +187,7 @@ def over_time_section(view: TraceView, prefix: str) -> Section:
     note = None if view.events is not None else "Output tokens/s needs the trace's ticks."
     return Section(
         f"{prefix}over-time",
-        "Over time: load, queue and throughput",
+        title,
         sentence,
         [
             (f"{prefix}rates", charts.rates_chart(over)),
@@ -182,6 +198,9 @@ def over_time_section(view: TraceView, prefix: str) -> Section:
 
 
 def latency_time_section(view: TraceView, prefix: str) -> Section:
+    unknown = _no_time_axis(view, f"{prefix}latency-time", "Per-request TTFT and e2e by arrival")
+    if unknown:
+        return unknown
     points = series.request_points(view.analysis, view.points)
     origin = view.analysis.timeline.trace_start_ns or 0
     p99 = points.rolling.filter((pl.col("metric") == "ttft") & (pl.col("quantile") == "p99"))
@@ -227,7 +246,7 @@ def waterfall_section(view: TraceView, prefix: str) -> Section:
     sentence = (
         f"The slowest request, {top['request_id']}, took {_ms(top['e2e_ns'])}, "
         f"{big['d'] / top['e2e_ns']:.0%} of it in {big['phase']}; of the {chosen.height} slowest, "
-        f"{preempted} were preempted (requeued) and {cancelled} cancelled."
+        f"{preempted} preempted (requeued) and {cancelled} cancelled."
     )
     return Section(
         f"{prefix}waterfall",
@@ -245,6 +264,13 @@ def formula_section(view: TraceView, prefix: str) -> Section:
     check = f.per_request
     worst: dict[str, Any] | None = dict(check.worst[0]) if check.worst else None
     share = check.within_tolerance / check.checked if check.checked else 0.0
+    if check.checked == 0:
+        return Section(
+            f"{prefix}formula",
+            "The formula check: residuals",
+            "The formula check needs per-token times (a mean ITL per request); this trace has "
+            "none, so no request could be checked.",
+        )
     sentence = (
         f"{check.within_tolerance:,} of {check.checked:,} requests ({share:.1%}) satisfy "
         f"T ≈ TTFT + (N−1)·ITL within max({f.abs_tol_ns / 1e6:g} ms, {f.rel_tol:.0%})"

@@ -168,3 +168,21 @@ def test_comparison_page_is_offline_and_light() -> None:
     html = render_html(views, [comparison])
     _offline(html)
     assert len(html.encode()) <= TWO_MB
+
+
+def test_request_level_trace_without_send_times_says_what_it_cannot_draw() -> None:
+    from servetrace.sources.registry import import_file
+
+    path = ROOT / "tests/data/real/llmperf-leaderboard/individual/anyscale_70b.json"
+    imported = import_file(path, "llmperf")
+    view = TraceView(str(path), analyze_events(imported.events), imported.events)
+    ((_, sections),) = report_sections([view])
+    by_id = {s.id: s for s in sections}
+    for section_id in ("t0-over-time", "t0-latency-time"):
+        assert by_id[section_id].charts == []
+        assert "Send times are unknown" in by_id[section_id].sentence
+    assert by_id["t0-formula"].charts == []
+    assert "needs per-token times" in by_id["t0-formula"].sentence
+    # ITL is unavailable in a request-level trace: no ITL curve, not an empty one.
+    assert [c for c, _ in by_id["t0-cdfs"].charts] == ["t0-cdf-ttft", "t0-cdf-tpot", "t0-cdf-e2e"]
+    assert render_html([view]).count('class="vl-spec"') == 5
