@@ -61,9 +61,13 @@ def timeline(
     text, info = build_trace(analysis, events, options)
     write_trace(text, output)
     err_console.print(
-        f"wrote {output}: {info['requests']:,} requests on {info['lanes']:,} lanes, "
+        f"wrote {output}: {_n(info['requests'], 'request')} on {_n(info['lanes'], 'lane')}, "
         f"{info['phase_slices']:,} phase and {info['requeued_slices']:,} requeued slices, "
         f"{info['tick_events']:,} ticks, {info['counter_events']:,} counter points "
         "(open it in https://ui.perfetto.dev)",
         markup=False,
     )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")

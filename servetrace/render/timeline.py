@@ -254,7 +254,12 @@ def build_trace(
 
 def _metadata(n_lanes: int) -> list[dict[str, Any]]:
     meta: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": COUNTER_PID, "args": {"name": "servetrace"}},
+        {
+            "name": "process_name",
+            "ph": "M",
+            "pid": COUNTER_PID,
+            "args": {"name": "system: queued, running, in system, output tokens/s"},
+        },
         {"name": "process_sort_index", "ph": "M", "pid": COUNTER_PID, "args": {"sort_index": 0}},
         {
             "name": "process_name",

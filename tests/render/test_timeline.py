@@ -213,3 +213,14 @@ def test_cli_bad_output_suffix(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert ".json or .json.gz" in result.stderr
+
+
+def test_epoch_timestamps_stay_exact_to_the_ns() -> None:
+    # Epoch ns (~1.7e18) do not fit a double as µs; relative to the trace start they do.
+    t0 = 1_764_000_000_123_456_789
+    frame = events(make_request("e", admission=0.000_001, first=1.000_003, complete=1.000_003))
+    frame = frame.with_columns(pl.col("ts") + t0)
+    doc, requests = _trace(frame)
+    assert doc["otherData"]["trace_start_ns"] == t0
+    names = [(n, lo, hi) for n, lo, hi, _ in requests["e"]["phases"]]
+    assert names == [("queued", 0, 1), ("prefill", 1, 1_000_003)]
