@@ -1,6 +1,6 @@
 """Request lifecycles as a Chrome Trace Event Format file (Perfetto UI, chrome://tracing).
 
-Layout. Process 1 holds the requests, packed into *lanes* (threads) so that requests that
+Layout. Process 2 holds the requests, packed into *lanes* (threads) so that requests that
 overlap in time never share one. Each request is one slice named by its id (arrival →
 terminal event, so its duration is its e2e) with its lifecycle phases nested inside:
 
@@ -14,7 +14,7 @@ terminal event, so its duration is its e2e) with its lifecycle phases nested ins
 
 then an instant marker at the terminal event (``completed``, ``cancelled in decode``…, or
 ``in flight at end of trace``). The phases partition the request, so they sum to its e2e.
-Process 0 holds counter tracks (queued, running, in system, output tokens/s), and, opt-in,
+Process 1 holds counter tracks (queued, running, in system, output tokens/s), and, opt-in,
 every output tick is an instant event on its request's lane.
 
 Times. The format wants µs; timestamps are written relative to the first event of the
@@ -52,7 +52,8 @@ from servetrace.schema import TICK_EVENTS
 
 __all__ = ["TimelineOptions", "build_trace", "parse_ids", "parse_window", "write_trace"]
 
-COUNTER_PID, REQUEST_PID = 0, 1
+# pid 0 is the idle task on Linux and some importers treat it specially: start at 1.
+COUNTER_PID, REQUEST_PID = 1, 2
 
 
 def parse_window(text: str) -> tuple[int, int]:
