@@ -11,6 +11,7 @@ from typing import Annotated
 import polars as pl
 import typer
 
+from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.memory import (
     Analysis,
     AnalysisOptions,
@@ -66,6 +67,28 @@ def load_events(
         return scanned.events.collect()
     except pl.exceptions.PolarsError as error:
         raise unreadable(scanned, error) from None
+
+
+def load_for_report(
+    trace: str,
+    column: list[str] | None = None,
+    time_unit: str | None = None,
+    event_map: list[str] | None = None,
+    from_format: str | None = None,
+) -> tuple[Analysis, pl.DataFrame | pl.LazyFrame]:
+    """The analysis exactly as ``analyze`` makes it (streamed when the trace is large) and
+    the events as a lazy scan, which the report only reduces to bins and a few rows."""
+    scanned = _scan([trace], column, time_unit, event_map, from_format)
+    if isinstance(scanned, pl.DataFrame):
+        analysis = analyze_events(scanned, AnalysisOptions(), inputs=(trace,))
+        events: pl.DataFrame | pl.LazyFrame = scanned
+    else:
+        ingest = ingest_options(column, time_unit, event_map)
+        analysis = analyze_paths([trace], ingest, AnalysisOptions(), streaming=None)
+        events = scanned.events
+    for message in analysis.summary.warnings:
+        warn(f"{trace}: {message}")
+    return analysis, events
 
 
 def analysis_plots(

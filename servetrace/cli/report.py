@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from servetrace.cli._app import app, err_console, guarded, warn
-from servetrace.cli._events import load_with_events
+from servetrace.cli._events import load_for_report
 from servetrace.cli._inputs import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt
 from servetrace.errors import UsageError
 
@@ -40,9 +40,7 @@ def report(
 
     views = []
     for trace in traces:
-        analysis, events = load_with_events(
-            [trace], None, column, time_unit, event_map, from_format
-        )
+        analysis, events = load_for_report(trace, column, time_unit, event_map, from_format)
         # The page stays light with several traces: they share the scatter budget.
         views.append(TraceView(trace, analysis, events, points=MAX_POINTS // len(traces)))
     comparisons = []

@@ -151,7 +151,13 @@ def cdf_section(view: TraceView, prefix: str) -> Section:
         )
     else:
         sentence = "No latency values to plot."
-    return Section(f"{prefix}cdfs", "Latency distributions (CDF)", sentence, specs)
+    streamed = view.analysis.gaps.height == 0 and (m["itl"]["count"] or 0) > 0
+    note = (
+        "ITL: a streamed trace keeps no individual gaps, so its CDF is not drawn."
+        if streamed
+        else None
+    )
+    return Section(f"{prefix}cdfs", "Latency distributions (CDF)", sentence, specs, note=note)
 
 
 def _no_time_axis(view: TraceView, section_id: str, title: str) -> Section | None:

@@ -186,3 +186,19 @@ def test_request_level_trace_without_send_times_says_what_it_cannot_draw() -> No
     # ITL is unavailable in a request-level trace: no ITL curve, not an empty one.
     assert [c for c, _ in by_id["t0-cdfs"].charts] == ["t0-cdf-ttft", "t0-cdf-tpot", "t0-cdf-e2e"]
     assert render_html([view]).count('class="vl-spec"') == 5
+
+
+def test_lazy_events_give_the_same_series() -> None:
+    # The report scans a large trace lazily; the numbers must not depend on it.
+    frame = events(
+        make_request(
+            "p", admission=[10, 60], preempt=[40], first=80, ticks=[90, 100], complete=100
+        ),
+        make_request("q", arrival=3, admission=4, first=5, ticks=[7, 9], complete=9),
+    )
+    analysis = analyze_events(frame)
+    eager, lazy = series.over_time(analysis, frame), series.over_time(analysis, frame.lazy())
+    assert eager.rates.equals(lazy.rates) and eager.levels.equals(lazy.levels)
+    assert series.slowest_requests(analysis, frame)[1].equals(
+        series.slowest_requests(analysis, frame.lazy())[1]
+    )
