@@ -145,3 +145,18 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
 def write_text(text: str, path: Path) -> None:
     """Write a report (UTF-8 text) atomically."""
     _atomic(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_bytes(data: bytes, path: Path) -> None:
+    """Write bytes atomically; a ``.gz`` name is gzip-compressed with mtime 0, so the same
+    content gives the same file (Perfetto opens gzipped trace JSON directly)."""
+    import gzip
+
+    def write(temporary: Path) -> None:
+        if path.suffix.lower() == ".gz":
+            with gzip.GzipFile(temporary, "wb", mtime=0) as handle:
+                handle.write(data)
+        else:
+            temporary.write_bytes(data)
+
+    _atomic(path, write)

@@ -21,7 +21,9 @@ from servetrace.cli import analyze as _analyze  # noqa: F401  (registers command
 from servetrace.cli import check as _check  # noqa: F401
 from servetrace.cli import compare as _compare  # noqa: F401
 from servetrace.cli import imports as _imports  # noqa: F401
+from servetrace.cli import report as _report  # noqa: F401
 from servetrace.cli import simulate as _simulate  # noqa: F401
+from servetrace.cli import timeline as _timeline  # noqa: F401
 from servetrace.cli._app import app
 
 __all__ = ["app", "main"]

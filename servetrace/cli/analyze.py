@@ -10,6 +10,7 @@ import typer
 from servetrace.api import Analysis
 from servetrace.api import analyze as analyze_trace
 from servetrace.cli._app import app, guarded, out_console, warn
+from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._options import (
     DURATION_MS,
     NON_NEGATIVE,
@@ -105,6 +106,7 @@ def analyze(
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
+    plots: PlotsOpt = None,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check."""
     _outputs(traces, ("--requests-out", requests_out), ("--quarantine-out", quarantine_out))
@@ -126,6 +128,11 @@ def analyze(
     groups = analysis.groups
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
+    links = (
+        analysis_plots(analysis, plots, traces, reading(column, time_unit, event_map, from_format))
+        if plots
+        else ""
+    )
     if fmt is SummaryFormat.json:
         out_console.out(render_json(analysis.to_dict(name)))
     elif fmt is SummaryFormat.csv:
@@ -134,7 +141,7 @@ def analyze(
         text = render_markdown(summary, inputs, name)
         for value, group in (groups or {}).items():
             text += "\n" + render_markdown(group, inputs, name, title=f"{by} = {value}")
-        out_console.out(text, end="")
+        out_console.out(text + links, end="")
     else:
         out_console.print(render_table(summary, inputs, name))
         for value, group in (groups or {}).items():

@@ -8,6 +8,7 @@ import typer
 
 from servetrace.api import Analysis, analyze, compare
 from servetrace.cli._app import app, guarded, out_console, warn
+from servetrace.cli._events import PlotsOpt, compare_plots
 from servetrace.cli._options import (
     DURATION_MS,
     NON_NEGATIVE,
@@ -76,6 +77,7 @@ def compare_command(
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
+    plots: PlotsOpt = None,
 ) -> None:
     """Compare candidates with a baseline: ratio, CI, significance and a verdict per metric."""
     targets = goodput_targets(goodput)
@@ -91,10 +93,11 @@ def compare_command(
         return analysis
 
     base = load(baseline)
+    analyses = {candidate: load(candidate) for candidate in candidates}
     comparisons = [
         compare(
             base,
-            load(candidate),
+            analyses[candidate],
             metrics=metric,
             stats=stat,
             seed=seed,
@@ -112,4 +115,7 @@ def compare_command(
     # Each warning once on stderr (the report repeats them in context on stdout).
     for message in dict.fromkeys(w for c in comparisons for w in comparison_warnings(c)):
         warn(message)
+    links = compare_plots(baseline, base, analyses, comparisons, plots) if plots else ""
     out_console.out(render_compare(comparisons, fmt, verbose=verbose), end="")
+    if fmt is CompareFormat.markdown:
+        out_console.out(links, end="")

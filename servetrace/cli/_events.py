@@ -1,0 +1,64 @@
+"""The ``--plots`` option shared by ``analyze`` and ``compare``, and what it prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from servetrace.api import Analysis
+from servetrace.api._views import scan_events
+from servetrace.cli._app import err_console
+from servetrace.compare.comparison import Comparison
+
+PlotsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Also write the charts of the HTML report as SVG and PNG into this directory "
+        "(with plots.md linking them); needs servetrace[report]."
+    ),
+]
+
+
+def analysis_plots(
+    analysis: Analysis, directory: Path, traces: list[str], reading: dict[str, Any]
+) -> str:
+    """``analyze --plots DIR``: the charts, with the trace's ticks scanned again lazily
+    (reduced to bins, never held: the analysis may have streamed a huge trace)."""
+    from servetrace.render.plots import analysis_plots as write
+    from servetrace.render.report import require_extra
+    from servetrace.render.report_sections import TraceView
+
+    require_extra()
+    events = scan_events(traces, **reading)
+    links = write(TraceView(", ".join(traces), analysis.engine, events), directory)
+    _wrote(directory)
+    return links
+
+
+def compare_plots(
+    baseline: str,
+    base: Analysis,
+    candidates: dict[str, Analysis],
+    comparisons: list[Comparison],
+    directory: Path,
+) -> str:
+    """``compare --plots DIR``: the comparison's charts as SVG and PNG."""
+    from servetrace.render.plots import compare_plots as write
+    from servetrace.render.report import require_extra
+
+    require_extra()
+    sides = [(label, analysis.engine) for label, analysis in candidates.items()]
+    links = write((baseline, base.engine), sides, comparisons, directory)
+    _wrote(directory)
+    return links
+
+
+def _wrote(directory: Path) -> None:
+    count = len(list(directory.glob("*.svg")))
+    err_console.print(
+        f"wrote {count} charts as SVG and PNG to {directory} (linked from "
+        f"{directory / 'plots.md'})",
+        markup=False,
+    )

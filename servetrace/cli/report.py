@@ -1,0 +1,74 @@
+"""``servetrace report``: one self-contained HTML file of charts, each read in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from servetrace.api._views import load_for_report
+from servetrace.cli._app import app, err_console, guarded, warn
+from servetrace.cli._options import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, reading
+from servetrace.errors import UsageError
+from servetrace.outputs import refuse_overwriting_inputs, write_text
+
+
+@app.command()
+@guarded
+def report(
+    traces: Annotated[
+        list[str],
+        typer.Argument(help="One trace, or a baseline then candidates to compare with it."),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The .html file to write.")],
+    seed: Annotated[int, typer.Option(help="Seed of the comparison's bootstrap.")] = 0,
+    column: ColumnOpt = None,
+    time_unit: TimeUnitOpt = None,
+    event_map: EventMapOpt = None,
+    from_format: FromOpt = None,
+) -> None:
+    """Write an offline HTML report: summary, CDFs, load over time, slowest requests,
+    formula residuals; with two or more traces, the comparison of each with the first."""
+    from servetrace.render.report import TraceView, render_html, require_extra
+
+    require_extra()
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"--output {output}: use an .html file name")
+    if not output.parent.is_dir():
+        raise UsageError(f"--output {output}: directory {output.parent} does not exist")
+    refuse_overwriting_inputs([("--output", output)], traces)
+    from servetrace.render.series import MAX_POINTS
+
+    views = []
+    for trace in traces:
+        analysis, events, notes = load_for_report(
+            trace, **reading(column, time_unit, event_map, from_format)
+        )
+        for note in notes:
+            warn(note)
+        # The page stays light with several traces: they share the scatter budget.
+        views.append(TraceView(trace, analysis, events, points=MAX_POINTS // len(traces)))
+    comparisons = []
+    if len(views) > 1:
+        from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS
+        from servetrace.compare.comparison import compare
+        from servetrace.render.compare_words import comparison_warnings
+
+        metrics = [m for m in DEFAULT_COMPARE_METRICS if m != "goodput"]
+        for view in views[1:]:
+            comparisons.append(
+                compare(
+                    views[0].analysis,
+                    view.analysis,
+                    metrics=metrics,
+                    seed=seed,
+                    baseline_label=views[0].label,
+                    candidate_label=view.label,
+                )
+            )
+        for message in dict.fromkeys(w for c in comparisons for w in comparison_warnings(c)):
+            warn(message)
+    html = render_html(views, comparisons)
+    write_text(html, output)
+    err_console.print(f"wrote {output} ({len(html.encode()) / 1e6:.2f} MB)", markup=False)

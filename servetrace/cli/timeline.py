@@ -1,0 +1,78 @@
+"""``servetrace timeline``: request lifecycles for Perfetto UI and chrome://tracing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from servetrace.api._views import load_with_events
+from servetrace.cli._app import app, err_console, guarded, warn
+from servetrace.cli._options import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, reading
+from servetrace.errors import UsageError
+from servetrace.outputs import refuse_overwriting_inputs, write_bytes
+from servetrace.render.timeline import (
+    TimelineOptions,
+    build_trace,
+    parse_ids,
+    parse_window,
+)
+
+
+@app.command()
+@guarded
+def timeline(
+    traces: Annotated[list[str], typer.Argument(help="Trace file(s), glob(s) or directories.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Trace Event Format file: .json or .json.gz.")
+    ],
+    slowest: Annotated[
+        int | None, typer.Option(help="Only the N requests with the longest e2e.", min=1)
+    ] = None,
+    window: Annotated[
+        str | None,
+        typer.Option(help="Only requests alive in START:END from the trace start (10s:20s)."),
+    ] = None,
+    requests: Annotated[
+        list[str] | None, typer.Option(help="Only these request ids (comma-separated).")
+    ] = None,
+    ticks: Annotated[
+        bool, typer.Option(help="Every output tick as an instant event (large files).")
+    ] = False,
+    column: ColumnOpt = None,
+    time_unit: TimeUnitOpt = None,
+    event_map: EventMapOpt = None,
+    from_format: FromOpt = None,
+) -> None:
+    """Write one slice per request (queued, prefill, decode, requeued) packed into lanes."""
+    name = output.name.lower()
+    if not (name.endswith(".json") or name.endswith(".json.gz")):
+        raise UsageError(f"--output {output}: use a .json or .json.gz file name")
+    if not output.parent.is_dir():
+        raise UsageError(f"--output {output}: directory {output.parent} does not exist")
+    refuse_overwriting_inputs([("--output", output)], traces)
+    options = TimelineOptions(
+        requests=parse_ids(requests),
+        window_ns=parse_window(window) if window else None,
+        slowest=slowest,
+        ticks=ticks,
+    )
+    analysis, events, notes = load_with_events(
+        traces, None, **reading(column, time_unit, event_map, from_format)
+    )
+    for note in notes:
+        warn(note)
+    text, info = build_trace(analysis, events, options)
+    write_bytes(text.encode(), output)
+    err_console.print(
+        f"wrote {output}: {_n(info['requests'], 'request')} on {_n(info['lanes'], 'lane')}, "
+        f"{info['phase_slices']:,} phase and {info['requeued_slices']:,} requeued slices, "
+        f"{info['tick_events']:,} ticks, {info['counter_events']:,} counter points "
+        "(open it in https://ui.perfetto.dev)",
+        markup=False,
+    )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")

@@ -1,0 +1,330 @@
+"""Altair chart builders: frames of ns numbers in, Vega-Lite specs (dicts) out.
+
+This is where ns become ms (or s on time axes). Altair is imported inside each builder's
+module-level helper only when a chart is built: ``servetrace --help`` and ``analyze``
+never load it (the ``report`` extra).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from servetrace.render.series import OverTime, RequestPoints
+
+Spec = dict[str, Any]
+
+WIDTH = 640
+PHASE_COLORS = {
+    "queued": "#f28e2b",
+    "ttft": "#76b7b2",
+    "prefill": "#b07aa1",
+    "decode": "#4e79a7",
+    "delivery_tail": "#9c9c9c",
+    "awaiting_token": "#ff9d9a",
+    "requeued": "#e15759",
+}
+MS = 1e6
+
+
+def _alt() -> Any:
+    import altair as alt
+
+    return alt
+
+
+def _ms(column: str, alias: str | None = None) -> pl.Expr:
+    # µs precision is plenty on a chart and keeps the embedded data small.
+    return (
+        (pl.col(column).cast(pl.Float64) / MS).round(3).alias(alias or column.replace("_ns", "_ms"))
+    )
+
+
+def _seconds(column: str, origin_ns: int, alias: str) -> pl.Expr:
+    return ((pl.col(column) - origin_ns) / 1e9).round(3).alias(alias)
+
+
+def _spec(chart: Any) -> Spec:
+    spec: Spec = chart.to_dict()
+    return spec
+
+
+def decomposition_bar(parts: pl.DataFrame) -> Spec:
+    """Mean response split into phases: ``phase``, ``mean_ns`` (in lifecycle order)."""
+    alt = _alt()
+    frame = parts.with_columns(
+        _ms("mean_ns", "mean_ms"),
+        (pl.col("mean_ns") / pl.col("mean_ns").sum()).alias("share"),
+        pl.int_range(pl.len()).alias("order"),
+    )
+    order = frame["phase"].to_list()
+    chart = (
+        alt.Chart(frame)
+        .mark_bar(height=36)
+        .encode(
+            x=alt.X("mean_ms:Q", stack="zero", title="mean response (ms)"),
+            color=alt.Color(
+                "phase:N",
+                sort=order,
+                scale=alt.Scale(domain=order, range=[PHASE_COLORS[p] for p in order]),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=[
+                "phase",
+                alt.Tooltip("mean_ms:Q", format=",.1f"),
+                alt.Tooltip("share:Q", format=".1%"),
+            ],
+        )
+        .properties(width=WIDTH, height=60)
+    )
+    return _spec(chart)
+
+
+def cdf_chart(curves: pl.DataFrame, marks: pl.DataFrame, title: str, by: str = "metric") -> Spec:
+    """Empirical CDFs on a log x axis with percentile rules.
+
+    ``curves``: ``by``, value_ns, fraction; ``marks``: ``by``, label (p50…), value_ns.
+    """
+    alt = _alt()
+    lines = curves.select(by, _ms("value_ns", "value_ms"), pl.col("fraction").round(5))
+    rules = marks.select(by, "label", _ms("value_ns", "value_ms"))
+    x = alt.X("value_ms:Q", scale=alt.Scale(type="log"), title=f"{title} (ms, log)")
+    base = (
+        alt.Chart(lines)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=x,
+            y=alt.Y("fraction:Q", title="fraction ≤ x", axis=alt.Axis(format="%")),
+            color=alt.Color(
+                f"{by}:N", title=None, legend=alt.Legend(orient="bottom", direction="vertical")
+            ),
+            tooltip=[
+                by,
+                alt.Tooltip("value_ms:Q", format=",.2f"),
+                alt.Tooltip("fraction:Q", format=".1%"),
+            ],
+        )
+    )
+    ticks = (
+        alt.Chart(rules)
+        .mark_rule(strokeDash=[4, 3])
+        .encode(
+            x="value_ms:Q",
+            color=alt.Color(f"{by}:N"),
+            tooltip=[by, "label", alt.Tooltip("value_ms:Q", format=",.2f")],
+        )
+    )
+    return _spec((base + ticks).properties(width=WIDTH // 2 - 20, height=200, title=title))
+
+
+def rates_chart(over: OverTime) -> Spec:
+    alt = _alt()
+    frame = over.rates.with_columns(_seconds("t_ns", over.origin_ns, "t_s")).unpivot(
+        index="t_s", on=["arrivals_per_s", "output_tokens_per_s"], variable_name="series"
+    )
+    frame = frame.drop_nulls("value")
+    chart = (
+        alt.Chart(frame)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("t_s:Q", title="time since trace start (s)"),
+            y=alt.Y("value:Q", title="per second"),
+            row=alt.Row("series:N", title=None),
+            tooltip=[
+                "series",
+                alt.Tooltip("t_s:Q", format=",.1f"),
+                alt.Tooltip("value:Q", format=",.1f"),
+            ],
+        )
+        .properties(width=WIDTH, height=110)
+        .resolve_scale(y="independent")
+    )
+    return _spec(chart)
+
+
+def levels_chart(over: OverTime) -> Spec:
+    alt = _alt()
+    frame = over.levels.select("series", "peak", _seconds("t_ns", over.origin_ns, "t_s"))
+    chart = (
+        alt.Chart(frame)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("t_s:Q", title="time since trace start (s)"),
+            y=alt.Y("peak:Q", title=f"requests (peak per {over.bin_ns / 1e9:g} s bin)"),
+            color=alt.Color("series:N", sort=["queued", "running", "in_system"]),
+            tooltip=["series", alt.Tooltip("t_s:Q", format=",.1f"), "peak"],
+        )
+        .properties(width=WIDTH, height=180)
+    )
+    return _spec(chart)
+
+
+def latency_over_time(points: RequestPoints, origin_ns: int) -> Spec:
+    alt = _alt()
+
+    def since(frame: pl.DataFrame) -> pl.DataFrame:
+        keep = [c for c in ("request_id", "metric", "quantile") if c in frame.columns]
+        return frame.select(
+            *keep, _seconds("arrival_ns", origin_ns, "arrival_s"), _ms("value_ns", "value_ms")
+        )
+
+    dots = (
+        alt.Chart(since(points.points))
+        .mark_circle(size=9, opacity=0.35)
+        .encode(
+            x=alt.X("arrival_s:Q", title="arrival (s since trace start)"),
+            y=alt.Y("value_ms:Q", scale=alt.Scale(type="log"), title="ms (log)"),
+            color=alt.Color("metric:N"),
+            tooltip=["request_id", "metric", alt.Tooltip("value_ms:Q", format=",.1f")],
+        )
+    )
+    lines = (
+        alt.Chart(since(points.rolling))
+        .mark_line(strokeWidth=2)
+        .encode(
+            x="arrival_s:Q",
+            y="value_ms:Q",
+            color=alt.Color("metric:N"),
+            strokeDash=alt.StrokeDash("quantile:N", title=f"rolling ({points.window} requests)"),
+        )
+    )
+    return _spec((dots + lines).properties(width=WIDTH, height=240))
+
+
+def waterfall_chart(slices: pl.DataFrame) -> Spec:
+    """Slowest requests as rows of phase bars from arrival; ``requeued`` drawn over them."""
+    alt = _alt()
+    frame = slices.select(
+        "request_id",
+        "phase",
+        _ms("from_ns", "from_ms"),
+        _ms("to_ns", "to_ms"),
+        _ms("e2e_ns", "e2e_ms"),
+    ).with_columns((pl.col("to_ms") - pl.col("from_ms")).alias("duration_ms"))
+    order = frame.sort("e2e_ms", descending=True)["request_id"].unique(maintain_order=True)
+    phases = [p for p in PHASE_COLORS if p in set(frame["phase"].to_list())]
+    chart = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y("request_id:N", sort=order.to_list(), title=None),
+            x=alt.X("from_ms:Q", title="ms since arrival"),
+            x2="to_ms:Q",
+            color=alt.Color(
+                "phase:N",
+                scale=alt.Scale(domain=phases, range=[PHASE_COLORS[p] for p in phases]),
+            ),
+            order=alt.Order("from_ms:Q"),
+            tooltip=["request_id", "phase", alt.Tooltip("duration_ms:Q", format=",.1f")],
+        )
+        .properties(width=WIDTH, height=max(120, 14 * order.len()))
+    )
+    return _spec(chart)
+
+
+def residual_chart(points: pl.DataFrame) -> Spec:
+    alt = _alt()
+    frame = points.select(
+        "request_id",
+        _ms("response_ns", "response_ms"),
+        _ms("formula_residual_ns", "residual_ms"),
+        pl.when(pl.col("within"))
+        .then(pl.lit("within tolerance"))
+        .otherwise(pl.lit("breaks it"))
+        .alias("check"),
+    )
+    chart = (
+        alt.Chart(frame)
+        .mark_circle(size=14, opacity=0.6)
+        .encode(
+            x=alt.X("response_ms:Q", scale=alt.Scale(type="log"), title="response (ms, log)"),
+            y=alt.Y("residual_ms:Q", title="residual: response − (ttft + (N−1)·itl_mean) (ms)"),
+            color=alt.Color(
+                "check:N",
+                scale=alt.Scale(
+                    domain=["within tolerance", "breaks it"], range=["#4e79a7", "#e15759"]
+                ),
+            ),
+            tooltip=[
+                "request_id",
+                alt.Tooltip("residual_ms:Q", format=",.2f"),
+                alt.Tooltip("response_ms:Q", format=",.1f"),
+            ],
+        )
+        .properties(width=WIDTH, height=220)
+    )
+    return _spec(chart)
+
+
+def ratio_chart(rows: pl.DataFrame) -> Spec:
+    """Candidate/baseline ratio per metric and statistic with its bootstrap interval."""
+    alt = _alt()
+    frame = rows.filter(pl.col("ratio").is_not_null()).with_columns(
+        (pl.col("metric") + "." + pl.col("stat")).alias("statistic"),
+        pl.when(pl.col("significant"))
+        .then(pl.col("verdict"))
+        .otherwise(pl.lit("no significant change"))
+        .alias("reading"),
+    )
+    y = alt.Y(
+        "statistic:N", sort=frame["statistic"].unique(maintain_order=True).to_list(), title=None
+    )
+    whiskers = (
+        alt.Chart(frame)
+        .mark_rule()
+        .encode(
+            y=y,
+            x=alt.X("ci_low:Q", scale=alt.Scale(type="log"), title="candidate / baseline (log)"),
+            x2="ci_high:Q",
+            color=alt.Color("candidate:N"),
+        )
+    )
+    dots = (
+        alt.Chart(frame)
+        .mark_point(filled=True, size=50)
+        .encode(
+            y=y,
+            x="ratio:Q",
+            color=alt.Color("candidate:N"),
+            shape=alt.Shape("reading:N"),
+            tooltip=[
+                "candidate",
+                "statistic",
+                alt.Tooltip("ratio:Q", format=".3f"),
+                alt.Tooltip("ci_low:Q", format=".3f"),
+                alt.Tooltip("ci_high:Q", format=".3f"),
+                "reading",
+            ],
+        )
+    )
+    one = (
+        alt.Chart(pl.DataFrame({"x": [1.0]}))
+        .mark_rule(strokeDash=[3, 3], color="#666")
+        .encode(x="x:Q")
+    )
+    return _spec(
+        (whiskers + dots + one).properties(width=WIDTH, height=max(120, 16 * frame.height))
+    )
+
+
+def decomposition_delta(parts: pl.DataFrame) -> Spec:
+    """Mean per-component delta (candidate − baseline): candidate, component, delta_mean_ms."""
+    alt = _alt()
+    chart = (
+        alt.Chart(parts)
+        .mark_bar()
+        .encode(
+            y=alt.Y(
+                "component:N",
+                sort=parts["component"].unique(maintain_order=True).to_list(),
+                title=None,
+            ),
+            x=alt.X("delta_mean_ms:Q", title="mean delta, candidate − baseline (ms)"),
+            color=alt.Color("candidate:N"),
+            yOffset="candidate:N",
+            tooltip=["candidate", "component", alt.Tooltip("delta_mean_ms:Q", format="+,.1f")],
+        )
+        .properties(width=WIDTH, height=40 * parts["component"].n_unique())
+    )
+    return _spec(chart)

@@ -1,0 +1,83 @@
+"""The self-contained HTML report: sections of charts, each read for the user in one line.
+
+``report_sections`` turns analyses (and comparisons) into sections — title, one sentence
+computed from the numbers, Vega-Lite specs, tables — which ``render_html`` puts into the
+Jinja2 template with the Vega/Vega-Lite/Vega-Embed bundle inlined (from vl-convert), so
+the file opens offline with no request to any server. ``plots`` writes the same specs as
+SVG/PNG. Imports of the ``report`` extra (altair, jinja2, vl_convert) happen only here,
+inside functions, and a missing extra is a usage error that says how to install it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from servetrace import __version__
+from servetrace.compare.comparison import Comparison
+from servetrace.errors import UsageError
+from servetrace.render.compare import compare_dict
+from servetrace.render.report_compare import comparison_sections
+from servetrace.render.report_sections import TRACE_SECTIONS, Section, TraceView
+
+INSTALL_HINT = "pip install 'servetrace[report]'"
+
+
+def require_extra() -> None:
+    """Exit 2 with the install line when the report extra is missing."""
+    missing = []
+    for module in ("altair", "jinja2", "vl_convert"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise UsageError(
+            f"the HTML report and plots need {', '.join(missing)}, which is not installed",
+            hint=INSTALL_HINT,
+        )
+
+
+def report_sections(
+    views: Sequence[TraceView], comparisons: Sequence[Comparison] = ()
+) -> list[tuple[str, list[Section]]]:
+    """Groups of sections: the comparison first (with 2+ traces), then one group per trace."""
+    groups: list[tuple[str, list[Section]]] = []
+    if comparisons:
+        groups.append(("Comparison", comparison_sections(views, comparisons)))
+    for i, view in enumerate(views):
+        prefix = f"t{i}-"
+        groups.append((view.label, [build(view, prefix) for build in TRACE_SECTIONS]))
+    return groups
+
+
+def _script_json(data: Any) -> str:
+    # JSON inside <script>: "</" would end the element early.
+    return json.dumps(data, ensure_ascii=False, default=str).replace("</", "<\\/")
+
+
+def render_html(views: Sequence[TraceView], comparisons: Sequence[Comparison] = ()) -> str:
+    require_extra()
+    import jinja2
+    import vl_convert
+
+    groups = report_sections(views, comparisons)
+    # The stub wants a snippet; without one the bundle puts vegaEmbed on ``window``.
+    make_bundle: Any = vl_convert.javascript_bundle
+    template_text = (
+        resources.files("servetrace.render").joinpath("templates/report.html.j2").read_text()
+    )
+    env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["script_json"] = lambda d: jinja2.utils.markupsafe.Markup(_script_json(d))
+    reports = {view.label: view.json for view in views}
+    if comparisons:
+        reports["comparison"] = compare_dict(comparisons)
+    return env.from_string(template_text).render(
+        title="servetrace report: " + ", ".join(v.label for v in views),
+        version=__version__,
+        groups=groups,
+        reports=reports,
+        bundle=jinja2.utils.markupsafe.Markup(make_bundle().replace("</script", "<\\/script")),
+    )

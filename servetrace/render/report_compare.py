@@ -1,0 +1,152 @@
+"""The report's comparison sections: overlaid CDFs, bootstrap ratios, decomposition delta,
+verdicts — the numbers ``servetrace compare`` computes, drawn."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePath
+
+import polars as pl
+
+from servetrace.compare.comparison import Comparison
+from servetrace.render import charts, series
+from servetrace.render.compare_words import display_rows, method_dict, tradeoff_text
+from servetrace.render.report_sections import Section, TraceView
+from servetrace.units import NS_PER_MS
+
+
+def short_labels(labels: Sequence[str]) -> list[str]:
+    """File names when they tell the traces apart, else the labels as given."""
+    names = [PurePath(label).name or label for label in labels]
+    return names if len(set(names)) == len(names) else list(labels)
+
+
+def comparison_sections(
+    views: Sequence[TraceView], comparisons: Sequence[Comparison]
+) -> list[Section]:
+    base = views[0]
+    short = dict(zip([v.label for v in views], short_labels([v.label for v in views]), strict=True))
+    sections = []
+    specs = []
+    for metric in series.CDF_METRICS:
+        curves, marks = [], []
+        for view in views:
+            values = series.metric_values(view.analysis, metric)
+            if values.len() == 0:
+                continue
+            curves.append(series.cdf(values).with_columns(pl.lit(short[view.label]).alias("trace")))
+            p = view.analysis.summary.metrics[metric]
+            marks.append(
+                pl.DataFrame(
+                    {
+                        "trace": [short[view.label]] * 2,
+                        "label": ["p50", "p99"],
+                        "value_ns": [float(p["p50"] or 0), float(p["p99"] or 0)],
+                    }
+                )
+            )
+        if curves:
+            specs.append(
+                (
+                    f"cmp-cdf-{metric}",
+                    charts.cdf_chart(
+                        pl.concat(curves),
+                        pl.concat(marks).filter(pl.col("value_ns") > 0),
+                        metric,
+                        by="trace",
+                    ),
+                )
+            )
+    # The rows as the JSON report has them (times in ms), so the page and the JSON agree.
+    rows = pl.DataFrame([row for c in comparisons for row in display_rows(c)])
+    sig = rows.filter(pl.col("significant"))
+    # "slower" is worse in the metric's direction (a higher latency, a lower throughput).
+    better = sig.filter(pl.col("verdict") == "faster")
+    worse = sig.filter(pl.col("verdict") == "slower")
+    trade = "; ".join(
+        text for c in comparisons if (text := tradeoff_text(c.tradeoff, c.candidate_label))
+    )
+    sentence = (
+        f"Against {base.label}: {better.height} statistics significantly better, "
+        f"{worse.height} worse, "
+        f"{rows.height - sig.height} without significant change" + (f"; {trade}." if trade else ".")
+    )
+    sections.append(
+        Section(
+            "cmp-cdfs",
+            "Comparison: distributions and bootstrap intervals",
+            sentence,
+            [
+                *specs,
+                (
+                    "cmp-ratios",
+                    charts.ratio_chart(rows.with_columns(pl.col("candidate").replace(short))),
+                ),
+            ],
+            note=method_dict(comparisons[0])["significant"]
+            + "; "
+            + comparisons[0].workload.verdict,
+        )
+    )
+    parts = pl.concat(
+        c.decomposition.select(
+            pl.lit(c.candidate_label).alias("candidate"),
+            "component",
+            (pl.col("delta_mean_ns") / NS_PER_MS).alias("delta_mean_ms"),
+        )
+        for c in comparisons
+    ).filter(pl.col("component") != "e2e")
+    e2e = (
+        comparisons[0]
+        .decomposition.filter(pl.col("component") == "e2e")
+        .with_columns((pl.col("delta_mean_ns") / NS_PER_MS).alias("delta_mean_ms"))
+    )
+    moved = parts.filter(pl.col("candidate") == comparisons[0].candidate_label).sort(
+        pl.col("delta_mean_ms").abs(), descending=True
+    )
+    sentence = (
+        f"{comparisons[0].candidate_label}'s mean e2e moves by {e2e['delta_mean_ms'][0]:+,.1f} ms, "
+        f"mostly in {moved['component'][0]} ({moved['delta_mean_ms'][0]:+,.1f} ms)."
+        if e2e.height and moved.height and e2e["delta_mean_ms"][0] is not None
+        else "The decomposition delta needs paired requests."
+    )
+    verdict_rows = [
+        [
+            (r["candidate"], None),
+            (f"{r['metric']}.{r['stat']}", None),
+            (f"{r['baseline']:,.3f}" if r["baseline"] is not None else "n/a", None),
+            (f"{r['candidate_value']:,.3f}" if r["candidate_value"] is not None else "n/a", None),
+            (f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a", None),
+            (f"{r['ci_low']:.3f}–{r['ci_high']:.3f}" if r["ci_low"] is not None else "n/a", None),
+            (r["verdict"], None),
+        ]
+        for r in rows.iter_rows(named=True)
+    ]
+    sections.append(
+        Section(
+            "cmp-decomposition",
+            "Comparison: where the e2e difference comes from, and verdicts",
+            sentence,
+            [
+                (
+                    "cmp-delta",
+                    charts.decomposition_delta(
+                        parts.with_columns(pl.col("candidate").replace(short))
+                    ),
+                )
+            ],
+            table={
+                "header": [
+                    "candidate",
+                    "statistic",
+                    "baseline",
+                    "candidate",
+                    "ratio",
+                    "CI",
+                    "verdict",
+                ],
+                "rows": verdict_rows,
+            },
+        )
+    )
+    return sections

@@ -1,0 +1,295 @@
+"""Request lifecycles as a Chrome Trace Event Format file (Perfetto UI, chrome://tracing).
+
+Layout. Process 2 holds the requests, packed into *lanes* (threads) so that requests that
+overlap in time never share one. Each request is one slice named by its id (arrival →
+terminal event, so its duration is its e2e) with its lifecycle phases nested inside:
+
+- ``queued``         arrival → first admission (``queue_wait_ns``);
+- ``prefill``        first admission → first token (``prefill_ns``);
+- ``ttft``           arrival → first token, only for client traces without admissions;
+- ``decode``         first token → last token (``decode_ns``);
+- ``delivery_tail``  last token → completion (``delivery_tail_ns``), when non-zero;
+- ``awaiting_token`` last token → cancellation (or the end of the trace): nothing came;
+- ``requeued``       nested one level deeper, preemption → re-admission (``requeued_ns``);
+
+then an instant marker at the terminal event (``completed``, ``cancelled in decode``…, or
+``in flight at end of trace``). The phases partition the request, so they sum to its e2e.
+Process 1 holds counter tracks (queued, running, in system, output tokens/s), and, opt-in,
+every output tick is an instant event on its request's lane.
+
+Times. The format wants µs; timestamps are written relative to the first event of the
+trace (``otherData.trace_start_ns``) as µs with three decimals, which is exact to the ns
+for traces shorter than 104 days (2**53 ns) — epoch ns would not fit a double.
+
+Reference: Trace Event Format,
+https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from servetrace import __version__
+from servetrace.analysis.lifecycle import KEY
+from servetrace.analysis.memory import Analysis
+from servetrace.errors import UsageError
+from servetrace.render.slices import (
+    TimelineOptions,
+    assign_lanes,
+    counter_series,
+    phase_slices,
+    requeued_slices,
+    select_requests,
+    token_rate,
+)
+from servetrace.schema import TICK_EVENTS
+
+__all__ = ["TimelineOptions", "build_trace", "parse_ids", "parse_window"]
+
+# pid 0 is the idle task on Linux and some importers treat it specially: start at 1.
+COUNTER_PID, REQUEST_PID = 1, 2
+
+
+def parse_window(text: str) -> tuple[int, int]:
+    """``a:b`` in seconds from the trace start, or with units: ``500ms:2s``, ``10:``."""
+    start_text, sep, end_text = text.partition(":")
+    if not sep:
+        raise UsageError(f"--window {text!r}: expected START:END", hint="e.g. --window 10s:20s")
+
+    def parse(part: str, default: int) -> int:
+        part = part.strip()
+        if not part:
+            return default
+        for unit, scale in (("ns", 1), ("us", 10**3), ("ms", 10**6), ("s", 10**9)):
+            if part.endswith(unit):
+                number, factor = part[: -len(unit)], scale
+                break
+        else:
+            number, factor = part, 10**9
+        try:
+            return round(float(number) * factor)
+        except ValueError:
+            raise UsageError(
+                f"--window {text!r}: {part!r} is not a time", hint="e.g. --window 10s:20s"
+            ) from None
+
+    start, end = parse(start_text, 0), parse(end_text, 2**62)
+    if end <= start:
+        raise UsageError(f"--window {text!r}: the end must come after the start")
+    return start, end
+
+
+def _us(ns: pl.Expr, origin: int) -> pl.Expr:
+    # Integer ns → float µs: exact to the ns (three decimals) below 2**53 ns after origin.
+    return (ns - origin).cast(pl.Float64) / 1000.0
+
+
+def _ndjson(frame: pl.DataFrame) -> list[str]:
+    return frame.write_ndjson().splitlines() if frame.height else []
+
+
+def _marker_name() -> pl.Expr:
+    outcome = pl.col("outcome")
+    return (
+        pl.when(outcome == "completed")
+        .then(pl.lit("completed"))
+        .when(outcome == "cancelled")
+        .then(pl.lit("cancelled in ") + pl.col("cancelled_in").fill_null("?"))
+        .otherwise(pl.lit("in flight at end of trace"))
+    )
+
+
+def build_trace(
+    analysis: Analysis,
+    events: pl.DataFrame,
+    options: TimelineOptions | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The trace file's JSON text and a summary of what it holds.
+
+    ``events`` are the canonical events of the trace (the analysis keeps no ticks and no
+    preemption times); only rows of valid, selected requests are used.
+    """
+    options = options or TimelineOptions()
+    origin = analysis.timeline.trace_start_ns or 0
+    trace_end = analysis.timeline.trace_end_ns or origin
+    chosen = select_requests(analysis, options)
+    lanes = assign_lanes(chosen["start"].to_numpy(), chosen["end"].to_numpy())
+    chosen = chosen.with_columns(pl.Series("tid", lanes + 1))
+    lane_of = chosen.select(KEY, "tid", "request_id")
+    events = events.with_columns(pl.col("request_id").cast(pl.String))
+
+    def complete(frame: pl.DataFrame, name: pl.Expr, args: pl.Expr, cat: str) -> list[str]:
+        out = frame.join(lane_of, on=KEY).select(
+            name.alias("name"),
+            pl.lit(cat).alias("cat"),
+            pl.lit("X").alias("ph"),
+            _us(pl.col("lo"), origin).alias("ts"),
+            ((pl.col("hi") - pl.col("lo")).cast(pl.Float64) / 1000.0).alias("dur"),
+            pl.lit(REQUEST_PID).alias("pid"),
+            "tid",
+            args.alias("args"),
+        )
+        return _ndjson(out)
+
+    request_args = pl.struct(
+        "request_id",
+        "outcome",
+        "cancelled_in",
+        "queue_wait_ns",
+        "prefill_ns",
+        "ttft_ns",
+        "decode_ns",
+        "e2e_ns",
+        "requeued_ns",
+        "preemptions",
+        "output_tokens",
+    )
+    lines = complete(
+        chosen.rename({"start": "lo", "end": "hi"}).drop("tid", "request_id"),
+        pl.col("request_id"),
+        request_args,
+        "request",
+    )
+    phases = phase_slices(chosen, analysis.timeline.has_admissions)
+    lines += complete(
+        phases.with_columns((pl.col("hi") - pl.col("lo")).alias("duration_ns")),
+        pl.col("name"),
+        pl.struct("request_id", "duration_ns"),
+        "phase",
+    )
+    control = events.filter(~pl.col("event").is_in(TICK_EVENTS))
+    requeued = requeued_slices(control, lane_of.select(KEY, "request_id"), trace_end)
+    lines += complete(
+        requeued.with_columns((pl.col("hi") - pl.col("lo")).alias("duration_ns")),
+        pl.lit("requeued"),
+        pl.struct("request_id", "duration_ns"),
+        "phase",
+    )
+    markers = chosen.select(
+        _marker_name().alias("name"),
+        pl.lit("lifecycle").alias("cat"),
+        pl.lit("i").alias("ph"),
+        pl.lit("t").alias("s"),
+        _us(pl.col("end"), origin).alias("ts"),
+        pl.lit(REQUEST_PID).alias("pid"),
+        "tid",
+        pl.struct("request_id", "outcome").alias("args"),
+    )
+    lines += _ndjson(markers)
+    ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).join(
+        analysis.requests.select(pl.col("request_id").cast(pl.String)), on="request_id"
+    )
+    tokens = pl.col("tokens") if "tokens" in ticks.columns else pl.lit(1, pl.Int64)
+    ticks = ticks.select("request_id", "ts", tokens.fill_null(1).cast(pl.Int64).alias("tokens"))
+    n_ticks = 0
+    if options.ticks:
+        tick_events = ticks.join(lane_of.select("request_id", "tid"), on="request_id").select(
+            pl.lit("token").alias("name"),
+            pl.lit("tick").alias("cat"),
+            pl.lit("i").alias("ph"),
+            pl.lit("t").alias("s"),
+            _us(pl.col("ts"), origin).alias("ts"),
+            pl.lit(REQUEST_PID).alias("pid"),
+            "tid",
+            pl.struct("request_id", "tokens").alias("args"),
+        )
+        n_ticks = tick_events.height
+        lines += _ndjson(tick_events)
+    lo_ns, hi_ns = origin, trace_end
+    if options.window_ns is not None:
+        lo_ns = origin + options.window_ns[0]
+        hi_ns = min(trace_end, origin + options.window_ns[1])
+    in_window = (pl.col("ts") >= lo_ns) & (pl.col("ts") <= hi_ns)
+    counters = counter_series(analysis).filter(in_window)
+    rate = token_rate(ticks, origin, trace_end).filter(in_window)
+    counter_frames = [
+        counters.select(
+            "name",
+            pl.lit("C").alias("ph"),
+            _us(pl.col("ts"), origin).alias("ts"),
+            pl.lit(COUNTER_PID).alias("pid"),
+            pl.struct(pl.col("value").alias("requests")).alias("args"),
+        ),
+        rate.select(
+            pl.lit("output tokens/s").alias("name"),
+            pl.lit("C").alias("ph"),
+            _us(pl.col("ts"), origin).alias("ts"),
+            pl.lit(COUNTER_PID).alias("pid"),
+            pl.struct(pl.col("tokens_per_s").alias("tok/s")).alias("args"),
+        ),
+    ]
+    for frame in counter_frames:
+        lines += _ndjson(frame)
+    lines += [json.dumps(m) for m in _metadata(int(lanes.max()) + 1 if len(lanes) else 0)]
+    info = {
+        "requests": chosen.height,
+        "lanes": int(lanes.max()) + 1 if len(lanes) else 0,
+        "phase_slices": phases.height,
+        "requeued_slices": requeued.height,
+        "tick_events": n_ticks,
+        "counter_events": counters.height + rate.height,
+        "trace_start_ns": origin,
+    }
+    other = {
+        "servetrace_version": __version__,
+        "inputs": list(analysis.inputs),
+        "trace_start_ns": origin,
+        "time_origin": "ts are µs since trace_start_ns (the first event of the trace)",
+        **{k: v for k, v in info.items() if k != "trace_start_ns"},
+    }
+    text = (
+        '{"traceEvents":[\n'
+        + ",\n".join(lines)
+        + '\n],"displayTimeUnit":"ms","otherData":'
+        + json.dumps(other, ensure_ascii=False)
+        + "}\n"
+    )
+    return text, info
+
+
+def _metadata(n_lanes: int) -> list[dict[str, Any]]:
+    meta: list[dict[str, Any]] = [
+        {
+            "name": "process_name",
+            "ph": "M",
+            "pid": COUNTER_PID,
+            "args": {"name": "system: queued, running, in system, output tokens/s"},
+        },
+        {"name": "process_sort_index", "ph": "M", "pid": COUNTER_PID, "args": {"sort_index": 0}},
+        {
+            "name": "process_name",
+            "ph": "M",
+            "pid": REQUEST_PID,
+            "args": {"name": "requests (one lane per concurrent request)"},
+        },
+        {"name": "process_sort_index", "ph": "M", "pid": REQUEST_PID, "args": {"sort_index": 1}},
+    ]
+    for lane in range(1, n_lanes + 1):
+        meta.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": REQUEST_PID,
+                "tid": lane,
+                "args": {"name": f"lane {lane}"},
+            }
+        )
+        meta.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": REQUEST_PID,
+                "tid": lane,
+                "args": {"sort_index": lane},
+            }
+        )
+    return meta
+
+
+def parse_ids(text: Sequence[str] | None) -> tuple[str, ...]:
+    """``--requests r1,r2 --requests r3`` → ids."""
+    return tuple(i.strip() for item in text or () for i in item.split(",") if i.strip())

@@ -1,0 +1,186 @@
+"""The HTML report in a real browser (headless Chromium through Playwright).
+
+Every chart renders (an SVG with marks in every section), nothing is logged as an error,
+no request leaves the page, and the numbers on it are the JSON report's. Skipped, with
+the reason shown, where Playwright or a Chromium binary is missing; ``.ci/run`` installs
+both so CI always runs these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from servetrace.cli import app
+
+ROOT = Path(__file__).parents[2]
+REALISTIC = str(ROOT / "sample_traces/realistic.parquet")
+FCFS = str(ROOT / "sample_traces/policy_fcfs.parquet")
+CHUNKED = str(ROOT / "sample_traces/policy_chunked.parquet")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+runner = CliRunner()
+
+
+def _chromium() -> str | None:
+    for candidate in (os.environ.get("SERVETRACE_CHROMIUM"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    playwright_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
+    )
+    pytest.importorskip("altair", reason="the report extra is not installed")
+    executable = _chromium()
+    if executable is None:
+        pytest.skip("no Chromium found (apt-get install chromium, or set SERVETRACE_CHROMIUM)")
+    with playwright_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+def _report(tmp: Path, *traces: str) -> Path:
+    out = tmp / "report.html"
+    result = runner.invoke(app, ["report", *traces, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _open(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
+    """The page after every chart rendered, its console errors and outside requests."""
+    page = browser.new_page()
+    errors: list[str] = []
+    outside: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    page.wait_for_function("document.body.dataset.rendered === 'true'", timeout=120_000)
+    return page, errors, outside
+
+
+MARKS_PER_CHART = """
+() => Array.from(document.querySelectorAll("section.report-section")).map((s) => ({
+  id: s.id,
+  expected: Number(s.dataset.charts),
+  charts: Array.from(s.querySelectorAll("div.chart")).map((c) => ({
+    id: c.id,
+    svg: c.querySelectorAll("svg").length,
+    marks: c.querySelectorAll("svg .role-mark > *").length,
+  })),
+}))
+"""
+
+
+def _assert_rendered(page: Any) -> list[dict[str, Any]]:
+    sections = page.evaluate(MARKS_PER_CHART)
+    assert sections
+    for section in sections:
+        assert len(section["charts"]) == section["expected"] >= 1, section["id"]
+        for chart in section["charts"]:
+            assert chart["svg"] == 1 and chart["marks"] > 0, chart
+    assert page.evaluate("window.servetraceFailed") == []
+    return sections
+
+
+def _cli_json(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _assert_same(got: Any, want: Any, path: str = "") -> None:
+    """Equal, floats to 1e-12 relative: `analyze` itself differs run to run in the last bit
+    of a pooled ITL std (a parallel Polars sum), so bit-equality would be flaky."""
+    if isinstance(want, dict):
+        assert set(got) == set(want), path
+        for key in want:
+            _assert_same(got[key], want[key], f"{path}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), path
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            _assert_same(g, w, f"{path}[{i}]")
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-12), path
+    else:
+        assert got == want, path
+
+
+def _value(doc: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        doc = doc[part]
+    return doc
+
+
+def test_single_trace_report_renders_offline(browser: Any, tmp_path: Path) -> None:
+    page, errors, outside = _open(browser, _report(tmp_path, REALISTIC))
+    sections = _assert_rendered(page)
+    assert [s["id"] for s in sections] == [
+        "t0-summary",
+        "t0-cdfs",
+        "t0-over-time",
+        "t0-latency-time",
+        "t0-waterfall",
+        "t0-formula",
+    ]
+    assert errors == []
+    assert outside == []
+    # The numbers on the page are those of `servetrace analyze --format json`.
+    expected = _cli_json("analyze", REALISTIC)
+    embedded = json.loads(page.locator("#servetrace-reports").text_content())[REALISTIC]
+    _assert_same(embedded, expected)
+    cells = page.eval_on_selector_all(
+        "td[data-path]", "cells => cells.map(c => [c.dataset.path, c.textContent])"
+    )
+    assert len(cells) == 48
+    for path, text in cells:
+        value = _value(expected, path)
+        if value is None:
+            assert text == "n/a"
+        else:
+            assert float(text.replace(",", "")) == pytest.approx(value, abs=5e-4), path
+    page.close()
+
+
+def test_comparison_report_renders_offline(browser: Any, tmp_path: Path) -> None:
+    page, errors, outside = _open(browser, _report(tmp_path, FCFS, CHUNKED))
+    sections = _assert_rendered(page)
+    ids = [s["id"] for s in sections]
+    assert ids[:2] == ["cmp-cdfs", "cmp-decomposition"] and "t1-waterfall" in ids
+    assert errors == [] and outside == []
+    expected = _cli_json("compare", FCFS, CHUNKED)
+    embedded = json.loads(page.locator("#servetrace-reports").text_content())["comparison"]
+    _assert_same(embedded["rows"], expected["rows"])
+    rows = page.eval_on_selector_all(
+        "#cmp-decomposition tbody tr", "rows => rows.map(r => r.children[6].textContent)"
+    )
+    assert rows == [r["verdict"] for r in expected["rows"]]
+    page.close()
