@@ -17,7 +17,7 @@ from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_events
 from servetrace.cli._app import warn
 from servetrace.errors import InputError
 from servetrace.sources.canonical import IngestOptions, parse_mapping, resolve_paths
-from servetrace.sources.registry import detect_format, import_file
+from servetrace.sources.registry import detect_format, engine_inputs, import_file
 
 ColumnOpt = Annotated[
     list[str] | None,
@@ -36,7 +36,8 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Read another tool's export: aiperf, genai-perf, vllm-bench, "
-        "guidellm, llmperf (default: canonical trace, or detected from content).",
+        "guidellm, llmperf, otlp, sglang, trtllm, mlcommons (default: canonical trace, "
+        "or detected from content).",
     ),
 ]
 
@@ -84,8 +85,14 @@ def load_analysis(
     by: str | None = None,
 ) -> Analysis:
     ingest = ingest_options(column, time_unit, event_map)
-    paths = resolve_paths(traces)
-    fmt = _importable(paths, from_format)
+    # Engine exports (a folder of rotated files, an SQLite database) before canonical parts.
+    engine = engine_inputs(traces, from_format)
+    fmt: str | None
+    if engine is not None:
+        fmt, paths = engine
+    else:
+        paths = resolve_paths(traces)
+        fmt = _importable(paths, from_format)
     if fmt is None:
         return analyze_paths(traces, ingest, options, streaming, batch_rows, by)
     results = [import_file(path, fmt) for path in paths]
