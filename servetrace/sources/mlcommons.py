@@ -76,13 +76,17 @@ def is_sqlite(path: Path) -> bool:
 
 
 def sniff_file(path: Path) -> bool:
-    """True for an SQLite file with an ``events`` table of this shape (never raises)."""
+    """True for an SQLite file with an ``events`` table of this shape; an SQLite file
+    that cannot be read at all is an error (it is no other format either)."""
     if not path.is_file() or not is_sqlite(path):
         return False
     try:
         return set(_REQUIRED) <= set(_columns(path))
-    except (InputError, sqlite3.Error):
-        return False
+    except sqlite3.DatabaseError as error:
+        raise InputError(
+            f"{path}: the SQLite database is unreadable: {error}",
+            hint="the file may be cut short or still being written; copy it again",
+        ) from None
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -110,7 +114,10 @@ def read(path: str | Path) -> ImportResult:
     try:
         columns = _columns(path)
     except sqlite3.DatabaseError as error:
-        raise InputError(f"{path}: the SQLite database is unreadable: {error}") from None
+        raise InputError(
+            f"{path}: the SQLite database is unreadable: {error}",
+            hint="the file may be cut short or still being written; copy it again",
+        ) from None
     missing = [name for name in _REQUIRED if name not in columns]
     if missing:
         found = ", ".join(columns) if columns else "no 'events' table"

@@ -167,8 +167,24 @@ def engine_inputs(
     if from_format is not None:
         engine_formats = (otlp.FORMAT, sglang.FORMAT, trtllm.FORMAT, mlcommons.FORMAT)
         return (from_format, paths) if from_format in engine_formats else None
-    formats = {detect_format(path) for path in paths}
-    fmt = formats.pop() if len(formats) == 1 else None
+    detected = {path: detect_format(path) for path in paths}
+    formats = set(detected.values())
+    if len(formats) > 1:
+        listed = "; ".join(f"{p}: {f or 'not a known export'}" for p, f in detected.items())
+        raise InputError(
+            f"the inputs are not all the same kind of export ({listed})",
+            hint="give one engine's exports at a time",
+        )
+    fmt = formats.pop()
+    if fmt is None:
+        databases = [p for p in paths if mlcommons.is_sqlite(p) and detect_format(p) is None]
+        if databases:
+            raise InputError(
+                f"{databases[0]}: an SQLite database, but not an MLCommons endpoints event "
+                "database (no table 'events' with sample_uuid, event_type, timestamp_ns)",
+                hint="servetrace reads Parquet, Arrow, CSV and JSON Lines traces, and the "
+                "exports listed by --from",
+            )
     return (fmt, paths) if fmt is not None else None
 
 
