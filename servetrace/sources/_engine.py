@@ -14,7 +14,7 @@ importer does not know as request attributes (never silently dropped).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -195,5 +195,6 @@ def describe_keys(obj: Any) -> str:
     return f"found a JSON {type(obj).__name__}"
 
 
-def union(*groups: Iterable[str]) -> frozenset[str]:
-    return frozenset(name for group in groups for name in group)
+def agree(count: int, singular: str = "has", plural: str = "have") -> str:
+    """The verb that agrees with ``count`` ("1 span has", "2 spans have")."""
+    return singular if count == 1 else plural

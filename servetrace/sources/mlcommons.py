@@ -47,7 +47,7 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.schema import SOURCE_CLIENT
 from servetrace.sources._common import FormatMismatch, ImportResult, Notes, count_phrase
-from servetrace.sources._engine import engine_result
+from servetrace.sources._engine import agree, engine_result
 
 FORMAT = "mlcommons"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -187,7 +187,8 @@ def _requests(path: Path, frame: pl.DataFrame, notes: Notes) -> pl.DataFrame:
     if unsampled.height:
         loose = unsampled.filter(pl.col("role") == "error").height
         notes.add(
-            f"{count_phrase(unsampled.height, 'row')} are session events or not about one "
+            f"{count_phrase(unsampled.height, 'row')} {agree(unsampled.height, 'is a', 'are')} "
+            "session events or not about one "
             f"sample ({loose} of them errors without a sample) and were not imported"
         )
     rows = tagged.filter(~pl.col("sample").is_in(_NO_SAMPLE) & pl.col("role").is_not_null())
@@ -226,7 +227,8 @@ def _requests(path: Path, frame: pl.DataFrame, notes: Notes) -> pl.DataFrame:
             f"{path}: sample {orphans['sample'][0]!r}: it has events but no "
             "'sample.issued' row (the arrival)",
             hint="the database may be cut short at its start; "
-            f"{count_phrase(orphans.height, 'sample')} are affected",
+            f"{count_phrase(orphans.height, 'sample')} {agree(orphans.height, 'is', 'are')} "
+            "affected",
         )
     errored = pl.col("error_ns").is_not_null()
     done = pl.col("complete_ns").is_not_null()
@@ -297,19 +299,22 @@ def _report(requests: pl.DataFrame, notes: Notes) -> None:
     ).height
     if unstreamed:
         notes.add(
-            f"{count_phrase(unstreamed, 'completed sample')} have no chunk (not streamed): "
+            f"{count_phrase(unstreamed, 'completed sample')} {agree(unstreamed)} "
+            "no chunk (not streamed): "
             "their one tick is the completion (first_token_known=False, TTFT = e2e)"
         )
     open_ = requests.filter(pl.col("terminal").is_null()).height
     if open_:
         notes.add(
-            f"{count_phrase(open_, 'sample')} were issued but never completed (warm-up "
+            f"{count_phrase(open_, 'sample')} {agree(open_, 'was', 'were')} "
+            "issued but never completed (warm-up "
             "samples, whose completion is not logged, or in flight when the run stopped): "
             "they are in flight"
         )
     reissued = requests.filter(pl.col("issued") > 1).height
     if reissued:
         notes.add(
-            f"{count_phrase(reissued, 'sample')} were issued more than once: the first "
+            f"{count_phrase(reissued, 'sample')} {agree(reissued, 'was', 'were')} "
+            "issued more than once: the first "
             "issue is the arrival"
         )

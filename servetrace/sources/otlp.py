@@ -7,8 +7,9 @@ ns, per the proto3 JSON mapping: exact), ``attributes`` as ``[{key, value}]`` wi
 values (``stringValue``, ``intValue`` — a string —, ``doubleValue``, ``boolValue``,
 ``arrayValue``, ``kvlistValue``) and ``status.code`` (2 = error). Pinned to
 open-telemetry/opentelemetry-proto ``opentelemetry/proto/trace/v1/trace.proto`` and the
-Collector's ``exporter/fileexporter`` (JSON lines; ``rotation`` renames the full file to
-``<name>-<UTC time>.<ext>`` beside the current one).
+Collector's ``exporter/fileexporter`` (JSON lines; ``rotation`` renames the full file,
+with its UTC time in the name, beside the current one: names are not relied on, content
+is).
 
 Input: one file (``.json``/``.jsonl``, gzip allowed, detected by magic) or a **folder**
 holding the current file and its rotated and gzipped siblings: every file whose first
@@ -47,7 +48,7 @@ from servetrace.sources._common import (
     read_bytes,
     read_text,
 )
-from servetrace.sources._engine import describe_keys, first_json_value, folder_files
+from servetrace.sources._engine import agree, describe_keys, first_json_value, folder_files
 
 FORMAT = "otlp"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -115,7 +116,8 @@ def read(path: str | Path) -> ImportResult:
     skipped = len(spans) - len(chosen)
     if skipped:
         notes.add(
-            f"{count_phrase(skipped, 'span')} that are not LLM request spans "
+            f"{count_phrase(skipped, 'span')} that "
+            f"{agree(skipped, 'is not an LLM request span', 'are not LLM request spans')} "
             f"({dialect} dialect) were skipped"
         )
     if len(files) > 1:
@@ -287,9 +289,11 @@ def _deduplicate(spans: list[Span], notes: Notes) -> list[Span]:
             continue
         seen.add(key)
         unique.append(span)
-    if len(unique) < len(spans):
+    twice = len(spans) - len(unique)
+    if twice:
         notes.add(
-            f"{count_phrase(len(spans) - len(unique), 'span')} appeared twice (same traceId "
+            f"{count_phrase(twice, 'span')} {agree(twice, 'appears', 'appear')} "
+            "twice (same traceId "
             "and spanId, e.g. a rotated copy beside the original): counted once"
         )
     return unique

@@ -36,7 +36,7 @@ import polars as pl
 
 from servetrace.schema import SOURCE_CLIENT, SOURCE_SERVER
 from servetrace.sources._common import ImportResult, Notes, count_phrase, float_to_ns
-from servetrace.sources._engine import NS_PER_S, engine_result, extra_attributes
+from servetrace.sources._engine import NS_PER_S, agree, engine_result, extra_attributes
 from servetrace.sources.otlp import FORMAT, Span, count, finish_reasons, seconds
 
 DIALECT = "OpenTelemetry GenAI"
@@ -188,7 +188,8 @@ def _report(requests: pl.DataFrame, notes: Notes) -> None:
     guessed = requests.filter(~pl.col("first_token_known") & (pl.col("terminal") == "completion"))
     if guessed.height:
         notes.add(
-            f"{count_phrase(guessed.height, 'span')} have no gen_ai.response.time_to_first_chunk "
+            f"{count_phrase(guessed.height, 'span')} {agree(guessed.height)} "
+            "no gen_ai.response.time_to_first_chunk "
             "(not streamed): their first token is placed at the span end "
             "(first_token_known=False), so their TTFT is their e2e"
         )

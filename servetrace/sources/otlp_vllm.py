@@ -6,7 +6,8 @@ Pinned to vllm-project/vllm:
   ``vllm/foundation/observability/tracing/utils.py`` at
   733dac50f1e79343dfc2bdedc795142a960a601e (``SpanAttributes``);
 - the span: ``vllm/v1/engine/output_processor.py`` ``OutputProcessor.do_tracing`` (V1
-  engine, through 0.33): built for **finished** requests only, ``SpanKind.SERVER``,
+  engine, through 0.33; read from a public copy of that file, its vLLM commit not
+  pinned): built for **finished** requests only, ``SpanKind.SERVER``,
   ``start_time = int(arrival_time * 1e9)``; ``time_to_first_token =
   first_token_latency``; ``e2e = iteration_timestamp - arrival_time``; ``time_in_queue =
   scheduled_ts - queued_ts``; ``time_in_model_prefill = first_token_ts - scheduled_ts``;
@@ -43,7 +44,7 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.sources._common import ImportResult, Notes, count_phrase, float_to_ns
-from servetrace.sources._engine import ADMISSION, NS_PER_S, engine_result, extra_attributes
+from servetrace.sources._engine import ADMISSION, NS_PER_S, agree, engine_result, extra_attributes
 from servetrace.sources.otlp import FORMAT, Span, count, finish_reasons, seconds
 
 DIALECT = "vLLM llm_request"
@@ -240,13 +241,15 @@ def _report(requests: pl.DataFrame, notes: Notes) -> None:
     no_first = requests.filter(pl.col("first_ns").is_null() & (pl.col("terminal") == "completion"))
     if no_first.height:
         notes.add(
-            f"{count_phrase(no_first.height, 'span')} have no time_to_first_token (or one "
+            f"{count_phrase(no_first.height, 'span')} {agree(no_first.height)} "
+            "no time_to_first_token (or one "
             "after e2e): they have no first token and are reported as such"
         )
     late = int(requests["admission_late"].sum())
     if late:
         notes.add(
-            f"{count_phrase(late, 'span')} have time_in_queue > time_to_first_token (vLLM's "
+            f"{count_phrase(late, 'span')} {agree(late)} "
+            "time_in_queue > time_to_first_token (vLLM's "
             "wall-clock arrival and monotonic scheduler clocks disagree): their admission is "
             "placed at the first token (prefill 0)"
         )

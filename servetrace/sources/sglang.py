@@ -9,7 +9,8 @@ Pinned to sgl-project/sglang:
   file every hour; the record is ``request_parameters`` (the request, as JSON text) plus
   the response's ``meta_info``;
 - ``meta_info`` in 0.5.x: ``python/sglang/srt/managers/tokenizer_manager.py``
-  (``_handle_batch_output``, ``_calculate_timing_metrics``): ``id``, ``finish_reason``
+  (``_handle_batch_output``, ``_calculate_timing_metrics``; a 0.5.x copy, commit not
+  pinned): ``id``, ``finish_reason``
   (``{"type": "stop"|"length"|"abort", ...}``), ``prompt_tokens``, ``completion_tokens``,
   ``cached_tokens``, ``total_retractions``, ``queue_time``, ``e2e_latency``,
   ``request_received_ts``, ``request_sent_to_scheduler_ts``, ``prefill_finished_ts``,
@@ -68,6 +69,7 @@ from servetrace.sources._common import (
 from servetrace.sources._engine import (
     ADMISSION,
     NS_PER_S,
+    agree,
     describe_keys,
     engine_result,
     extra_attributes,
@@ -298,7 +300,8 @@ def _report(requests: pl.DataFrame, notes: Notes) -> None:
     retracted = requests.filter(pl.col("retractions").fill_null(0) > 0)
     if retracted.height:
         notes.add(
-            f"{count_phrase(retracted.height, 'request')} were retracted (preempted) "
+            f"{count_phrase(retracted.height, 'request')} {agree(retracted.height, 'was', 'were')} "
+            "retracted (preempted) "
             f"{int(retracted['retractions'].sum())} times in all: SGLang records the count, "
             "not the times, so there are no preemption events (preemptions/requeued do not "
             "include them; see the 'retractions' column); SGLang's queue_time includes the "
@@ -308,14 +311,17 @@ def _report(requests: pl.DataFrame, notes: Notes) -> None:
     missing = int(requests["admission_from"].is_null().sum())
     if missing:
         notes.add(
-            f"{count_phrase(missing, 'request')} have no forward_entry_time, inference_time "
+            f"{count_phrase(missing, 'request')} {agree(missing)} "
+            "no forward_entry_time, inference_time "
             "or queue_time (SGLang without --enable-metrics): no admission, so queue wait "
             "and prefill are unavailable for them"
         )
     lower = sources.filter(pl.col("admission_from") == "to_scheduler + queue_time")
     if lower.height:
+        bounded = int(lower["count"][0])
         notes.add(
-            f"{count_phrase(int(lower['count'][0]), 'request')} take their admission from "
+            f"{count_phrase(bounded, 'request')} {agree(bounded, 'takes its', 'take their')} "
+            "admission from "
             "request_sent_to_scheduler_ts + queue_time: a lower bound (the scheduler's "
             "receive is not recorded), so queue wait may be short and prefill long"
         )
@@ -324,7 +330,8 @@ def _report(requests: pl.DataFrame, notes: Notes) -> None:
     ).height
     if no_first:
         notes.add(
-            f"{count_phrase(no_first, 'completed request')} have no prefill-finished time: "
+            f"{count_phrase(no_first, 'completed request')} {agree(no_first)} "
+            "no prefill-finished time: "
             "they have no first token"
         )
     if requests["last_token_ns"].is_null().all():

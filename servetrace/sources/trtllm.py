@@ -58,6 +58,7 @@ from servetrace.sources._common import (
 from servetrace.sources._engine import (
     ADMISSION,
     NS_PER_US,
+    agree,
     describe_keys,
     engine_result,
     extra_attributes,
@@ -229,7 +230,8 @@ def _unique_ids(frame: pl.DataFrame, notes: Notes) -> pl.DataFrame:
     repeated = int((frame.select(occurrence.alias("n"))["n"] > 0).sum())
     if repeated:
         notes.add(
-            f"{count_phrase(repeated, 'request id')} occur more than once (the server was "
+            f"{count_phrase(repeated, 'request id')} {agree(repeated, 'occurs', 'occur')} "
+            "more than once (the server was "
             "restarted between polls?): repeats are renamed ID#n"
         )
     return frame.with_columns(
@@ -292,7 +294,7 @@ def _report(requests: pl.DataFrame, polls: int, notes: Notes) -> None:
     ).height
     if order:
         notes.add(
-            f"{count_phrase(order, 'request')} have times out of order (arrival <= "
+            f"{count_phrase(order, 'request')} {agree(order)} times out of order (arrival <= "
             "first_scheduled <= first_token <= last_token broken): the lifecycle check "
             "quarantines them"
         )

@@ -147,7 +147,7 @@ def test_other_spans_are_counted_and_skipped(tmp_path: Path) -> None:
     http = dict(spans[0], name="POST /v1/chat/completions", spanId="ff" * 8, attributes=[])
     result = import_file(write_otlp(tmp_path / "mixed.jsonl", [http, *spans]))
     assert result.records == 5
-    assert any("1 span that are not LLM request spans" in w for w in result.warnings)
+    assert any("1 span that is not an LLM request span" in w for w in result.warnings)
 
 
 def test_folder_of_rotated_and_gzipped_files() -> None:
