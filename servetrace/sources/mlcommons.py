@@ -126,12 +126,18 @@ def read(path: str | Path) -> ImportResult:
             f"{', '.join(missing)} ({found})"
         )
     schema = "current" if "conversation_id" in columns else "removed four-column"
-    frame = _load(path, columns)
+    frame, loose, loose_errors = _load(path, columns)
     notes = Notes()
     notes.add(
         f"MLCommons endpoints event database ({schema} schema): client-side times on the "
         "load generator's monotonic clock (exact ns, relative within this run)"
     )
+    if loose:
+        notes.add(
+            f"{count_phrase(loose, 'row')} {agree(loose, 'is', 'are')} not about one sample "
+            f"(session events; {loose_errors} of them errors without a sample) and "
+            f"{agree(loose, 'was', 'were')} not imported"
+        )
     requests = _requests(path, frame, notes)
     attributes = [name for name in ("conversation_id", "turn") if name in requests.columns]
     return engine_result(
@@ -147,80 +153,87 @@ def read(path: str | Path) -> ImportResult:
     )
 
 
-def _load(path: Path, columns: list[str]) -> pl.DataFrame:
-    wanted = [*_REQUIRED, "data", *(c for c in ("conversation_id", "turn") if c in columns)]
-    wanted = [c for c in wanted if c in columns]
-    order = "id" if "id" in columns else "rowid"
+def _in(role: str) -> str:
+    names = [name for name, r in _ROLES.items() if r == role]
+    return "event_type IN (" + ", ".join(f"'{n}'" for n in names) + ")"
+
+
+_ERROR_ROW = "(event_type = 'error' OR event_type LIKE 'error.%')"
+_SAMPLE_ROW = f"sample_uuid IS NOT NULL AND sample_uuid NOT IN {tuple(_NO_SAMPLE)!r}"
+
+
+def _load(path: Path, columns: list[str]) -> tuple[pl.DataFrame, int, int]:
+    """One row per sample, aggregated by SQLite itself (the database may hold millions of
+    chunk rows; Python sees one row per sample). Also the count of rows not about one
+    sample, and how many of them are errors."""
+    optional = [c for c in ("conversation_id", "turn") if c in columns]
+    known = " OR ".join([*(_in(r) for r in ("issued", "first", "chunk", "complete")), _ERROR_ROW])
+    ticks = f"{_in('first')} OR {_in('chunk')}"
+    query = f"""
+        SELECT sample_uuid,
+            MIN(CASE WHEN {_in("issued")} THEN timestamp_ns END),
+            SUM(CASE WHEN {_in("issued")} THEN 1 ELSE 0 END),
+            group_concat(CASE WHEN {ticks} THEN timestamp_ns END),
+            MIN(CASE WHEN {_in("complete")} THEN timestamp_ns END),
+            MIN(CASE WHEN {_ERROR_ROW} THEN timestamp_ns END)
+            {"".join(f", MAX({c})" for c in optional)}
+        FROM events WHERE {_SAMPLE_ROW} AND ({known})
+        GROUP BY sample_uuid ORDER BY MIN({"id" if "id" in columns else "rowid"})
+    """
+    data = "data" if "data" in columns else "NULL"
     connection = _connect(path)
     try:
-        cursor = connection.execute(f"SELECT {', '.join(wanted)} FROM events ORDER BY {order}")
-        rows = cursor.fetchall()
+        typed = connection.execute(
+            "SELECT rowid, timestamp_ns, event_type FROM events WHERE typeof(timestamp_ns) "
+            "!= 'integer' OR event_type IS NULL LIMIT 1"
+        ).fetchone()
+        if typed is not None:
+            field = "event_type" if typed[2] is None else "timestamp_ns"
+            raise InputError(
+                f"{path}: events row {typed[0]}: field '{field}' must be "
+                + ("present" if field == "event_type" else f"an integer (ns), got {typed[1]!r}")
+            )
+        samples = connection.execute(query).fetchall()
+        errors = connection.execute(
+            f"SELECT sample_uuid, {data} FROM events WHERE {_SAMPLE_ROW} AND {_ERROR_ROW} "
+            "ORDER BY timestamp_ns"
+        ).fetchall()
+        loose, loose_errors = connection.execute(
+            f"SELECT COUNT(*), COALESCE(SUM({_ERROR_ROW}), 0) FROM events "
+            f"WHERE NOT ({_SAMPLE_ROW} AND ({known}))"
+        ).fetchone()
     except sqlite3.DatabaseError as error:
         raise InputError(f"{path}: cannot read table 'events': {error}") from None
     finally:
         connection.close()
-    frame = pl.DataFrame(rows, schema=wanted, orient="row", infer_schema_length=None)
-    bad = frame.with_row_index("_row").filter(
-        pl.col("timestamp_ns").is_null() | pl.col("event_type").is_null()
+    names = ["sample", "arrival_ns", "issued", "chunks", "complete_ns", "error_ns", *optional]
+    dtypes = [pl.Utf8, pl.Int64, pl.Int64, pl.Utf8, pl.Int64, pl.Int64]
+    dtypes += [pl.Utf8 if c == "conversation_id" else pl.Int64 for c in optional]
+    values = list(zip(*samples, strict=True)) if samples else [() for _ in names]
+    frame = pl.DataFrame(
+        [pl.Series(n, v, dtype=d) for n, v, d in zip(names, values, dtypes, strict=True)]
+    ).with_columns(
+        chunks_ns=pl.col("chunks")
+        .str.split(",")
+        .list.eval(pl.element().cast(pl.Int64))
+        .list.sort()
+        .fill_null(pl.lit([], dtype=pl.List(pl.Int64)))
     )
-    if bad.height:
-        row = int(bad["_row"][0]) + 1
-        field = "timestamp_ns" if bad["timestamp_ns"][0] is None else "event_type"
-        raise InputError(f"{path}: events row {row}: missing value in field '{field}'")
-    if frame.schema["timestamp_ns"] != pl.Int64:
-        raise InputError(f"{path}: events: field 'timestamp_ns' must hold integers (ns)")
-    return frame.with_row_index("_row")
-
-
-def _role() -> pl.Expr:
-    event = pl.col("event_type")
-    return (
-        pl.when(event.str.starts_with("error."))
-        .then(pl.lit("error"))
-        .otherwise(event.replace_strict(_ROLES, default=None))
-    )
-
-
-def _requests(path: Path, frame: pl.DataFrame, notes: Notes) -> pl.DataFrame:
-    tagged = frame.with_columns(role=_role(), sample=pl.col("sample_uuid").fill_null(""))
-    unsampled = tagged.filter(pl.col("sample").is_in(_NO_SAMPLE) | pl.col("role").is_null())
-    if unsampled.height:
-        loose = unsampled.filter(pl.col("role") == "error").height
-        notes.add(
-            f"{count_phrase(unsampled.height, 'row')} {agree(unsampled.height, 'is a', 'are')} "
-            "session events or not about one "
-            f"sample ({loose} of them errors without a sample) and were not imported"
-        )
-    rows = tagged.filter(~pl.col("sample").is_in(_NO_SAMPLE) & pl.col("role").is_not_null())
-    errors = (
-        rows.filter(pl.col("role") == "error")
-        .group_by("sample", maintain_order=True)
-        .agg(
-            pl.col("data").first().alias("error_data"),
-            pl.col("timestamp_ns").min().alias("error_ns"),
-        )
-    )
-    decoded = [_error_text(value) for value in errors["error_data"].to_list()]
-    errors = errors.with_columns(
+    first_error: dict[str, Any] = {}
+    for sample, blob in errors:  # error rows only: few
+        first_error.setdefault(sample, blob)
+    decoded = [
+        _error_text(first_error.get(s)) if s in first_error else (None, None)
+        for s in frame["sample"]
+    ]
+    frame = frame.with_columns(
         error_type=pl.Series([d[0] for d in decoded], dtype=pl.Utf8),
         error=pl.Series([d[1] for d in decoded], dtype=pl.Utf8),
-    ).drop("error_data")
-    keep = [c for c in ("conversation_id", "turn") if c in rows.columns]
-    per_sample = (
-        rows.sort("timestamp_ns", "_row")
-        .group_by("sample", maintain_order=True)
-        .agg(
-            pl.col("timestamp_ns").filter(pl.col("role") == "issued").min().alias("arrival_ns"),
-            pl.col("timestamp_ns").filter(pl.col("role") == "issued").len().alias("issued"),
-            pl.col("timestamp_ns").filter(pl.col("role") == "first").min().alias("first_ns"),
-            pl.col("timestamp_ns")
-            .filter(pl.col("role").is_in(["first", "chunk"]))
-            .alias("chunks_ns"),
-            pl.col("timestamp_ns").filter(pl.col("role") == "complete").min().alias("complete_ns"),
-            *(pl.col(c).drop_nulls().first().alias(c) for c in keep),
-        )
-        .join(errors, on="sample", how="left")
     )
+    return frame, int(loose), int(loose_errors)
+
+
+def _requests(path: Path, per_sample: pl.DataFrame, notes: Notes) -> pl.DataFrame:
     orphans = per_sample.filter(pl.col("arrival_ns").is_null())
     if orphans.height:
         raise InputError(
