@@ -12,7 +12,8 @@ operation: start = the request, end = the last chunk received (client) or sent (
 
 Mapping:
 
-- arrival = span start; first token = start + ``time_to_first_chunk``; completion =
+- request_id = ``gen_ai.response.id`` (the span id when a span lacks one or two share
+  one); arrival = span start; first token = start + ``time_to_first_chunk``; completion =
   span end; ``output_tokens`` = ``gen_ai.usage.output_tokens``;
 - a span without ``time_to_first_chunk`` (not streamed) delivers everything at its end:
   its first token is placed at the end (``first_token_known=False``) and counted in the
@@ -62,6 +63,7 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
         name: []
         for name in (
             "request_id",
+            "span_id",
             "arrival_ns",
             "end_ns",
             "ttfc_s",
@@ -80,7 +82,9 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
             raise _missing_end(span)
         reasons = finish_reasons(span, *FINISH)
         error_type = span.attributes.get("error.type")
-        columns["request_id"].append(span.span_id or span.where)
+        response_id = span.attributes.get("gen_ai.response.id")
+        columns["request_id"].append(str(response_id) if response_id else None)
+        columns["span_id"].append(span.span_id or span.where)
         columns["arrival_ns"].append(span.start_ns)
         columns["end_ns"].append(span.end_ns)
         columns["ttfc_s"].append(seconds(span, *TTFC))
@@ -104,6 +108,7 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
         columns,
         schema={
             "request_id": pl.Utf8,
+            "span_id": pl.Utf8,
             "arrival_ns": pl.Int64,
             "end_ns": pl.Int64,
             "ttfc_s": pl.Float64,
@@ -116,6 +121,13 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
             "trace_id": pl.Utf8,
         },
     )
+    # The response id names the request across systems; the span id is the fallback when
+    # a span has none or two spans share one.
+    unique = (
+        frame["request_id"].null_count() == 0 and frame["request_id"].n_unique() == frame.height
+    )
+    if not unique:
+        frame = frame.with_columns(request_id=pl.col("span_id"))
     extra_columns, extra_names = extra_attributes(extras, "otlp")
     requests = _requests(frame.with_columns(*extra_columns.values()))
     _report(requests, notes)

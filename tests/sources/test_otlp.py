@@ -106,9 +106,9 @@ def test_genai_round_trip(tmp_path: Path) -> None:
     assert result.events["source"].unique().to_list() == ["client"]
     assert "admission" not in result.events["event"].to_list()
     truth = canonical(reqs, WALL_NS, admissions=False)
-    # GenAI spans have ids of their own: compare by the response id we wrote.
+    # The request id is the response id we wrote (chatcmpl-<rid>).
     imported = result.events.with_columns(
-        request_id=pl.col("gen_ai.response.id").str.strip_prefix("chatcmpl-")
+        request_id=pl.col("request_id").str.strip_prefix("chatcmpl-")
     )
     completed = [r.rid for r in reqs if r.outcome == "completed"]
     assert_same_requests(
