@@ -105,3 +105,34 @@ def test_unrelated_sqlite_exits_3(tmp_path: Path) -> None:
     result = runner.invoke(app, ["analyze", str(path)])
     assert result.exit_code == 3
     assert "not an MLCommons endpoints event database" in result.stderr
+
+
+@pytest.mark.parametrize("key", list(INPUTS))
+def test_every_engine_import_keeps_the_common_schema_and_order(key: str) -> None:
+    import polars as pl
+
+    from servetrace.sources.registry import import_file
+
+    from .test_registry import COMMON
+
+    path, fmt, source = INPUTS[key]
+    events = import_file(path).events
+    assert list(events.columns[: len(COMMON)]) == list(COMMON)
+    assert all(events.schema[name] == dtype for name, dtype in COMMON.items())
+    assert events["tool"].unique().to_list() == [fmt]
+    assert events["source"].unique().to_list() == [source]
+    per = events.group_by("request_id").agg(
+        ordered=pl.col("ts").diff().fill_null(0).min() >= 0,
+        arrivals=(pl.col("event") == "arrival").sum(),
+        admissions=(pl.col("event") == "admission").sum(),
+        first_is_arrival=pl.col("event").first() == "arrival",
+    )
+    assert per["ordered"].all() and (per["arrivals"] == 1).all()
+    assert per["first_is_arrival"].all()
+    assert (per["admissions"] == (1 if source == "server" else 0)).all()
+    varying = (
+        events.group_by("request_id")
+        .agg(pl.col(c).n_unique() for c in events.columns[6:])
+        .select(pl.all().exclude("request_id").max())
+    )
+    assert all(value == 1 for value in varying.row(0))
