@@ -137,15 +137,12 @@ def read(path: str | Path) -> ImportResult:
     else:
         files = [path]
     notes = Notes()
-    rows: list[dict[str, Any]] = []
     extras: list[dict[str, Any]] = []
-    for file in files:
-        _read_file(file, rows, extras)
-    if not rows:
+    frame = pl.concat([_read_file(file, extras) for file in files], how="vertical")
+    if frame.height == 0:
         raise InputError(f"{path}: no records: the file is empty")
     if len(files) > 1:
         notes.add(f"read {len(files)} hourly files of the folder as one trace")
-    frame = pl.DataFrame(rows, schema=_ROW_SCHEMA)
     extra_columns, extra_names = extra_attributes(extras, FORMAT)
     requests = _requests(frame.with_columns(*extra_columns.values()))
     _report(requests, notes)
@@ -154,7 +151,7 @@ def read(path: str | Path) -> ImportResult:
         fmt=FORMAT,
         path=path,
         notes=notes,
-        records=len(rows),
+        records=frame.height,
         ticks_available=False,
         arrival_known=True,
         attributes=[
@@ -172,22 +169,15 @@ def read(path: str | Path) -> ImportResult:
     )
 
 
-_ROW_SCHEMA: dict[str, pl.DataType] = {
-    "request_id": pl.Utf8(),
-    "file": pl.Utf8(),
-    **{f"{role}_s": pl.Float64() for role in _TIMESTAMPS},
-    **{f"{role}_s": pl.Float64() for role in _DURATIONS},
-    **{role: pl.Int64() for role in _COUNTS},
-    "finish_reason": pl.Utf8(),
-    "abort_status": pl.Int64(),
-    "abort_message": pl.Utf8(),
-}
-
-
-def _read_file(path: Path, rows: list[dict[str, Any]], extras: list[dict[str, Any]]) -> None:
+def _read_file(path: Path, extras: list[dict[str, Any]]) -> pl.DataFrame:
+    """One file's records as columns; every numeric field is checked in Polars, column by
+    column, and a bad value is reported with its record and field."""
     fields = Fields(path, "SGLang request metrics")
-    lines = list(iter_json_lines(path))
-    for index, (line, obj) in enumerate(lines):
+    objects: list[dict[str, Any]] = []
+    wheres: list[str] = []
+    ids: list[str] = []
+    reasons: list[tuple[str | None, int | None, str | None]] = []
+    for index, (line, obj) in enumerate(iter_json_lines(path)):
         where = f"record {index} (line {line})"
         if not sniff_record(obj):
             if index == 0:
@@ -196,52 +186,70 @@ def _read_file(path: Path, rows: list[dict[str, Any]], extras: list[dict[str, An
                     f"'request_parameters' and meta_info fields ({describe_keys(obj)})"
                 )
             raise fields.error(where, "not an SGLang request-metrics record")
-        row: dict[str, Any] = {"request_id": None, "file": path.name}
-        for role, names in (*_TIMESTAMPS.items(), *_DURATIONS.items()):
-            row[f"{role}_s"] = _first(fields, obj, names, where, minimum=0)
-        for role, names in _COUNTS.items():
-            row[role] = _first(fields, obj, names, where, integer=True)
-        if row["received_s"] is None:
-            raise fields.error(
-                where,
-                "missing field 'request_received_ts' (the arrival)",
-                hint="SGLang writes request timestamps only with --enable-metrics",
-            )
+        objects.append(obj)
+        wheres.append(where)
         identifier = obj.get("id")
-        row["request_id"] = str(identifier) if identifier is not None else f"{path.name}:{line}"
-        reason = fields.get(obj, "finish_reason")
-        if isinstance(reason, dict):
-            row["finish_reason"] = fields.string(reason, "type", where + ": finish_reason")
-            row["abort_status"] = fields.integer(
-                reason, "status_code", where + ": finish_reason", required=False
-            )
-            message = reason.get("message")
-            row["abort_message"] = None if message is None else str(message)
-        elif reason is None or isinstance(reason, str):
-            row["finish_reason"] = reason
-            row["abort_status"], row["abort_message"] = None, None
-        else:
-            raise fields.error(where, "field 'finish_reason' must be an object or null")
-        rows.append(row)
+        ids.append(str(identifier) if identifier is not None else f"{path.name}:{line}")
+        reasons.append(_finish_reason(fields, obj.get("finish_reason"), where))
         extras.append({k: v for k, v in obj.items() if k not in _CONSUMED})
+    columns: dict[str, pl.Series] = {
+        "request_id": pl.Series(ids, dtype=pl.Utf8),
+        "file": pl.Series([path.name] * len(ids), dtype=pl.Utf8),
+    }
+    for role, names in (*_TIMESTAMPS.items(), *_DURATIONS.items()):
+        columns[f"{role}_s"] = _coalesced(fields, objects, names, wheres, integer=False)
+    for role, names in _COUNTS.items():
+        columns[role] = _coalesced(fields, objects, names, wheres, integer=True)
+    missing = columns["received_s"].is_null().arg_true()
+    if len(missing):
+        raise fields.error(
+            wheres[int(missing[0])],
+            "missing field 'request_received_ts' (the arrival)",
+            hint="SGLang writes request timestamps only with --enable-metrics",
+        )
+    frame = pl.DataFrame(columns)
+    return frame.with_columns(
+        finish_reason=pl.Series([r[0] for r in reasons], dtype=pl.Utf8),
+        abort_status=pl.Series([r[1] for r in reasons], dtype=pl.Int64),
+        abort_message=pl.Series([r[2] for r in reasons], dtype=pl.Utf8),
+    )
 
 
-def _first(
+def _coalesced(
     fields: Fields,
-    obj: Any,
+    objects: list[dict[str, Any]],
     names: tuple[str, ...],
-    where: str,
+    wheres: list[str],
     *,
-    integer: bool = False,
-    minimum: float | None = None,
-) -> float | int | None:
-    for name in names:
-        if obj.get(name) is None:
-            continue
-        if integer:
-            return fields.integer(obj, name, where)
-        return fields.number(obj, name, where, minimum=minimum)
-    return None
+    integer: bool,
+) -> pl.Series:
+    """The first present spelling among ``names``, per record, each checked as a column."""
+    series = [
+        fields.column(
+            [obj.get(name) for obj in objects],
+            name,
+            wheres.__getitem__,
+            integer=integer,
+            minimum=0,
+        )
+        for name in names
+    ]
+    out = series[0] if len(series) == 1 else pl.select(pl.coalesce(series)).to_series()
+    return out.cast(pl.Int64 if integer else pl.Float64)
+
+
+def _finish_reason(
+    fields: Fields, reason: Any, where: str
+) -> tuple[str | None, int | None, str | None]:
+    """``(type, status_code, message)`` of SGLang's finish_reason object."""
+    if reason is None or isinstance(reason, str):
+        return reason, None, None
+    if not isinstance(reason, dict):
+        raise fields.error(where, "field 'finish_reason' must be an object or null")
+    kind = fields.string(reason, "type", where + ": finish_reason")
+    status = fields.integer(reason, "status_code", where + ": finish_reason", required=False)
+    message = reason.get("message")
+    return kind, status, None if message is None else str(message)
 
 
 def _ns(role: str) -> pl.Expr:

@@ -111,7 +111,11 @@ def test_colliding_unknown_field_is_prefixed(tmp_path: Path) -> None:
     ("field", "value", "expected"),
     [
         ("request_received_ts", None, r"missing field 'request_received_ts'"),
-        ("prefill_finished_ts", "soon", r"field 'prefill_finished_ts' must be a number"),
+        (
+            "prefill_finished_ts",
+            "soon",
+            r"field 'prefill_finished_ts' must be a finite number >= 0, got 'soon'",
+        ),
         ("completion_tokens", 1.5, r"field 'completion_tokens' must be a whole number"),
         ("finish_reason", 3, r"field 'finish_reason' must be an object or null"),
     ],
