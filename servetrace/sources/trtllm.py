@@ -40,7 +40,6 @@ finished between two polls.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +113,8 @@ def read(path: str | Path) -> ImportResult:
     path = Path(path)
     fields = Fields(path, "TensorRT-LLM perf metrics")
     notes = Notes()
-    rows: list[dict[str, Any]] = []
+    items_read: list[dict[str, Any]] = []
+    wheres: list[str] = []
     extras: list[dict[str, Any]] = []
     polls = 0
     for line, value in iter_json_values(read_text(path), path):
@@ -122,22 +122,23 @@ def read(path: str | Path) -> ImportResult:
         polls += 1
         if not items:
             continue  # a poll with nothing finished since the last one
-        if not sniff_item(items[0]) and not rows:
+        if not sniff_item(items[0]) and not items_read:
             raise FormatMismatch(
                 f"{path}: line {line}: not a TensorRT-LLM /perf_metrics response: expected "
                 f"items with 'perf_metrics.timing_metrics' ({describe_keys(items[0])})"
             )
         for index, item in enumerate(items):
             where = f"poll {polls} (line {line}) item {index}"
-            rows.append(_row(fields, item, where))
-            extras.append(
-                {k: v for k, v in item.items() if k not in _CONSUMED}
-                if isinstance(item, dict)
-                else {}
-            )
-    if not rows:
+            if not sniff_item(item):
+                raise fields.error(where, "expected an object with 'perf_metrics.timing_metrics'")
+            if item.get("request_id") is None:
+                raise fields.error(where, "missing field 'request_id'")
+            items_read.append(item)
+            wheres.append(where)
+            extras.append({k: v for k, v in item.items() if k not in _CONSUMED})
+    if not items_read:
         raise InputError(f"{path}: no requests: every /perf_metrics poll was empty")
-    frame = pl.DataFrame(rows, schema=_SCHEMA)
+    frame = _columns(fields, items_read, wheres)
     frame = _unique_ids(frame, notes)
     extra_columns, extra_names = extra_attributes(extras, FORMAT)
     requests = _requests(frame.with_columns(*extra_columns.values()))
@@ -163,65 +164,49 @@ def read(path: str | Path) -> ImportResult:
         fmt=FORMAT,
         path=path,
         notes=notes,
-        records=len(rows),
+        records=frame.height,
         ticks_available=False,
         arrival_known=True,
         attributes=attributes,
     )
 
 
-_SCHEMA: dict[str, pl.DataType] = {
-    "trtllm_request_id": pl.Utf8(),
-    **{f"{name}_s": pl.Float64() for name in _TIMES},
-    "kv_cache_size": pl.Int64(),
-    "first_iter": pl.Int64(),
-    "last_iter": pl.Int64(),
-    "status": pl.Utf8(),
-    **{f"kv_{name}": pl.Int64() for name in _KV},
-    "spec_acceptance_rate": pl.Float64(),
-    "spec_total_accepted_draft_tokens": pl.Int64(),
-    "spec_total_draft_tokens": pl.Int64(),
-}
+def _columns(fields: Fields, items: list[dict[str, Any]], wheres: list[str]) -> pl.DataFrame:
+    """The items as columns, each field checked in Polars; errors name poll, item, field."""
+    where_of = wheres.__getitem__
 
+    def column(
+        section: str, name: str, *, integer: bool = False, required: bool = False
+    ) -> pl.Series:
+        values = []
+        for item in items:
+            metrics = item["perf_metrics"]
+            part = metrics if section == "" else metrics.get(section)
+            values.append(part.get(name) if isinstance(part, dict) else None)
+        dotted = f"perf_metrics.{section + '.' if section else ''}{name}"
+        try:
+            return fields.column(values, dotted, where_of, integer=integer, nullable=not required)
+        except InputError as error:
+            raise InputError(
+                error.message, hint="TensorRT-LLM writes steady-clock seconds, as numbers"
+            ) from None
 
-def _row(fields: Fields, item: Any, where: str) -> dict[str, Any]:
-    if not sniff_item(item):
-        raise fields.error(where, "expected an object with 'perf_metrics.timing_metrics'")
-    metrics = item["perf_metrics"]
-    timing = metrics["timing_metrics"]
-    row: dict[str, Any] = {}
-    identifier = item.get("request_id")
-    if identifier is None:
-        raise fields.error(where, "missing field 'request_id'")
-    row["trtllm_request_id"] = str(identifier)
-    for name in _TIMES:
-        value = timing.get(name)
-        if isinstance(value, str):
-            raise fields.error(
-                where,
-                f"field 'perf_metrics.timing_metrics.{name}' must be steady-clock seconds "
-                f"(a number), got {value!r}",
-            )
-        row[f"{name}_s"] = fields.number(
-            timing, name, where + ": perf_metrics.timing_metrics", required=name in _REQUIRED
-        )
-    row["kv_cache_size"] = fields.integer(timing, "kv_cache_size", where, required=False)
-    row["first_iter"] = fields.integer(metrics, "first_iter", where, required=False)
-    row["last_iter"] = fields.integer(metrics, "last_iter", where, required=False)
-    status = item.get("status")
-    row["status"] = None if status is None else str(status)
-    kv = fields.mapping(metrics, "kv_cache_metrics", where, required=False) or {}
-    for name in _KV:
-        row[f"kv_{name}"] = fields.integer(kv, name, where + ": kv_cache_metrics", required=False)
-    spec = fields.mapping(metrics, "speculative_decoding", where, required=False) or {}
-    row["spec_acceptance_rate"] = fields.number(spec, "acceptance_rate", where, required=False)
-    for name in _SPEC[1:]:
-        row[f"spec_{name}"] = fields.integer(
-            spec, name, where + ": speculative_decoding", required=False
-        )
-    if not isinstance(metrics, Mapping):  # pragma: no cover - sniff_item checked it
-        raise fields.error(where, "field 'perf_metrics' must be an object")
-    return row
+    timing = "timing_metrics"
+    data: dict[str, pl.Series] = {
+        "trtllm_request_id": pl.Series([str(item["request_id"]) for item in items], dtype=pl.Utf8),
+        **{f"{n}_s": column(timing, n, required=n in _REQUIRED) for n in _TIMES},
+        "kv_cache_size": column(timing, "kv_cache_size", integer=True),
+        "first_iter": column("", "first_iter", integer=True),
+        "last_iter": column("", "last_iter", integer=True),
+        "status": pl.Series(
+            [None if item.get("status") is None else str(item["status"]) for item in items],
+            dtype=pl.Utf8,
+        ),
+        **{f"kv_{n}": column("kv_cache_metrics", n, integer=True) for n in _KV},
+        "spec_acceptance_rate": column("speculative_decoding", "acceptance_rate"),
+        **{f"spec_{n}": column("speculative_decoding", n, integer=True) for n in _SPEC[1:]},
+    }
+    return pl.DataFrame(data)
 
 
 def _unique_ids(frame: pl.DataFrame, notes: Notes) -> pl.DataFrame:

@@ -107,9 +107,17 @@ def test_fixture_is_detected() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "expected"),
     [
-        ("first_token_time", None, r"missing field 'first_token_time'"),
-        ("arrival_time", "2025-10-04T12:34:56.000Z", r"must be steady-clock seconds"),
-        ("last_token_time", float("nan"), r"must be finite"),
+        (
+            "first_token_time",
+            None,
+            r"missing value in field 'perf_metrics.timing_metrics.first_token_time'",
+        ),
+        (
+            "arrival_time",
+            "2025-10-04T12:34:56.000Z",
+            r"field 'perf_metrics.timing_metrics.arrival_time' must be a finite number",
+        ),
+        ("last_token_time", float("nan"), r"last_token_time' must be a finite number"),
     ],
 )
 def test_broken_item_names_poll_item_and_field(
