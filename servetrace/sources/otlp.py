@@ -234,7 +234,8 @@ def _attributes(raw: Any, where: str) -> dict[str, Any]:
     decoded: dict[str, Any] = {}
     for index, item in enumerate(raw):
         a_where = f"{where}: attributes[{index}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
+        # dict, not Mapping: json gives dicts, and the ABC check costs per attribute.
+        if type(item) is not dict or type(item.get("key")) is not str:
             raise InputError(f"{a_where}: expected {{'key': ..., 'value': ...}}")
         decoded[item["key"]] = any_value(item.get("value"), f"{a_where} ({item['key']})")
     return decoded
@@ -244,7 +245,7 @@ def any_value(value: Any, where: str) -> Any:
     """An OTLP ``AnyValue`` as a Python value (``intValue`` arrives as a string)."""
     if value is None or value == {}:
         return None
-    if not isinstance(value, Mapping):
+    if type(value) is not dict:
         raise InputError(f"{where}: an attribute value must be a typed object, got {value!r}")
     if "stringValue" in value:
         return str(value["stringValue"])
