@@ -13,7 +13,10 @@ importer does not know as request attributes (never silently dropped).
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -171,6 +174,36 @@ def folder_files(path: Path, accept: Callable[[Path], bool]) -> list[Path]:
     if not chosen:
         raise InputError(f"{path}: the folder holds no file of this format")
     return chosen
+
+
+_HEAD_BYTES = 1 << 20
+
+
+def head_text(path: Path, limit: int = _HEAD_BYTES) -> str:
+    """The first ``limit`` bytes of a file (gunzipped when gzip) as text, for recognising
+    a format in a folder without reading every part whole; "" when unreadable."""
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(2)
+            handle.seek(0)
+            if magic == b"\x1f\x8b":
+                with gzip.GzipFile(fileobj=handle) as unpacked:
+                    data = unpacked.read(limit)
+            else:
+                data = handle.read(limit)
+    except (OSError, EOFError, zlib.error):
+        return ""
+    return data.decode("utf-8-sig", errors="ignore")
+
+
+def sniff_head(path: Path, sniff: Callable[[Any], bool], starts: str) -> bool:
+    """True when the file's first JSON value satisfies ``sniff``; when that value is longer
+    than the head, when its text matches the ``starts`` pattern."""
+    head = head_text(path)
+    value = first_json_value(head)
+    if value is not None:
+        return sniff(value)
+    return re.match(starts, head) is not None
 
 
 def first_json_value(text: str) -> Any:

@@ -46,9 +46,8 @@ from servetrace.sources._common import (
     count_phrase,
     iter_json_lines,
     read_bytes,
-    read_text,
 )
-from servetrace.sources._engine import agree, describe_keys, first_json_value, folder_files
+from servetrace.sources._engine import agree, describe_keys, folder_files, sniff_head
 
 FORMAT = "otlp"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -79,11 +78,9 @@ def sniff_record(obj: Any) -> bool:
 
 
 def sniff_file(path: Path) -> bool:
-    """True when the file's first JSON value is an OTLP traces export (never raises)."""
-    try:
-        return sniff_record(first_json_value(read_text(path)))
-    except InputError:
-        return False
+    """True when the file's first JSON value is an OTLP traces export (never raises; reads
+    the head of the file only)."""
+    return sniff_head(path, sniff_record, r'\s*\{\s*"resourceSpans"\s*:')
 
 
 def read(path: str | Path) -> ImportResult:

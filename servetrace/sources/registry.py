@@ -71,6 +71,7 @@ _STREAM_SNIFFERS: dict[str, Callable[[Any], bool]] = {
     sglang.FORMAT: sglang.sniff_record,
     trtllm.FORMAT: trtllm.sniff_value,
 }
+_CANONICAL_SUFFIXES = (".parquet", ".arrow", ".ipc", ".feather", ".csv", ".tsv")
 # Formats that may be given as a folder of the files the engine rotates into.
 _FOLDER_SNIFFERS: dict[str, Callable[[Path], bool]] = {
     sglang.FORMAT: lambda p: p.name.startswith(sglang.FILE_PREFIX) and sglang.sniff_file(p),
@@ -143,8 +144,10 @@ def _detect_folder(path: Path) -> str | None:
         for p in sorted(path.rglob("*"))
         if p.is_file() and not any(s.startswith(".") for s in p.relative_to(path).parts)
     ]
+    # Canonical parts are never engine exports: do not open them.
+    files = [p for p in files if p.suffix.lower() not in _CANONICAL_SUFFIXES][:50]
     for name, accepts in _FOLDER_SNIFFERS.items():
-        if files and any(accepts(p) for p in files[:50]):
+        if any(accepts(p) for p in files):
             return name
     return None
 

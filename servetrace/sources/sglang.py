@@ -64,7 +64,6 @@ from servetrace.sources._common import (
     count_phrase,
     float_to_ns,
     iter_json_lines,
-    read_text,
 )
 from servetrace.sources._engine import (
     ADMISSION,
@@ -73,8 +72,8 @@ from servetrace.sources._engine import (
     describe_keys,
     engine_result,
     extra_attributes,
-    first_json_value,
     folder_files,
+    sniff_head,
 )
 
 FORMAT = "sglang"
@@ -123,10 +122,8 @@ def sniff_record(obj: Any) -> bool:
 
 
 def sniff_file(path: Path) -> bool:
-    try:
-        return sniff_record(first_json_value(read_text(path)))
-    except InputError:
-        return False
+    """Recognise a metrics file by its head (a prompt can make one record long)."""
+    return sniff_head(path, sniff_record, r'\s*\{\s*"request_parameters"\s*:')
 
 
 def read(path: str | Path) -> ImportResult:

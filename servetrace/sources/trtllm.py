@@ -61,8 +61,8 @@ from servetrace.sources._engine import (
     describe_keys,
     engine_result,
     extra_attributes,
-    first_json_value,
     iter_json_values,
+    sniff_head,
 )
 
 FORMAT = "trtllm"
@@ -103,10 +103,9 @@ def sniff_value(value: Any) -> bool:
 
 
 def sniff_file(path: Path) -> bool:
-    try:
-        return sniff_value(first_json_value(read_text(path)))
-    except InputError:
-        return False
+    """Recognise appended polls by the file's head."""
+    starts = r'\s*\[?\s*\{\s*"request_id"\s*:[^{]*"perf_metrics"\s*:\s*\{'
+    return sniff_head(path, sniff_value, starts)
 
 
 def read(path: str | Path) -> ImportResult:

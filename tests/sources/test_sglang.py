@@ -151,3 +151,23 @@ def test_without_enable_metrics_the_hint_says_so(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         import_file(path)
     assert caught.value.hint is not None and "--enable-metrics" in caught.value.hint
+
+
+def test_a_long_first_record_is_still_recognised(tmp_path: Path) -> None:
+    """A prompt can make one record longer than the head read to recognise a file."""
+    record = sglang_record(sample_requests()[0])
+    record["request_parameters"] = json.dumps({"text": "x" * 1_500_000})
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    (folder / "sglang-request-metrics-20260302_10.log").write_text(json.dumps(record) + "\n")
+    assert detect_format(folder) == "sglang"
+    assert import_file(folder).records == 1
+
+
+def test_a_folder_of_canonical_parts_is_not_an_engine_export(tmp_path: Path) -> None:
+    import polars as pl
+
+    pl.DataFrame({"request_id": ["a"], "event": ["arrival"], "ts": [0]}).write_parquet(
+        tmp_path / "part-0.parquet"
+    )
+    assert engine_inputs([str(tmp_path)]) is None
