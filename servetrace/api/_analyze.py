@@ -19,9 +19,9 @@ from servetrace.analysis.summary import GoodputTarget, Summary
 from servetrace.check.grammar import parse_goodput_target
 from servetrace.errors import UsageError
 from servetrace.render.summary import report_dict
-from servetrace.sources.canonical import IngestOptions, resolve_paths
+from servetrace.sources import detect
+from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.canonical import read_events as scan_events
-from servetrace.sources.detect import source_format
 from servetrace.sources.registry import import_file
 
 PathsLike = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
@@ -119,9 +119,9 @@ def read_events(
     to the ``servetrace`` logger.
     """
     texts = path_texts(paths)
-    fmt = source_format(resolve_paths(texts), from_format)
+    fmt, resolved = detect.inputs(texts, from_format)
     if fmt is not None:
-        events, notes = _imported(resolve_paths(texts), fmt)
+        events, notes = _imported(resolved, fmt)
         for note in notes:
             log.warning(note)
         return events
@@ -170,8 +170,7 @@ def analyze(
         formula_rel_tol=float(formula_rel_tol),
     )
     texts = path_texts(paths)
-    resolved = resolve_paths(texts)
-    fmt = source_format(resolved, from_format)
+    fmt, resolved = detect.inputs(texts, from_format)
     notes: tuple[str, ...] = ()
     if fmt is None:
         ingest = _ingest(columns, time_unit, event_map)

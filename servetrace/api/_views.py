@@ -18,8 +18,8 @@ from servetrace.analysis.memory import (
     unreadable,
 )
 from servetrace.api._analyze import _imported, _ingest, log, path_texts
-from servetrace.sources.canonical import Trace, read_events, resolve_paths
-from servetrace.sources.detect import source_format
+from servetrace.sources import detect
+from servetrace.sources.canonical import Trace, read_events
 
 
 def _scan(
@@ -29,8 +29,7 @@ def _scan(
     event_map: Mapping[str, str] | None,
     from_format: str | None,
 ) -> Trace | pl.DataFrame:
-    paths = resolve_paths(traces)
-    fmt = source_format(paths, from_format)
+    fmt, paths = detect.inputs(traces, from_format)
     if fmt is None:
         return read_events(traces, _ingest(columns, time_unit, event_map))
     events, notes = _imported(paths, fmt)

@@ -83,7 +83,8 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Read another tool's export: aiperf, genai-perf, vllm-bench, "
-        "guidellm, llmperf (default: canonical trace, or detected from content).",
+        "guidellm, llmperf, otlp, sglang, trtllm, mlcommons (default: canonical trace, "
+        "or detected from content).",
     ),
 ]
 GoodputOpt = Annotated[

@@ -18,12 +18,15 @@ def import_command(
     fmt: Annotated[
         str, typer.Argument(metavar="FORMAT", help="One of: " + ", ".join(FORMATS) + ", auto.")
     ],
-    file: Annotated[Path, typer.Argument(help="The tool's per-request export.")],
+    file: Annotated[
+        Path, typer.Argument(help="The tool's per-request export (or the engine's folder).")
+    ],
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Canonical trace to write (.parquet, .csv, …).")
     ],
 ) -> None:
-    """Convert an AIPerf, GenAI-Perf, vLLM bench, GuideLLM or LLMPerf export."""
+    """Convert an AIPerf, GenAI-Perf, vLLM bench, GuideLLM, LLMPerf, OTLP spans, SGLang,
+    TensorRT-LLM or MLCommons endpoints export."""
     check_frame_output(output, "--output")
     refuse_overwriting_inputs([("--output", output)], [file])
     result = import_file(file, None if fmt == "auto" else fmt)
@@ -31,8 +34,9 @@ def import_command(
         warn(f"{file}: {message}")
     write_frame(result.events, output)
     kind = "request-level (no per-token times)" if result.request_level else "per-token"
+    sides = sorted(str(s) for s in result.events["source"].drop_nulls().unique().to_list())
     err_console.print(
         f"wrote {output}: {result.events.height:,} events from {result.records:,} "
-        f"{result.format} records, {kind}, client-side",
+        f"{result.format} records, {kind}, {'/'.join(sides) or 'client'}-side",
         markup=False,
     )

@@ -3,7 +3,9 @@
 The library (``servetrace.analyze``/``read_events``) and every command decide the same way,
 so a Python user reading an AIPerf file gets what the CLI gets: an explicit ``from_format``
 wins; otherwise JSON-family files (``.json``, ``.jsonl``, ``.gz``) are sniffed by content
-(``registry.detect_format``) and anything else is a canonical trace.
+(``registry.detect_format``) and anything else is a canonical trace. Engine exports that
+are not files of parts (a folder of rotated OTLP or SGLang files, an MLCommons SQLite
+database) are recognised first (``inputs``), before the paths are expanded as a trace.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from servetrace.errors import InputError
-from servetrace.sources.registry import detect_format
+from servetrace.sources.canonical import resolve_paths
+from servetrace.sources.registry import detect_format, engine_inputs
 
 # Only these can be another tool's export; Parquet, Arrow and CSV are always canonical.
 JSON_SUFFIXES = (".json", ".jsonl", ".gz")
@@ -41,3 +44,13 @@ def source_format(paths: Sequence[Path], from_format: str | None = None) -> str 
         f"the inputs are not all the same kind of file ({listed})",
         hint="give one tool's per-request exports at a time (and --from FORMAT if needed)",
     )
+
+
+def inputs(texts: Sequence[str], from_format: str | None = None) -> tuple[str | None, list[Path]]:
+    """``(format, files)`` of what the user pointed at: an engine export's folder or database,
+    else the resolved paths with their format (None for a canonical trace)."""
+    engine = engine_inputs(texts, from_format)
+    if engine is not None:
+        return engine
+    paths = resolve_paths(texts)
+    return source_format(paths, from_format), paths

@@ -17,20 +17,38 @@ without per-token times yields a request-level trace (one tick per request,
 | ``vllm-bench`` | ``vllm bench serve --save-result`` JSON | every chunk | ``start_times`` only |
 | ``guidellm`` | ``benchmarks.json`` | first token only | yes |
 | ``llmperf`` | ``*_individual_responses.json`` | first token only | no |
+| ``otlp`` | Collector file export of spans (file or folder) | first token only | yes |
+| ``sglang`` | ``sglang-request-metrics-*.log`` (file or folder) | first token only | yes |
+| ``trtllm`` | appended ``/perf_metrics`` polls | first token only | steady clock |
+| ``mlcommons`` | endpoints' SQLite ``events`` database | every chunk | monotonic |
+
+The last four read what serving engines (and MLCommons' load generator) write; the
+engines' are server-side traces with admissions (``source = "server"``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError, UsageError
-from servetrace.sources import aiperf, genai_perf, guidellm, llmperf, vllm_bench
+from servetrace.sources import (
+    aiperf,
+    genai_perf,
+    guidellm,
+    llmperf,
+    mlcommons,
+    otlp,
+    sglang,
+    trtllm,
+    vllm_bench,
+)
 from servetrace.sources._common import FormatMismatch, ImportResult, read_text
+from servetrace.sources._engine import first_json_value
 
-__all__ = ["FORMATS", "ImportResult", "detect_format", "import_file"]
+__all__ = ["FORMATS", "ImportResult", "detect_format", "engine_inputs", "import_file"]
 
 Importer = Callable[[str | Path], ImportResult]
 
@@ -41,6 +59,23 @@ FORMATS: dict[str, Importer] = {
     vllm_bench.FORMAT: vllm_bench.read,
     guidellm.FORMAT: guidellm.read,
     llmperf.FORMAT: llmperf.read,
+    otlp.FORMAT: otlp.read,
+    sglang.FORMAT: sglang.read,
+    trtllm.FORMAT: trtllm.read,
+    mlcommons.FORMAT: mlcommons.read,
+}
+
+# Formats whose first JSON value says what they are (JSON Lines or appended documents).
+_STREAM_SNIFFERS: dict[str, Callable[[Any], bool]] = {
+    otlp.FORMAT: otlp.sniff_record,
+    sglang.FORMAT: sglang.sniff_record,
+    trtllm.FORMAT: trtllm.sniff_value,
+}
+_CANONICAL_SUFFIXES = (".parquet", ".arrow", ".ipc", ".feather", ".csv", ".tsv")
+# Formats that may be given as a folder of the files the engine rotates into.
+_FOLDER_SNIFFERS: dict[str, Callable[[Path], bool]] = {
+    sglang.FORMAT: lambda p: p.name.startswith(sglang.FILE_PREFIX) and sglang.sniff_file(p),
+    otlp.FORMAT: otlp.sniff_file,
 }
 
 # Whole-document recognisers, for the formats that are one JSON value.
@@ -64,6 +99,10 @@ def detect_format(path: str | Path) -> str | None:
     cannot be read, looks like JSON but does not parse, or matches several formats.
     """
     path = Path(path)
+    if path.is_dir():
+        return _detect_folder(path)
+    if mlcommons.is_sqlite(path):
+        return mlcommons.FORMAT if mlcommons.sniff_file(path) else None
     text = read_text(path)
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
@@ -76,6 +115,10 @@ def detect_format(path: str | Path) -> str | None:
             head = None
         if head is not None and (aiperf.sniff_record(head) or aiperf.sniff_raw_record(head)):
             return aiperf.FORMAT
+    first = first_json_value(stripped)
+    for name, sniff_stream in _STREAM_SNIFFERS.items():
+        if sniff_stream(first):
+            return name
     try:
         doc = json.loads(stripped)
     except json.JSONDecodeError as error:
@@ -92,6 +135,65 @@ def detect_format(path: str | Path) -> str | None:
             hint="name it with --from " + " or --from ".join(matches),
         )
     return matches[0] if matches else None
+
+
+def _detect_folder(path: Path) -> str | None:
+    """The engine format of a folder holding its rotated files, or None."""
+    files = [
+        p
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and not any(s.startswith(".") for s in p.relative_to(path).parts)
+    ]
+    # Canonical parts are never engine exports: do not open them.
+    files = [p for p in files if p.suffix.lower() not in _CANONICAL_SUFFIXES][:50]
+    for name, accepts in _FOLDER_SNIFFERS.items():
+        if any(accepts(p) for p in files):
+            return name
+    return None
+
+
+def engine_inputs(
+    inputs: Sequence[str], from_format: str | None = None
+) -> tuple[str, list[Path]] | None:
+    """``(format, paths)`` when the inputs are engine exports that the canonical reader
+    would not take: a folder of OTLP or SGLang files, an MLCommons SQLite database, an
+    SGLang ``.log``. None otherwise (the caller resolves canonical paths as before).
+
+    The CLI calls this before expanding its inputs as canonical parts, so that
+    ``servetrace analyze FOLDER`` works without ``--from``.
+    """
+    paths = [Path(text) for text in inputs]
+    if not paths or not all(p.exists() for p in paths):
+        return None
+    if not all(_engine_only(p) for p in paths):
+        return None
+    if from_format is not None:
+        engine_formats = (otlp.FORMAT, sglang.FORMAT, trtllm.FORMAT, mlcommons.FORMAT)
+        return (from_format, paths) if from_format in engine_formats else None
+    detected = {path: detect_format(path) for path in paths}
+    formats = set(detected.values())
+    if len(formats) > 1:
+        listed = "; ".join(f"{p}: {f or 'not a known export'}" for p, f in detected.items())
+        raise InputError(
+            f"the inputs are not all the same kind of export ({listed})",
+            hint="give one engine's exports at a time",
+        )
+    fmt = formats.pop()
+    if fmt is None:
+        databases = [p for p in paths if mlcommons.is_sqlite(p) and detect_format(p) is None]
+        if databases:
+            raise InputError(
+                f"{databases[0]}: an SQLite database, but not an MLCommons endpoints event "
+                "database (no table 'events' with sample_uuid, event_type, timestamp_ns)",
+                hint="servetrace reads Parquet, Arrow, CSV and JSON Lines traces, and the "
+                "exports listed by --from",
+            )
+    return (fmt, paths) if fmt is not None else None
+
+
+def _engine_only(path: Path) -> bool:
+    """A path only an engine importer can read: a folder, an SQLite file, a ``.log``."""
+    return path.is_dir() or path.suffix.lower() == ".log" or mlcommons.is_sqlite(path)
 
 
 def _summary_hint(path: str | Path) -> str | None:

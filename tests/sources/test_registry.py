@@ -59,7 +59,17 @@ def imported(request: pytest.FixtureRequest) -> tuple[ImportResult, str]:
 
 
 def test_registry_lists_every_format() -> None:
-    assert list(FORMATS) == ["aiperf", "genai-perf", "vllm-bench", "guidellm", "llmperf"]
+    assert list(FORMATS) == [
+        "aiperf",
+        "genai-perf",
+        "vllm-bench",
+        "guidellm",
+        "llmperf",
+        "otlp",
+        "sglang",
+        "trtllm",
+        "mlcommons",
+    ]
 
 
 @pytest.mark.parametrize("key", list(FILES))
@@ -168,7 +178,7 @@ def test_wrong_format_names_the_file_and_suggests_the_right_one(
 
 def test_unknown_format_name_is_a_usage_error() -> None:
     with pytest.raises(UsageError) as caught:
-        import_file(VLLM_LLAMA_QPS4, "sglang")
+        import_file(VLLM_LLAMA_QPS4, "tgi")
     assert caught.value.exit_code == ExitCode.USAGE
     assert caught.value.hint is not None and "aiperf" in caught.value.hint
 

@@ -1,0 +1,220 @@
+"""Spans of the OpenTelemetry GenAI semantic conventions → canonical events.
+
+Pinned to open-telemetry/semantic-conventions ``docs/gen-ai/gen-ai-spans.md`` and
+``model/gen-ai/registry.yaml`` (the ``gen_ai.*`` attribute registry): an inference span
+is named ``{gen_ai.operation.name} {gen_ai.request.model}``, of kind ``CLIENT`` (a
+caller) or ``SERVER`` (a model server), with ``gen_ai.operation.name`` (``chat``,
+``text_completion``, ``generate_content``), ``gen_ai.usage.input_tokens`` /
+``output_tokens``, ``gen_ai.response.finish_reasons`` (string array),
+``gen_ai.response.id``, ``gen_ai.response.time_to_first_chunk`` (seconds, streaming
+only) and, on failure, status ERROR with ``error.type``. The span covers the whole
+operation: start = the request, end = the last chunk received (client) or sent (server).
+
+Mapping:
+
+- request_id = ``gen_ai.response.id`` (the span id when a span lacks one or two share
+  one); arrival = span start; first token = start + ``time_to_first_chunk``; completion =
+  span end; ``output_tokens`` = ``gen_ai.usage.output_tokens``;
+- a span without ``time_to_first_chunk`` (not streamed) delivers everything at its end:
+  its first token is placed at the end (``first_token_known=False``) and counted in the
+  warnings;
+- status ERROR → ``cancellation`` at the end with ``error`` = ``error.type`` (or the
+  status message): an errored request (schema v1 has no errored terminal: issue 9 adds
+  it); a finish reason of ``abort``/``cancelled`` → ``cancellation``.
+
+Not expressible: admission (the conventions have no queue time: queue wait and prefill
+are unavailable), per-token times (no ITL distribution), the time of the last token
+apart from the span end (``delivery_tail`` is 0 by construction). ``source`` is
+``server`` when every span is a SERVER span, else ``client``. Old spellings are
+accepted: ``gen_ai.usage.prompt_tokens``/``completion_tokens`` and ``gen_ai.system``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from servetrace.schema import SOURCE_CLIENT, SOURCE_SERVER
+from servetrace.sources._common import ImportResult, Notes, count_phrase, float_to_ns
+from servetrace.sources._engine import NS_PER_S, agree, engine_result, extra_attributes
+from servetrace.sources.otlp import FORMAT, Span, count, finish_reasons, seconds
+
+DIALECT = "OpenTelemetry GenAI"
+_OPERATIONS = {"chat", "text_completion", "generate_content"}
+TTFC = ("gen_ai.response.time_to_first_chunk",)
+INPUT = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
+OUTPUT = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
+FINISH = ("gen_ai.response.finish_reasons",)
+_KNOWN = {*TTFC, *INPUT, *OUTPUT, *FINISH, "error.type"}
+_CANCELLED = ("abort", "cancel")
+
+
+def is_request_span(span: Span) -> bool:
+    """A model inference span: its operation, or (older instrumentations) its usage."""
+    operation = span.attributes.get("gen_ai.operation.name")
+    if operation is not None:
+        return str(operation) in _OPERATIONS
+    return any(name in span.attributes for name in (*OUTPUT, *TTFC))
+
+
+def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult:
+    columns: dict[str, list[object]] = {
+        name: []
+        for name in (
+            "request_id",
+            "span_id",
+            "arrival_ns",
+            "end_ns",
+            "ttfc_s",
+            "prompt_tokens",
+            "reported_output",
+            "finish_reason",
+            "status",
+            "error_type",
+            "span_kind",
+            "trace_id",
+        )
+    }
+    extras: list[dict[str, object]] = []
+    for span in spans:
+        if span.end_ns is None:
+            raise _missing_end(span)
+        reasons = finish_reasons(span, *FINISH)
+        error_type = span.attributes.get("error.type")
+        response_id = span.attributes.get("gen_ai.response.id")
+        columns["request_id"].append(str(response_id) if response_id else None)
+        columns["span_id"].append(span.span_id or span.where)
+        columns["arrival_ns"].append(span.start_ns)
+        columns["end_ns"].append(span.end_ns)
+        columns["ttfc_s"].append(seconds(span, *TTFC))
+        columns["prompt_tokens"].append(count(span, *INPUT))
+        columns["reported_output"].append(count(span, *OUTPUT))
+        columns["finish_reason"].append(",".join(reasons) if reasons else None)
+        columns["status"].append(span.status)
+        columns["error_type"].append(
+            str(error_type) if error_type is not None else span.status_message
+        )
+        columns["span_kind"].append(span.kind)
+        columns["trace_id"].append(span.trace_id or None)
+        extras.append(
+            {
+                "span_name": span.name,
+                **{k: v for k, v in span.attributes.items() if k not in _KNOWN},
+                **{f"resource.{k}": v for k, v in span.resource.items()},
+            }
+        )
+    frame = pl.DataFrame(
+        columns,
+        schema={
+            "request_id": pl.Utf8,
+            "span_id": pl.Utf8,
+            "arrival_ns": pl.Int64,
+            "end_ns": pl.Int64,
+            "ttfc_s": pl.Float64,
+            "prompt_tokens": pl.Int64,
+            "reported_output": pl.Int64,
+            "finish_reason": pl.Utf8,
+            "status": pl.Utf8,
+            "error_type": pl.Utf8,
+            "span_kind": pl.Utf8,
+            "trace_id": pl.Utf8,
+        },
+    )
+    # The response id names the request across systems; the span id is the fallback when
+    # a span has none or two spans share one.
+    unique = (
+        frame["request_id"].null_count() == 0 and frame["request_id"].n_unique() == frame.height
+    )
+    if not unique:
+        frame = frame.with_columns(request_id=pl.col("span_id"))
+    extra_columns, extra_names = extra_attributes(extras, "otlp")
+    requests = _requests(frame.with_columns(*extra_columns.values()))
+    _report(requests, notes)
+    server = bool((requests["span_kind"] == "server").all())
+    return engine_result(
+        requests,
+        fmt=FORMAT,
+        path=path,
+        notes=notes,
+        records=len(spans),
+        ticks_available=False,
+        arrival_known=True,
+        attributes=[
+            "finish_reason",
+            "span_kind",
+            "first_token_known",
+            "trace_id",
+            *extra_names,
+        ],
+        source=SOURCE_SERVER if server else SOURCE_CLIENT,
+    )
+
+
+def _missing_end(span: Span) -> Exception:
+    from servetrace.errors import InputError
+
+    return InputError(
+        f"{span.where}: missing field 'endTimeUnixNano': a GenAI span ends when the "
+        "response does, and this one has no end"
+    )
+
+
+def _requests(frame: pl.DataFrame) -> pl.DataFrame:
+    arrival, end = pl.col("arrival_ns"), pl.col("end_ns")
+    errored = pl.col("status") == "error"
+    cancelled = (
+        pl.col("finish_reason")
+        .str.to_lowercase()
+        .str.contains("|".join(_CANCELLED))
+        .fill_null(False)
+    )
+    first = arrival + float_to_ns(pl.col("ttfc_s"), NS_PER_S)
+    known = pl.col("ttfc_s").is_not_null() & (first <= end)
+    return frame.with_columns(
+        first_token_known=known,
+        ticks_ns=pl.when(known)
+        .then(pl.concat_list(first))
+        .when(~errored & ~cancelled)
+        .then(pl.concat_list(end))
+        .otherwise(pl.lit([], dtype=pl.List(pl.Int64))),
+        terminal=pl.when(errored | cancelled)
+        .then(pl.lit("cancellation"))
+        .otherwise(pl.lit("completion")),
+        terminal_ns=end,
+        terminal_known=pl.lit(True),
+        output_tokens=pl.col("reported_output"),
+        error_code=pl.lit(None, dtype=pl.Int64),
+        error=pl.when(errored).then(pl.col("error_type").fill_null("span status ERROR")),
+    )
+
+
+def _report(requests: pl.DataFrame, notes: Notes) -> None:
+    notes.add(
+        "GenAI spans hold one value per request, no per-token times and no queue time: this "
+        "is a request-level trace without admissions. TTFT, decode, TPOT (decode / "
+        "(output_tokens - 1)) and e2e are available; queue wait, prefill and the ITL "
+        "distribution are unavailable (not zero); delivery_tail is 0 by construction (the "
+        "span end is the last token)"
+    )
+    guessed = requests.filter(~pl.col("first_token_known") & (pl.col("terminal") == "completion"))
+    if guessed.height:
+        notes.add(
+            f"{count_phrase(guessed.height, 'span')} {agree(guessed.height)} "
+            "no gen_ai.response.time_to_first_chunk "
+            "(not streamed): their first token is placed at the span end "
+            "(first_token_known=False), so their TTFT is their e2e"
+        )
+    errored = requests.filter(pl.col("status") == "error").height
+    if errored:
+        notes.add(
+            f"{count_phrase(errored, 'span')} ended with status ERROR: each is an errored "
+            "request, ending with 'cancellation' and its error.type in 'error' (schema v1 has "
+            "no errored terminal yet)"
+        )
+    kinds = set(requests["span_kind"].to_list())
+    if "server" in kinds and len(kinds) > 1:
+        notes.add(
+            "the spans mix SERVER and CLIENT kinds: the trace is treated as client-side; "
+            "import one side at a time for a clean comparison"
+        )
