@@ -7,8 +7,8 @@ and ``servetrace --help`` do not pay for Polars and the analysis modules:
   ``to_dict()`` equal to ``servetrace analyze --format json``;
 - ``compare(baseline, candidate, **options) -> Comparison``;
 - ``check(trace, rules, **options) -> CheckResult``
-  (``servetrace.compare`` and ``servetrace.check`` are also the packages of those jobs:
-  called, they run these functions — see ``_callable.py``);
+  (the packages doing those jobs are ``servetrace.comparison`` and ``servetrace.rules``,
+  so that no subpackage import can shadow these functions);
 - ``read_events(paths, **options) -> polars.DataFrame`` of canonical events.
 """
 
@@ -47,15 +47,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
     )
 
 
-# Packages that are also API functions (servetrace/_callable.py): calling them calls the API.
-_CALLABLE_PACKAGES = frozenset({"compare", "check"})
-
-
 def __getattr__(name: str) -> object:
-    if name in _CALLABLE_PACKAGES:
-        import importlib
-
-        return importlib.import_module(f"servetrace.{name}")  # binds itself on this module
     if name in _LAZY:
         from servetrace import api
 

@@ -16,9 +16,9 @@ import polars as pl
 from servetrace.analysis import memory
 from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.summary import GoodputTarget, Summary
-from servetrace.check.grammar import parse_goodput_target
 from servetrace.errors import UsageError
 from servetrace.render.summary import report_dict
+from servetrace.rules.grammar import parse_goodput_target
 from servetrace.sources import detect
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.canonical import read_events as scan_events

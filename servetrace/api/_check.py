@@ -19,13 +19,13 @@ from servetrace.api._analyze import (
     require_number,
 )
 from servetrace.api._compare import label_of
-from servetrace.check.baseline import ReportBaseline, read_report
-from servetrace.check.config import CheckConfig, load_config
-from servetrace.check.evaluate import CheckResult as GateResult
-from servetrace.check.evaluate import evaluate
-from servetrace.check.grammar import parse_rules
-from servetrace.check.rules import Rule
 from servetrace.errors import InputError, UsageError
+from servetrace.rules.baseline import ReportBaseline, read_report
+from servetrace.rules.config import CheckConfig, load_config
+from servetrace.rules.evaluate import CheckResult as GateResult
+from servetrace.rules.evaluate import evaluate
+from servetrace.rules.grammar import parse_rules
+from servetrace.rules.rules import Rule
 
 
 @dataclass(frozen=True)

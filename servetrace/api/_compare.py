@@ -16,10 +16,10 @@ from servetrace.api._analyze import (
     path_texts,
     require_number,
 )
-from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS, DEFAULT_COMPARE_STATS
-from servetrace.compare.comparison import Comparison
-from servetrace.compare.comparison import compare as compare_analyses
-from servetrace.compare.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
+from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS, DEFAULT_COMPARE_STATS
+from servetrace.comparison.compare import Comparison
+from servetrace.comparison.compare import compare as compare_analyses
+from servetrace.comparison.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
 from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
 from servetrace.stats.ratio import DEFAULT_CONFIDENCE
 

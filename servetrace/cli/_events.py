@@ -10,7 +10,7 @@ import typer
 from servetrace.api import Analysis
 from servetrace.api._views import scan_events
 from servetrace.cli._app import err_console
-from servetrace.compare.comparison import Comparison
+from servetrace.comparison.compare import Comparison
 
 PlotsOpt = Annotated[
     Path | None,

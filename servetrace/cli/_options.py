@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.check.grammar import parse_goodput_target
+from servetrace.rules.grammar import parse_goodput_target
 from servetrace.sources.canonical import parse_mapping
 
 INT64_MAX = 2**63 - 1

@@ -22,7 +22,7 @@ from servetrace.cli._options import (
     in_range,
     reading,
 )
-from servetrace.compare.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
+from servetrace.comparison.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
 from servetrace.render.compare import CompareFormat, render_compare
 from servetrace.render.compare_words import comparison_warnings
 from servetrace.stats.bootstrap import DEFAULT_RESAMPLES

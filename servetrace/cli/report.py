@@ -51,8 +51,8 @@ def report(
         views.append(TraceView(trace, analysis, events, points=MAX_POINTS // len(traces)))
     comparisons = []
     if len(views) > 1:
-        from servetrace.compare.catalog import DEFAULT_COMPARE_METRICS
-        from servetrace.compare.comparison import compare
+        from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS
+        from servetrace.comparison.compare import compare
         from servetrace.render.compare_words import comparison_warnings
 
         metrics = [m for m in DEFAULT_COMPARE_METRICS if m != "goodput"]

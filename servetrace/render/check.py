@@ -1,7 +1,7 @@
 """Render a check result as a table, JSON, Markdown or JUnit XML (pure: returns text).
 
 Every word of ``servetrace check`` is written here, from the numbers of
-``servetrace.check.evaluate``: the PASS/FAIL/SKIP line of each rule
+``servetrace.rules.evaluate``: the PASS/FAIL/SKIP line of each rule
 (``FAIL ttft.p99: 208 ms > 200 ms``), the verdict and the method. Values are converted
 from internal units (ns) to the reporting unit (ms) here and nowhere else.
 
@@ -22,13 +22,13 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
-from servetrace.check.evaluate import CheckResult, RuleResult
-from servetrace.check.outcome import Reason, Status
-from servetrace.check.rules import RegressionRule, SloRule
 from servetrace.render._json import clean
 from servetrace.render.compare_words import skipped_text
 from servetrace.render.format import display_unit, format_value, to_display
 from servetrace.render.workload import workload_dict, workload_message
+from servetrace.rules.evaluate import CheckResult, RuleResult
+from servetrace.rules.outcome import Reason, Status
+from servetrace.rules.rules import RegressionRule, SloRule
 from servetrace.stats.verdicts import MIN_SAMPLES
 
 _NEGATION = {"<=": ">", "<": ">=", ">=": "<", ">": "<="}
@@ -347,7 +347,7 @@ def check_junit(result: CheckResult, *, name: str = "servetrace check") -> str:
         ET.SubElement(properties, "property", name=key, value=str(value))
     for rule in result.results:
         case = ET.SubElement(
-            suite, "testcase", classname=f"servetrace.check.{rule.kind}", name=str(rule.rule)
+            suite, "testcase", classname=f"servetrace.rules.{rule.kind}", name=str(rule.rule)
         )
         line = rule_line(rule)
         if rule.status is Status.FAIL or (rule.status is Status.SKIP and skipped_fail):

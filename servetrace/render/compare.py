@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
-from servetrace.compare.comparison import Comparison
+from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
 from servetrace.render.compare_words import (
     comparison_notes,

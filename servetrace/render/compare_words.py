@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from servetrace.compare.attribution import Tradeoff
-from servetrace.compare.catalog import get_metric
-from servetrace.compare.caveats import Caveat
-from servetrace.compare.comparison import Comparison
-from servetrace.compare.measure import Skipped
+from servetrace.comparison.attribution import Tradeoff
+from servetrace.comparison.catalog import get_metric
+from servetrace.comparison.caveats import Caveat
+from servetrace.comparison.compare import Comparison
+from servetrace.comparison.measure import Skipped
 from servetrace.render.format import display_unit, ns_to_ms, short_ms
 from servetrace.render.workload import workload_message
 from servetrace.stats.describe import PERCENTILE_METHOD

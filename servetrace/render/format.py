@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from servetrace.compare.catalog import MetricSpec
+from servetrace.comparison.catalog import MetricSpec
 from servetrace.units import NS_PER_MS
 
 # The unit a report shows for each internal unit (times: ns inside, ms outside).

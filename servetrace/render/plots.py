@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.analysis.memory import Analysis
-from servetrace.compare.comparison import Comparison
+from servetrace.comparison.compare import Comparison
 from servetrace.errors import UsageError
 from servetrace.render.report import require_extra
 from servetrace.render.report_compare import comparison_sections

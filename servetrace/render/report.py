@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from servetrace import __version__
-from servetrace.compare.comparison import Comparison
+from servetrace.comparison.compare import Comparison
 from servetrace.errors import UsageError
 from servetrace.render.compare import compare_dict
 from servetrace.render.report_compare import comparison_sections

@@ -8,7 +8,7 @@ from pathlib import PurePath
 
 import polars as pl
 
-from servetrace.compare.comparison import Comparison
+from servetrace.comparison.compare import Comparison
 from servetrace.render import charts, series
 from servetrace.render.compare_words import display_rows, method_dict, tradeoff_text
 from servetrace.render.report_sections import Section, TraceView

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servetrace.compare.workload import WorkloadMatch
+from servetrace.comparison.workload import WorkloadMatch
 from servetrace.units import NS_PER_MS
 
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from servetrace.check.evaluate import CheckResult, RuleResult
-from servetrace.check.grammar import parse_rules
-from servetrace.check.outcome import Reason, Status
-from servetrace.compare.measure import Skipped
+from servetrace.comparison.measure import Skipped
 from servetrace.render.check import (
     check_dict,
     check_junit,
@@ -16,6 +13,9 @@ from servetrace.render.check import (
     render_check,
     rule_line,
 )
+from servetrace.rules.evaluate import CheckResult, RuleResult
+from servetrace.rules.grammar import parse_rules
+from servetrace.rules.outcome import Reason, Status
 
 MS = 1_000_000
 SLO_PASS, SLO_FAIL, BUDGET, SKIPPED, RATE = parse_rules(
@@ -189,11 +189,11 @@ def test_junit_skipped_and_failed_cases() -> None:
     }
     cases = suite.findall("testcase")
     assert [c.get("classname") for c in cases] == [
-        "servetrace.check.slo",
-        "servetrace.check.slo",
-        "servetrace.check.regression",
-        "servetrace.check.slo",
-        "servetrace.check.regression",
+        "servetrace.rules.slo",
+        "servetrace.rules.slo",
+        "servetrace.rules.regression",
+        "servetrace.rules.slo",
+        "servetrace.rules.regression",
     ]
     failure = cases[1].find("failure")
     assert failure is not None and failure.get("message") == LINES[1] == failure.text

@@ -8,11 +8,11 @@ import math
 import polars as pl
 import pytest
 
-from servetrace.compare.attribution import Tradeoff, tradeoff
-from servetrace.compare.catalog import get_metric
-from servetrace.compare.comparison import Comparison, compare
-from servetrace.compare.measure import Measured
-from servetrace.compare.workload import WorkloadMatch
+from servetrace.comparison.attribution import Tradeoff, tradeoff
+from servetrace.comparison.catalog import get_metric
+from servetrace.comparison.compare import Comparison, compare
+from servetrace.comparison.measure import Measured
+from servetrace.comparison.workload import WorkloadMatch
 from servetrace.render.compare import (
     CompareFormat,
     compare_dict,

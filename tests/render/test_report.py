@@ -15,7 +15,7 @@ pytest.importorskip("vl_convert")
 
 from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.memory import analyze_events
-from servetrace.compare.comparison import compare
+from servetrace.comparison.compare import compare
 from servetrace.render import series
 from servetrace.render.report import render_html, report_sections
 from servetrace.render.report_sections import TraceView

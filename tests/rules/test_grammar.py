@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from servetrace.check.grammar import (
+from servetrace.cli import app
+from servetrace.rules.grammar import (
     MAX_TIME_NS,
     RuleError,
     parse_goodput_target,
@@ -16,7 +17,6 @@ from servetrace.check.grammar import (
     parse_rules,
     parse_slo,
 )
-from servetrace.cli import app
 
 SAMPLE = str(Path(__file__).parents[2] / "sample_traces" / "worked_example.csv")
 runner = CliRunner()

@@ -7,10 +7,5 @@
   behind the regression budgets of ``check``);
 - ``attribution``: where the e2e difference comes from, who gained, what was traded;
 - ``caveats``: when not to trust the result;
-- ``comparison``: ``compare()``, all of the above for one candidate.
+- ``compare``: ``compare()``, all of the above for one candidate.
 """
-
-from servetrace._callable import make_callable
-
-# ``servetrace.compare(...)`` is the library API function ``servetrace.api.compare``.
-make_callable(__name__)

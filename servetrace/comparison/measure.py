@@ -1,10 +1,10 @@
 """Measure statistics of two analyses: each ``(metric, stat)`` key becomes a ratio
 ``candidate / baseline`` with its interval and verdict, in internal units.
 
-The engine behind ``compare`` (``servetrace.compare.comparison``) and behind the
+The engine behind ``compare`` (``servetrace.comparison.compare``) and behind the
 regression budgets of ``check``. The baseline comes first (pyperf's rule).
 
-**Statistics.** Paired populations (``servetrace.compare.population``) compare the
+**Statistics.** Paired populations (``servetrace.comparison.population``) compare the
 requests completed in both traces with a paired bootstrap; unpaired ones each trace's
 completed requests on their own. ITL pools gaps, which do not pair: it is always
 bootstrapped unpaired, at the effective sample size of its design effect (gaps of one
@@ -24,7 +24,7 @@ import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
 from servetrace.analysis.memory import Analysis
-from servetrace.compare.catalog import (
+from servetrace.comparison.catalog import (
     COMPLETED,
     GoodputTarget,
     MetricSpec,
@@ -35,8 +35,8 @@ from servetrace.compare.catalog import (
     outcome_contributions,
     window_s,
 )
-from servetrace.compare.population import Population, population
-from servetrace.compare.workload import WorkloadMatch, match_workloads
+from servetrace.comparison.population import Population, population
+from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
 from servetrace.stats.bootstrap import (
     DEFAULT_MAX_RESAMPLE_SIZE,

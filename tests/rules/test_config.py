@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from servetrace.check.config import (
+from servetrace.cli import app
+from servetrace.errors import UsageError
+from servetrace.rules.config import (
     MAX_SEED,
     CheckConfig,
     find_config,
     load_config,
     option_problems,
 )
-from servetrace.cli import app
-from servetrace.errors import UsageError
 
 SAMPLE = str(Path(__file__).parents[2] / "sample_traces" / "worked_example.csv")
 runner = CliRunner()

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from servetrace.compare.population import Population
-from servetrace.compare.workload import WorkloadMatch
+from servetrace.comparison.population import Population
+from servetrace.comparison.workload import WorkloadMatch
 from servetrace.stats.describe import percentile_of
 from servetrace.stats.verdicts import MIN_SAMPLES
 

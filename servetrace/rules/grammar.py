@@ -11,7 +11,7 @@ Grammar (whitespace is allowed between tokens)::
     op          := "<=" | "<" | ">=" | ">"          ("≤" and "≥" are read as "<=" and ">=")
     time-unit   := "ns" | "us" | "µs" | "ms" | "s"
 
-Metrics and statistics are those of ``servetrace.compare.catalog``. Time statistics need a
+Metrics and statistics are those of ``servetrace.comparison.catalog``. Time statistics need a
 time unit; counts, fractions and rates are plain numbers (fractions also take ``%``).
 MLPerf's server rule is one line: ``ttft.p99<=2s && tpot.p99<=200ms``.
 
@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.check.rules import RegressionRule, Rule, SloRule, format_number, internal_value
-from servetrace.compare.catalog import (
+from servetrace.comparison.catalog import (
     GOODPUT_METRICS,
     METRICS,
     MetricSpec,
@@ -47,6 +46,7 @@ from servetrace.compare.catalog import (
     suggest,
 )
 from servetrace.errors import UsageError
+from servetrace.rules.rules import RegressionRule, Rule, SloRule, format_number, internal_value
 from servetrace.units import TIME_UNIT_SPELLINGS as TIME_UNITS_NS
 
 Expect = Literal["slo", "regression", "goodput"]

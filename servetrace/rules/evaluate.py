@@ -3,10 +3,10 @@
 A ``RuleResult`` carries the rule, a ``Status`` (pass, fail, skip), a ``Reason`` code and
 the numbers behind them in internal units (ns for times, a ratio for fractions, per
 second for rates); ``servetrace.render.check`` turns them into lines, JSON, Markdown and
-JUnit. Why a missing value fails or skips a rule is ``servetrace.check.outcome``'s rule.
+JUnit. Why a missing value fails or skips a rule is ``servetrace.rules.outcome``'s rule.
 
 A regression budget fails when the candidate is beyond it **and** the change is
-significant: the interval of ``candidate / baseline`` (``servetrace.compare.measure``,
+significant: the interval of ``candidate / baseline`` (``servetrace.comparison.measure``,
 paired when the workloads match) lies entirely on the worse side of 1. With
 ``significance=False``, or a baseline given as the JSON of ``servetrace analyze --format
 json`` (summary numbers, no samples to test), only the budget applies and
@@ -23,21 +23,21 @@ from typing import Any, Literal
 
 from servetrace.analysis.memory import Analysis
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.check.baseline import ReportBaseline, as_report
-from servetrace.check.config import option_problems
-from servetrace.check.grammar import parse_rules
-from servetrace.check.outcome import Reason, Side, Status, TraceFacts, missing_reason, precheck
-from servetrace.check.rules import RegressionRule, Rule, RuleKind, SloRule
-from servetrace.compare.catalog import (
+from servetrace.comparison.catalog import (
     OPERATORS,
     MetricSpec,
     MetricUnavailable,
     get_metric,
     metric_value,
 )
-from servetrace.compare.measure import Measured, Skipped, measure
-from servetrace.compare.workload import WorkloadMatch, match_workloads
+from servetrace.comparison.measure import Measured, Skipped, measure
+from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
+from servetrace.rules.baseline import ReportBaseline, as_report
+from servetrace.rules.config import option_problems
+from servetrace.rules.grammar import parse_rules
+from servetrace.rules.outcome import Reason, Side, Status, TraceFacts, missing_reason, precheck
+from servetrace.rules.rules import RegressionRule, Rule, RuleKind, SloRule
 from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
 from servetrace.stats.ratio import DEFAULT_CONFIDENCE
 from servetrace.stats.verdicts import MIN_SAMPLES
@@ -193,7 +193,7 @@ def evaluate(
     ``ReportBaseline`` (or the parsed JSON of ``servetrace analyze --format json``:
     budget only), or None (then a regression budget is a usage error). A rule whose
     statistic a trace cannot express is SKIP; one a trace failed to produce is FAIL
-    (``servetrace.check.outcome``). Usage mistakes (no rules, a budget without a
+    (``servetrace.rules.outcome``). Usage mistakes (no rules, a budget without a
     baseline, goodput rules without targets, a statistic a JSON baseline cannot hold,
     options out of range) are one UsageError naming all of them.
     """

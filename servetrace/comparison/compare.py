@@ -16,17 +16,17 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.memory import Analysis
-from servetrace.compare.attribution import Tradeoff, decompose, length_buckets, tradeoff
-from servetrace.compare.catalog import (
+from servetrace.comparison.attribution import Tradeoff, decompose, length_buckets, tradeoff
+from servetrace.comparison.catalog import (
     DEFAULT_COMPARE_METRICS,
     DEFAULT_COMPARE_STATS,
     GoodputTarget,
     MetricSpec,
     get_metric,
 )
-from servetrace.compare.caveats import Caveat, caveats
-from servetrace.compare.measure import Measured, Skipped, context, measure_keys
-from servetrace.compare.workload import (
+from servetrace.comparison.caveats import Caveat, caveats
+from servetrace.comparison.measure import Measured, Skipped, context, measure_keys
+from servetrace.comparison.workload import (
     DEFAULT_ARRIVAL_TOLERANCE_NS,
     WorkloadMatch,
     match_workloads,

@@ -1,7 +1,7 @@
 """What a parsed rule is: an SLO (``ttft.p99<=2s``) or a regression budget (``ttft.p99:+10%``).
 
-Rules are plain values: parse them once (``servetrace.check.grammar``), evaluate them on
-many traces (``servetrace.check.evaluate``). ``str(rule)`` is the canonical text, which
+Rules are plain values: parse them once (``servetrace.rules.grammar``), evaluate them on
+many traces (``servetrace.rules.evaluate``). ``str(rule)`` is the canonical text, which
 parses back to the same rule.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from servetrace.compare.catalog import get_metric
+from servetrace.comparison.catalog import get_metric
 from servetrace.units import TIME_UNIT_SPELLINGS as TIME_UNITS_NS
 
 RuleKind = Literal["slo", "regression"]

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servetrace.check.outcome import TraceFacts
-from servetrace.compare.catalog import MetricSpec
+from servetrace.comparison.catalog import MetricSpec
 from servetrace.errors import InputError, UsageError
+from servetrace.rules.outcome import TraceFacts
 from servetrace.units import TIME_UNIT_SPELLINGS as TIME_UNITS_NS
 
 WRITE_HINT = "write the baseline with: servetrace analyze TRACE --format json > base.json"

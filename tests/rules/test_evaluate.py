@@ -1,4 +1,4 @@
-"""servetrace.check.evaluate on real analyses of generated events: hand-computed numbers in
+"""servetrace.rules.evaluate on real analyses of generated events: hand-computed numbers in
 ns, and the pass / fail / skip rule for values a trace does not have (issue 9 item 5)."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from servetrace.analysis.memory import Analysis, analyze_events
-from servetrace.check.baseline import as_report
-from servetrace.check.evaluate import evaluate
-from servetrace.check.grammar import parse_rules
-from servetrace.check.outcome import Reason, Status
 from servetrace.cli import app
 from servetrace.errors import UsageError
 from servetrace.render.check import rule_line
 from servetrace.render.summary import summary_dict
+from servetrace.rules.baseline import as_report
+from servetrace.rules.evaluate import evaluate
+from servetrace.rules.grammar import parse_rules
+from servetrace.rules.outcome import Reason, Status
 from tests.conftest import MS, events, make_request
 
 runner = CliRunner()

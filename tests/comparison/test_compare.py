@@ -17,9 +17,9 @@ from hypothesis import strategies as hs
 
 from servetrace.analysis.memory import analyze_events
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.compare.catalog import metric_value
-from servetrace.compare.comparison import ROW_SCHEMA, compare
-from servetrace.compare.workload import DEFAULT_ARRIVAL_TOLERANCE_NS, match_workloads
+from servetrace.comparison.catalog import metric_value
+from servetrace.comparison.compare import ROW_SCHEMA, compare
+from servetrace.comparison.workload import DEFAULT_ARRIVAL_TOLERANCE_NS, match_workloads
 from servetrace.errors import UsageError
 from servetrace.render.compare_words import (
     comparison_notes,

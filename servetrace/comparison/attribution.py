@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from servetrace.compare.measure import Measured
+from servetrace.comparison.measure import Measured
 
 DECOMPOSITION_COMPONENTS: tuple[tuple[str, str], ...] = (
     ("queue_wait", "queue_wait_ns"),

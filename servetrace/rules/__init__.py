@@ -8,8 +8,3 @@
 - ``outcome``  pass / fail / skip, the reason codes, and why a value can be missing;
 - ``evaluate`` the rules on a trace (and baseline): numbers only. Words: ``render.check``.
 """
-
-from servetrace._callable import make_callable
-
-# ``servetrace.check(...)`` is the library API function ``servetrace.api.check``.
-make_callable(__name__)

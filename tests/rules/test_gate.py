@@ -12,9 +12,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as hs
 
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.check.config import CheckConfig, find_config, load_config
-from servetrace.check.evaluate import evaluate
-from servetrace.check.grammar import (
+from servetrace.errors import InputError, UsageError
+from servetrace.render.check import CheckFormat, check_junit, render_check, rule_line
+from servetrace.rules.config import CheckConfig, find_config, load_config
+from servetrace.rules.evaluate import evaluate
+from servetrace.rules.grammar import (
     RuleError,
     parse_goodput_target,
     parse_goodput_targets,
@@ -22,9 +24,7 @@ from servetrace.check.grammar import (
     parse_rules,
     parse_slo,
 )
-from servetrace.check.rules import RegressionRule, SloRule
-from servetrace.errors import InputError, UsageError
-from servetrace.render.check import CheckFormat, check_junit, render_check, rule_line
+from servetrace.rules.rules import RegressionRule, SloRule
 from tests.factories import MS, one_request, streamed, synthetic, synthetic_events
 
 FAST = {"resamples": 200}
@@ -161,7 +161,7 @@ def test_rules_round_trip(key, op, value, time_unit, budget, percent) -> None:
     else:
         unit = time_unit if is_time else ("%" if percent and stat == "fraction" else "")
         text = f"{metric}.{stat}{op}{value!r}{unit}"
-    # Out-of-range numbers are refused (tests/check/test_grammar.py): a fraction above 1,
+    # Out-of-range numbers are refused (tests/rules/test_grammar.py): a fraction above 1,
     # a higher-is-better metric falling by more than 100 %.
     as_ratio = value / 100 if unit == "%" else value
     assume(not (stat == "fraction" and (not budget or unit != "%") and as_ratio > 1))
@@ -396,7 +396,7 @@ def test_check_text_golden() -> None:
 
 
 def test_streamed_itl_comes_from_the_summary(tmp_path: Path) -> None:
-    from servetrace.compare.catalog import metric_value
+    from servetrace.comparison.catalog import metric_value
 
     batched = streamed(synthetic_events(30), tmp_path)
     assert batched.gaps.height == 0  # a streamed analysis keeps a histogram, not gaps

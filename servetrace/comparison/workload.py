@@ -25,7 +25,7 @@ from typing import Literal
 
 import polars as pl
 
-from servetrace.compare.catalog import COMPLETED
+from servetrace.comparison.catalog import COMPLETED
 from servetrace.errors import UsageError
 from servetrace.units import NS_PER_MS
 

@@ -14,8 +14,8 @@ import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
 from servetrace.analysis.memory import Analysis
-from servetrace.compare.catalog import COMPLETED
-from servetrace.compare.workload import WorkloadMatch
+from servetrace.comparison.catalog import COMPLETED
+from servetrace.comparison.workload import WorkloadMatch
 
 
 @dataclass(frozen=True)

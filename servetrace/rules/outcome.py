@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-from servetrace.compare.catalog import MetricSpec
+from servetrace.comparison.catalog import MetricSpec
 
 Side = Literal["trace", "baseline"]
 

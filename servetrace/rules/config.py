@@ -20,7 +20,7 @@ belongs (``[tool] servetrace = 5`` is an error, not ignored), known keys only, r
 grammar (a caret under the mistake), and numbers in range — a seed is an integer
 from 0 to 2^64 - 1, resamples an integer from ``MIN_RESAMPLES`` to ``MAX_RESAMPLES``,
 confidence a finite number in [0.5, 1). ``option_problems`` is the same check for the
-options of ``servetrace.check.evaluate.evaluate``. Every problem of a file is reported at
+options of ``servetrace.rules.evaluate.evaluate``. Every problem of a file is reported at
 once.
 """
 
@@ -34,16 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.check.grammar import (
+from servetrace.comparison.catalog import suggest
+from servetrace.errors import UsageError
+from servetrace.rules.grammar import (
     RULE_HINT,
     RuleError,
     parse_goodput_targets,
     parse_regression,
     parse_slo,
 )
-from servetrace.check.rules import Rule
-from servetrace.compare.catalog import suggest
-from servetrace.errors import UsageError
+from servetrace.rules.rules import Rule
 from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
 from servetrace.stats.ratio import DEFAULT_CONFIDENCE
 
@@ -68,7 +68,7 @@ CONFIG_KEYS = (
     "confidence",
 )
 MAX_SEED = 2**64 - 1  # numpy's SeedSequence takes any non-negative integer; 64 bits is plenty
-MIN_RESAMPLES = 100  # as servetrace.compare.measure requires
+MIN_RESAMPLES = 100  # as servetrace.comparison.measure requires
 MAX_RESAMPLES = 1_000_000  # beyond this a bootstrap only costs memory and time
 MIN_CONFIDENCE = 0.5
 

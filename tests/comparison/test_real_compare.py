@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from servetrace.analysis.memory import analyze_events
-from servetrace.compare.comparison import compare
+from servetrace.comparison.compare import compare
 from servetrace.sources.registry import import_file
 from servetrace.units import NS_PER_MS
 
