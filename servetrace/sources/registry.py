@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError, UsageError
-from servetrace.sources import aiperf, genai_perf, guidellm, llmperf, vllm_bench
+from servetrace.sources import aiperf, genai_perf, guidellm, llmperf, sniff, vllm_bench
 from servetrace.sources._common import FormatMismatch, ImportResult, read_text
 
 __all__ = ["FORMATS", "ImportResult", "detect_format", "import_file"]
@@ -64,6 +64,14 @@ def detect_format(path: str | Path) -> str | None:
     cannot be read, looks like JSON but does not parse, or matches several formats.
     """
     path = Path(path)
+    # The first line decides for JSON Lines and for non-JSON files: a large trace is
+    # never read whole just to learn what it is (sources/sniff.py).
+    start = sniff.json_head(path)
+    if start.kind == "other" and not sniff.named_json(path):
+        return None  # e.g. a .csv.gz: its reader will say what is wrong with it, if anything
+    if start.kind == "lines":
+        is_aiperf = aiperf.sniff_record(start.first) or aiperf.sniff_raw_record(start.first)
+        return aiperf.FORMAT if is_aiperf else None
     text = read_text(path)
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
