@@ -119,10 +119,11 @@ def _scan_file(path: Path, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
     fmt = _sniff_format(path)
     if path.stat().st_size == 0:
         raise InputError(f"{path}: file is empty", hint="a trace needs at least one event row")
+    # glob=False: the path is one file already resolved, even if named "run[1].parquet".
     if fmt == "parquet":
-        return pl.scan_parquet(path)
+        return pl.scan_parquet(path, glob=False)
     if fmt == "ipc":
-        return pl.scan_ipc(path)
+        return pl.scan_ipc(path, glob=False)
     if fmt == "csv":
         return _scan_csv(path, text_columns)
     return _scan_ndjson(path)
@@ -145,14 +146,15 @@ def _scan_csv(path: Path, text_columns: Sequence[str]) -> pl.LazyFrame:
             data = data.replace(b"\r", b"\n")
         frame = pl.read_csv(data, **options).lazy()  # type: ignore[arg-type]
     else:
-        frame = pl.scan_csv(path, **options)  # type: ignore[arg-type]
+        frame = pl.scan_csv(path, glob=False, **options)  # type: ignore[arg-type]
     # A line with no value at all (the blank line most CSV writers end with) is no row.
     return frame.filter(~pl.all_horizontal(pl.all().is_null()))
 
 
 def _scan_ndjson(path: Path) -> pl.LazyFrame:
     head = sniff.read_head(path, 3)
-    if sniff.is_gzip(path) or sniff.has_bom(head):
+    # scan_ndjson has no glob=False: a name with glob characters is read from memory.
+    if sniff.is_gzip(path) or sniff.has_bom(head) or paths.has_magic(str(path)):
         data = sniff.read_all(path).removeprefix(sniff.UTF8_BOM)
         return pl.read_ndjson(data, infer_schema_length=None).lazy()
     return pl.scan_ndjson(path, infer_schema_length=None)
