@@ -291,7 +291,8 @@ def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
         (
             pl.col(c).str.strip_chars().cast(pl.Float64) if schema[c] == pl.String else pl.col(c)
         ).cast(pl.Int64)
-        for c in present
+        for c in COUNT_COLUMNS
+        if c in schema  # an all-null column (JSON infers Null) becomes Int64 too
     ]
     return frame.with_columns(casts) if casts else frame
 
