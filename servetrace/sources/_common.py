@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.schema import SOURCE_CLIENT, SOURCE_COLUMN, TIME_UNITS
+from servetrace.schema import MAX_ABS_NS, SOURCE_CLIENT, SOURCE_COLUMN, TIME_UNITS
 
 # --------------------------------------------------------------------------------------
 # The result every importer returns
@@ -228,7 +228,9 @@ class Fields:
         *,
         required: bool = True,
         minimum: float | None = None,
+        unit_ns: int | None = None,
     ) -> float | int | None:
+        """A finite number; with ``unit_ns`` (ns per unit) a time that fits MAX_ABS_NS."""
         value = self._get(obj, dotted, where, required)
         if value is None:
             return None
@@ -245,10 +247,26 @@ class Fields:
             raise self.error(where, f"field '{dotted}' must be finite, got {value}")
         if minimum is not None and value < minimum:
             raise self.error(where, f"field '{dotted}' must be >= {minimum:g}, got {value}")
+        if unit_ns is not None:
+            self.check_time(value, unit_ns, dotted, where)
         return value
 
-    def integer(self, obj: Any, dotted: str, where: str, *, required: bool = True) -> int | None:
-        value = self.number(obj, dotted, where, required=required)
+    def check_time(self, value: float, unit_ns: int, dotted: str, where: str) -> None:
+        """A time or duration must fit ±MAX_ABS_NS once in ns: no Int64 wraps later."""
+        if abs(value) * unit_ns >= MAX_ABS_NS:
+            raise self.error(
+                where,
+                f"field '{dotted}' is {value:.4g} ({abs(value) * unit_ns:.3g} ns), beyond "
+                "the ±4.6e18 ns (±146 years) a time may span",
+                hint="is the file from the tool and version it claims to be?",
+            )
+
+    def integer(
+        self, obj: Any, dotted: str, where: str, *, required: bool = True, unit_ns: int = 1
+    ) -> int | None:
+        """A whole number; every integer field (ns times, counts, codes) must fit
+        ±MAX_ABS_NS once scaled by ``unit_ns``, so no later sum or difference wraps."""
+        value = self.number(obj, dotted, where, required=required, unit_ns=unit_ns)
         if value is None:
             return None
         if isinstance(value, float):
@@ -286,22 +304,37 @@ class Fields:
         return value
 
     def float_lists(
-        self, lists: Sequence[list[Any] | None], dotted: str, where_of: Callable[[int], str]
+        self,
+        lists: Sequence[list[Any] | None],
+        dotted: str,
+        where_of: Callable[[int], str],
+        *,
+        unit_ns: int | None = None,
     ) -> pl.Series:
         """One List[Float64] column from per-record lists, checked in Polars: an element
-        that is not a finite number is reported with its record (``where_of(index)``)."""
+        that is not a finite number (a time within MAX_ABS_NS with ``unit_ns``) is
+        reported with its record (``where_of(index)``)."""
         series = pl.Series(dotted, lists, dtype=pl.List(pl.Float64), strict=False)
-        bad = series.list.eval(pl.element().is_null() | ~pl.element().is_finite()).list.any()
+        limit = MAX_ABS_NS / unit_ns if unit_ns else math.inf
+        bad = series.list.eval(
+            pl.element().is_null() | ~pl.element().is_finite() | (pl.element().abs() >= limit)
+        ).list.any()
         bad_rows = bad.fill_null(False).arg_true()
         if len(bad_rows):
             index = int(bad_rows[0])
             values = lists[index] or []
             offender = next(
-                (v for v in values if not _is_number(v) or not math.isfinite(float(v))), None
+                (
+                    v
+                    for v in values
+                    if not _is_number(v) or not math.isfinite(float(v)) or abs(v) >= limit
+                ),
+                None,
             )
+            within = " within ±4.6e18 ns" if unit_ns else ""
             raise self.error(
                 where_of(index),
-                f"field '{dotted}' must hold finite numbers, found {_show(offender)}",
+                f"field '{dotted}' must hold finite numbers{within}, found {_show(offender)}",
             )
         return series
 
@@ -314,6 +347,7 @@ class Fields:
         integer: bool = False,
         nullable: bool = True,
         minimum: float | None = None,
+        unit_ns: int | None = None,
     ) -> pl.Series:
         """One Float64 (or Int64 when ``integer``) column from per-record values, checked in
         Polars; a value that is not a finite (whole) number is reported with its record."""
@@ -326,6 +360,9 @@ class Fields:
             bad = bad | ~given
         if minimum is not None:
             bad = bad | (floats.is_not_null() & (floats < minimum))
+        # Whole numbers are ns or counts (limit 2^62); times in a unit must fit once in ns.
+        limit = MAX_ABS_NS / (unit_ns or 1)
+        bad = bad | (floats.is_not_null() & (floats.abs() >= limit))
         bad_rows = bad.fill_null(True).arg_true()
         if len(bad_rows):
             index = int(bad_rows[0])
@@ -333,12 +370,84 @@ class Fields:
             what = "a whole number" if integer else "a finite number"
             if minimum is not None:
                 what += f" >= {minimum:g}"
+            what += f" below {limit:.3g}"
             if value is None:
                 raise self.error(where_of(index), f"missing value in field '{dotted}'")
             raise self.error(
                 where_of(index), f"field '{dotted}' must be {what}, got {_show(value)}"
             )
         return floats.cast(pl.Int64) if integer else floats
+
+    def struct_lists(
+        self,
+        lists: Sequence[list[Any] | None],
+        dtype: pl.List,
+        dotted: str,
+        where_of: Callable[[int], str],
+        *,
+        time_fields: Sequence[str] = (),
+    ) -> pl.Series:
+        """One List[Struct] column from per-record lists of objects (GenAI-Perf
+        ``response_outputs``, AIPerf raw ``responses``). When Polars refuses the data (an
+        element that is not an object, a field of the wrong type, 2^70 in an Int64), the
+        records are looked at in Python, only then, to name the record and element;
+        ``time_fields`` (integer ns) must fit MAX_ABS_NS."""
+        try:
+            series = pl.Series(dotted, lists, dtype=dtype, strict=False)
+        except (pl.exceptions.PolarsError, TypeError, ValueError, OverflowError) as error:
+            raise self._struct_problem(lists, dtype, dotted, where_of, error) from None
+        for name in time_fields:
+            values = series.list.eval(pl.element().struct.field(name).abs() >= MAX_ABS_NS)
+            bad = values.list.any().fill_null(False).arg_true()
+            if len(bad):
+                index = int(bad[0])
+                raise self.error(
+                    where_of(index),
+                    f"field '{dotted}[].{name}' holds a time beyond the ±4.6e18 ns "
+                    "(±146 years) a time may span",
+                )
+        return series
+
+    def _struct_problem(
+        self,
+        lists: Sequence[list[Any] | None],
+        dtype: pl.List,
+        dotted: str,
+        where_of: Callable[[int], str],
+        error: BaseException,
+    ) -> InputError:
+        inner = dtype.inner
+        fields = inner.to_schema() if isinstance(inner, pl.Struct) else {}
+        for index, items in enumerate(lists):
+            for k, item in enumerate(items or []):
+                name = f"{dotted}[{k}]"
+                if not isinstance(item, Mapping):
+                    return self.error(
+                        where_of(index), f"field '{name}' must be an object, got {_show(item)}"
+                    )
+                for key, kind in fields.items():
+                    value = item.get(key)
+                    if value is None:
+                        continue
+                    if kind.is_integer():
+                        fits = _is_number(value) and float(value).is_integer()
+                        if not fits or abs(value) >= MAX_ABS_NS:
+                            return self.error(
+                                where_of(index),
+                                f"field '{name}.{key}' must be a whole number within "
+                                f"±4.6e18, got {_show(value)}",
+                            )
+                    elif kind == pl.Utf8 and not isinstance(value, str):
+                        return self.error(
+                            where_of(index),
+                            f"field '{name}.{key}' must be a string, got {_show(value)}",
+                        )
+                    elif kind.is_nested() and not isinstance(value, list):
+                        return self.error(
+                            where_of(index),
+                            f"field '{name}.{key}' must be a list, got {_show(value)}",
+                        )
+        return InputError(f"{self.path}: field '{dotted}' cannot be read: {error}")
 
     def unit_scale(self, unit: Any, dotted: str, where: str) -> int:
         """Nanoseconds per ``unit`` (``ns``, ``us``, ``ms``, ``s``/``sec``)."""

@@ -26,15 +26,13 @@ from servetrace.schema import (
     EVENT_ALIASES,
     EVENT_DTYPE,
     EVENT_KINDS,
+    MAX_ABS_NS,
+    MAX_COUNT,
     REQUIRED_COLUMNS,
     TIME_UNITS,
 )
 
 COUNT_COLUMNS = ("tokens", "prompt_tokens", "output_tokens")
-# |ts| < 2^62 ns: the difference of any two times, and a time plus a duration, fit Int64.
-MAX_ABS_NS = 2**62
-# A count per row below 2^32: a sum over fewer than 2^31 rows cannot wrap around Int64.
-MAX_COUNT = 2**32
 
 
 @dataclass(frozen=True)
