@@ -70,6 +70,12 @@ EVENT_ALIASES: dict[str, str] = {
     "free": "release",
 }
 
+# Range of every time at ingest: |ts| < 2^62 ns (±146 years around 1970), so the difference
+# of any two times, or a time plus a duration, still fits Int64 and never wraps around.
+MAX_ABS_NS = 2**62
+# Every token count per row below 2^32: a sum over fewer than 2^31 rows cannot wrap.
+MAX_COUNT = 2**32
+
 
 @dataclass(frozen=True)
 class Column:

@@ -1,4 +1,5 @@
-"""Shared helpers for the importers: reading files, checking fields, building event frames.
+"""Shared helpers for the importers: reading files and building event frames (record
+fields are checked by ``fields.Fields``, re-exported here).
 
 Every importer follows the same three steps:
 
@@ -18,9 +19,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import SOURCE_CLIENT, SOURCE_COLUMN
-from servetrace.units import TIME_UNITS
+from servetrace.sources.fields import Fields as Fields  # re-exported: importers use it
 
 # --------------------------------------------------------------------------------------
 # The result every importer returns
@@ -177,189 +177,6 @@ def strip_suffixes(path: Path, *suffixes: str) -> str:
                 name = name[: -len(suffix)]
                 changed = True
     return name
-
-
-# --------------------------------------------------------------------------------------
-# Checking fields of records
-# --------------------------------------------------------------------------------------
-
-_MISSING = object()
-
-
-class Fields:
-    """Typed access to fields of one file's records, with errors naming file/record/field.
-
-    ``where`` describes the record (``"record 12 (line 13)"``); ``dotted`` names the field
-    (``"metrics.ttft.value"``).
-    """
-
-    def __init__(self, path: Path, fmt_label: str) -> None:
-        self.path = path
-        self.label = fmt_label
-
-    def error(self, where: str, message: str, hint: str | None = None) -> InputError:
-        return InputError(f"{self.path}: {where}: {message}", hint=hint)
-
-    def lookup(self, obj: Any, dotted: str) -> Any:
-        current = obj
-        for key in dotted.split("."):
-            if not isinstance(current, Mapping) or key not in current:
-                return _MISSING
-            current = current[key]
-        return current
-
-    def get(self, obj: Any, dotted: str) -> Any:
-        """The field's value, or None when it is absent (no type check)."""
-        value = self.lookup(obj, dotted)
-        return None if value is _MISSING else value
-
-    def _get(self, obj: Any, dotted: str, where: str, required: bool) -> Any:
-        value = self.lookup(obj, dotted)
-        if value is _MISSING or value is None:
-            if required:
-                raise self.error(where, f"missing field '{dotted}' in this {self.label} record")
-            return None
-        return value
-
-    def number(
-        self,
-        obj: Any,
-        dotted: str,
-        where: str,
-        *,
-        required: bool = True,
-        minimum: float | None = None,
-    ) -> float | int | None:
-        value = self._get(obj, dotted, where, required)
-        if value is None:
-            return None
-        given = value
-        if isinstance(value, str):
-            # Some tools write special floats as strings ("inf", "nan").
-            try:
-                value = float(value)
-            except ValueError:
-                value = None
-        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(where, f"field '{dotted}' must be a number, got {_show(given)}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise self.error(where, f"field '{dotted}' must be finite, got {value}")
-        if minimum is not None and value < minimum:
-            raise self.error(where, f"field '{dotted}' must be >= {minimum:g}, got {value}")
-        return value
-
-    def integer(self, obj: Any, dotted: str, where: str, *, required: bool = True) -> int | None:
-        value = self.number(obj, dotted, where, required=required)
-        if value is None:
-            return None
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise self.error(where, f"field '{dotted}' must be a whole number, got {value}")
-            return int(value)
-        return value
-
-    def string(self, obj: Any, dotted: str, where: str, *, required: bool = True) -> str | None:
-        value = self._get(obj, dotted, where, required)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise self.error(where, f"field '{dotted}' must be a string, got {_show(value)}")
-        return value
-
-    def mapping(
-        self, obj: Any, dotted: str, where: str, *, required: bool = True
-    ) -> Mapping[str, Any] | None:
-        value = self._get(obj, dotted, where, required)
-        if value is None:
-            return None
-        if not isinstance(value, Mapping):
-            raise self.error(where, f"field '{dotted}' must be an object, got {_show(value)}")
-        return value
-
-    def array(
-        self, obj: Any, dotted: str, where: str, *, required: bool = True
-    ) -> list[Any] | None:
-        value = self._get(obj, dotted, where, required)
-        if value is None:
-            return None
-        if not isinstance(value, list):
-            raise self.error(where, f"field '{dotted}' must be a list, got {_show(value)}")
-        return value
-
-    def float_lists(
-        self, lists: Sequence[list[Any] | None], dotted: str, where_of: Callable[[int], str]
-    ) -> pl.Series:
-        """One List[Float64] column from per-record lists, checked in Polars: an element
-        that is not a finite number is reported with its record (``where_of(index)``)."""
-        series = pl.Series(dotted, lists, dtype=pl.List(pl.Float64), strict=False)
-        bad = series.list.eval(pl.element().is_null() | ~pl.element().is_finite()).list.any()
-        bad_rows = bad.fill_null(False).arg_true()
-        if len(bad_rows):
-            index = int(bad_rows[0])
-            values = lists[index] or []
-            offender = next(
-                (v for v in values if not _is_number(v) or not math.isfinite(float(v))), None
-            )
-            raise self.error(
-                where_of(index),
-                f"field '{dotted}' must hold finite numbers, found {_show(offender)}",
-            )
-        return series
-
-    def column(
-        self,
-        values: Sequence[Any],
-        dotted: str,
-        where_of: Callable[[int], str],
-        *,
-        integer: bool = False,
-        nullable: bool = True,
-        minimum: float | None = None,
-    ) -> pl.Series:
-        """One Float64 (or Int64 when ``integer``) column from per-record values, checked in
-        Polars; a value that is not a finite (whole) number is reported with its record."""
-        floats = pl.Series(dotted, values, dtype=pl.Float64, strict=False)
-        given = pl.Series([v is not None for v in values], dtype=pl.Boolean)
-        bad = (given & floats.is_null()) | (floats.is_not_null() & ~floats.is_finite())
-        if integer:
-            bad = bad | (floats.is_not_null() & (floats != floats.floor()))
-        if not nullable:
-            bad = bad | ~given
-        if minimum is not None:
-            bad = bad | (floats.is_not_null() & (floats < minimum))
-        bad_rows = bad.fill_null(True).arg_true()
-        if len(bad_rows):
-            index = int(bad_rows[0])
-            value = values[index]
-            what = "a whole number" if integer else "a finite number"
-            if minimum is not None:
-                what += f" >= {minimum:g}"
-            if value is None:
-                raise self.error(where_of(index), f"missing value in field '{dotted}'")
-            raise self.error(
-                where_of(index), f"field '{dotted}' must be {what}, got {_show(value)}"
-            )
-        return floats.cast(pl.Int64) if integer else floats
-
-    def unit_scale(self, unit: Any, dotted: str, where: str) -> int:
-        """Nanoseconds per ``unit`` (``ns``, ``us``, ``ms``, ``s``/``sec``)."""
-        name = {"sec": "s", "second": "s", "seconds": "s", "µs": "us"}.get(unit, unit)
-        if not isinstance(name, str) or name not in TIME_UNITS:
-            raise self.error(
-                where,
-                f"field '{dotted}' has unit {_show(unit)}; expected one of "
-                + ", ".join(TIME_UNITS),
-            )
-        return TIME_UNITS[name]
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # --------------------------------------------------------------------------------------

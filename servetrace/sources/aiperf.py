@@ -324,6 +324,8 @@ def _time_metric(
         # AIPerf's latencies and timestamps are never negative.
         value = fields.number(entry, "value", f"{where}: metrics.{name}", minimum=0)
         scale = fields.unit_scale(entry.get("unit"), f"metrics.{name}.unit", where)
+        if value is not None:
+            fields.check_time(value, scale, f"metrics.{name}.value", where)
         return float(value) if value is not None else 0.0, scale
     return None
 
@@ -332,8 +334,8 @@ def _metric_ns(fields: Fields, metrics: Mapping[str, Any], name: str, where: str
     entry = _metric(fields, metrics, name, where)
     if entry is None:
         return None
-    value = fields.integer(entry, "value", f"{where}: metrics.{name}")
     scale = fields.unit_scale(entry.get("unit", "ns"), f"metrics.{name}.unit", where)
+    value = fields.integer(entry, "value", f"{where}: metrics.{name}", unit_ns=scale)
     return None if value is None else value * scale
 
 
@@ -385,6 +387,7 @@ def _read_raw(path: Path) -> pl.DataFrame:
         "error": [],
         "responses": [],
     }
+    wheres: list[str] = []
     for index, (line, obj) in enumerate(iter_json_lines(path)):
         where = f"record {index} (line {line})"
         if not sniff_raw_record(obj):
@@ -413,6 +416,7 @@ def _read_raw(path: Path) -> pl.DataFrame:
         columns["error_code"].append(code)
         columns["error"].append(_error_text(error) if error else None)
         columns["responses"].append(fields.array(obj, "responses", where))
+        wheres.append(where)
     if None in columns["start_ns"]:
         index = columns["start_ns"].index(None)
         raise fields.error(f"record {index}", "missing field 'metadata.request_start_ns'")
@@ -427,7 +431,15 @@ def _read_raw(path: Path) -> pl.DataFrame:
             "error_code": pl.Int64,
             "error": pl.Utf8,
         },
-    ).with_columns(pl.Series("responses", columns["responses"], dtype=_RESPONSES, strict=False))
+    ).with_columns(
+        fields.struct_lists(
+            columns["responses"],
+            _RESPONSES,
+            "responses",
+            wheres.__getitem__,
+            time_fields=("perf_ns",),
+        )
+    )
     chunks = (
         frame.select("request_id", "start_ns", "start_perf_ns", "responses")
         .explode("responses", keep_nulls=False)

@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
+from servetrace.schema import MAX_ABS_NS
 from servetrace.sources._common import (
     Fields,
     ImportResult,
@@ -98,11 +99,17 @@ def read(path: str | Path) -> ImportResult:
         raise InputError(f"{path}: no requests in 'experiments[].requests[]'")
 
     stamp_column = pl.Series("response_timestamps", stamps, dtype=pl.List(pl.Int64), strict=False)
-    bad = stamp_column.list.eval(pl.element().is_null()).list.any().arg_true()
+    bad = (
+        stamp_column.list.eval(pl.element().is_null() | (pl.element().abs() >= MAX_ABS_NS))
+        .list.any()
+        .arg_true()
+    )
     if len(bad):
         index = int(bad[0])
         raise fields.error(
-            wheres[index], "field 'response_timestamps' must hold integers (ns since the epoch)"
+            wheres[index],
+            "field 'response_timestamps' must hold integers (ns since the epoch) within "
+            "±4.6e18 (±146 years)",
         )
     frame = pl.DataFrame(
         {
@@ -110,7 +117,9 @@ def read(path: str | Path) -> ImportResult:
             "arrival_ns": pl.Series(sends, dtype=pl.Int64),
             "experiment": experiment,
             "stamps": stamp_column,
-            "texts": pl.Series("texts", outputs, dtype=_OUTPUTS, strict=False).list.eval(
+            "texts": fields.struct_lists(
+                outputs, _OUTPUTS, "response_outputs", wheres.__getitem__
+            ).list.eval(
                 pl.coalesce(
                     pl.element().struct.field("response"),
                     pl.element().struct.field("text_output"),

@@ -218,9 +218,11 @@ def _collect(
     info = fields.mapping(record, "info", where, required=False) or {}
     timings = fields.mapping(info, "timings", where + ": info", required=False) or {}
     for name, (new, old) in _TIMES.items():
-        value = fields.number(timings, new, where + ": info.timings", required=False)
+        value = fields.number(
+            timings, new, where + ": info.timings", required=False, unit_ns=_NS_PER_S
+        )
         if value is None and old is not None:
-            value = fields.number(record, old, where, required=False)
+            value = fields.number(record, old, where, required=False, unit_ns=_NS_PER_S)
         columns[name].append(value)
     if columns["start"][-1] is None and columns["resolve_start"][-1] is None:
         raise fields.error(

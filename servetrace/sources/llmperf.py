@@ -82,8 +82,8 @@ def read(path: str | Path) -> ImportResult:
         where = f"record {index}"
         if not isinstance(record, dict):
             raise fields.error(where, f"expected an object ({describe_json(record)})")
-        ttft = fields.number(record, "ttft_s", where, minimum=0)
-        e2e = fields.number(record, "end_to_end_latency_s", where, minimum=0)
+        ttft = fields.number(record, "ttft_s", where, minimum=0, unit_ns=_NS_PER_S)
+        e2e = fields.number(record, "end_to_end_latency_s", where, minimum=0, unit_ns=_NS_PER_S)
         if ttft is not None and e2e is not None and e2e > 0 and ttft > e2e:
             raise fields.error(
                 where,
@@ -92,7 +92,7 @@ def read(path: str | Path) -> ImportResult:
         columns["ttft_s"].append(ttft)
         columns["e2e_s"].append(e2e)
         columns["itl_s"].append(
-            fields.number(record, "inter_token_latency_s", where, required=False)
+            fields.number(record, "inter_token_latency_s", where, required=False, unit_ns=_NS_PER_S)
         )
         columns["input_tokens"].append(
             fields.integer(record, "number_input_tokens", where, required=False)

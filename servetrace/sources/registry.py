@@ -42,6 +42,7 @@ from servetrace.sources import (
     mlcommons,
     otlp,
     sglang,
+    sniff,
     trtllm,
     vllm_bench,
 )
@@ -103,6 +104,18 @@ def detect_format(path: str | Path) -> str | None:
         return _detect_folder(path)
     if mlcommons.is_sqlite(path):
         return mlcommons.FORMAT if mlcommons.sniff_file(path) else None
+    # The first line decides for JSON Lines and for non-JSON files: a large trace is
+    # never read whole just to learn what it is (sources/sniff.py).
+    start = sniff.json_head(path)
+    if start.kind == "other" and not sniff.named_json(path):
+        return None  # e.g. a .csv.gz: its reader will say what is wrong with it, if anything
+    if start.kind == "lines":
+        if aiperf.sniff_record(start.first) or aiperf.sniff_raw_record(start.first):
+            return aiperf.FORMAT
+        for name, sniff_stream in _STREAM_SNIFFERS.items():
+            if sniff_stream(start.first):
+                return name
+        return None
     text = read_text(path)
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):

@@ -84,8 +84,10 @@ def read(path: str | Path) -> ImportResult:
     frame = pl.DataFrame(
         {
             "request_id": [str(i) for i in range(count)],
-            "ttft_s": fields.column(arrays["ttfts"], "ttfts", where, nullable=False, minimum=0),
-            "itls_s": fields.float_lists(arrays["itls"], "itls", where),
+            "ttft_s": fields.column(
+                arrays["ttfts"], "ttfts", where, nullable=False, minimum=0, unit_ns=_NS_PER_S
+            ),
+            "itls_s": fields.float_lists(arrays["itls"], "itls", where, unit_ns=_NS_PER_S),
             "output_lens": fields.column(
                 arrays["output_lens"], "output_lens", where, integer=True, minimum=0
             ),
@@ -97,9 +99,11 @@ def read(path: str | Path) -> ImportResult:
                 minimum=0,
             ),
             "start_s": fields.column(
-                arrays.get("start_times", [None] * count), "start_times", where
+                arrays.get("start_times", [None] * count), "start_times", where, unit_ns=_NS_PER_S
             ),
-            "e2e_s": fields.column(arrays.get("e2els", [None] * count), "e2els", where, minimum=0),
+            "e2e_s": fields.column(
+                arrays.get("e2els", [None] * count), "e2els", where, minimum=0, unit_ns=_NS_PER_S
+            ),
             "error": pl.Series(errors, dtype=pl.Utf8),
         }
     )
