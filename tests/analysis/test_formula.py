@@ -104,3 +104,31 @@ def test_likely_causes() -> None:
     report = check_formula(analyze_events(trace).requests)
     causes = {w["request_id"]: w["cause"] for w in report.fleet.worst}
     assert causes == {"stall": "stall", "preempted": "preempted", "steady": ""}
+
+
+def test_request_level_import_has_no_tick_times() -> None:
+    """A request-level trace (ticks_available false): decode 40 ms over N − 1 = 4 tokens.
+    Fleet ITL (20 + 40) / (2 + 4) = 10 ms predicts both exactly; no per-request check."""
+    trace = events(
+        make_request("level", admission=0, first=10, complete=50, output_tokens=5),
+        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30),
+    ).with_columns((pl.col("request_id") == "a").alias("ticks_available"))
+    report = check_formula(analyze_events(trace).requests)
+    assert report.fleet_itl_ns == pytest.approx(10 * MS)
+    assert (report.per_request.checked, report.fleet.checked) == (1, 2)
+    assert report.fleet.within_tolerance == 2
+    causes = {w["request_id"]: w["cause"] for w in report.fleet.worst}
+    assert causes == {"a": "", "level": "no tick times"}
+
+
+def test_worst_lists_the_five_largest_misses_largest_first() -> None:
+    """Seven one-chunk-of-k-tokens requests: residual −(k − 1)·10 ms grows with k."""
+    trace = events(
+        *[
+            make_request(f"k{k}", admission=0, first=10, ticks=[20], tokens=[1, k], complete=20)
+            for k in range(1, 8)
+        ]
+    )
+    worst = check_formula(analyze_events(trace).requests).per_request.worst
+    assert [w["request_id"] for w in worst] == ["k7", "k6", "k5", "k4", "k3"]
+    assert [w["residual_ns"] for w in worst] == [-k * 10 * MS + 10 * MS for k in (7, 6, 5, 4, 3)]

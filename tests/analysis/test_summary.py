@@ -95,6 +95,9 @@ def test_goodput_ops_and_missing_metric() -> None:
     above = (GoodputTarget("ttft", ">=", 80 * MS),)
     g = analyze_events(trace, AnalysisOptions(goodput=above)).summary.goodput
     assert g is not None and g["requests_met"] == 1
+    over = (GoodputTarget("ttft", ">", 30 * MS),)  # only r2 (80 ms); r1's 30 is not > 30
+    g = analyze_events(trace, AnalysisOptions(goodput=over)).summary.goodput
+    assert g is not None and g["requests_met"] == 1 and g["targets"] == ["ttft>30ms"]
     one_token = events(make_request("a", admission=1, first=2, complete=2))
     with pytest.raises(UsageError, match="no completed request has a tpot"):
         analyze_events(one_token, AnalysisOptions(goodput=(TARGETS[1],)))
@@ -153,3 +156,15 @@ def test_leaked_state_and_small_sample_warning() -> None:
     s = analyze_events(trace).summary
     assert s.leaked_state == {"requests": 1, "examples": ["leak"]}
     assert "only 2 completed requests: p99 and p99.9 are unreliable" in s.warnings
+
+
+def test_a_metric_a_request_cannot_have_does_not_fail_it() -> None:
+    """A one-token answer has no TPOT: it meets a TPOT target (vLLM's goodput does too)."""
+    trace = events(
+        make_request("one", admission=0, first=5, complete=5),
+        make_request("slow", admission=0, first=5, ticks=[105], complete=105),  # tpot 100
+    )
+    g = analyze_events(trace, AnalysisOptions(goodput=(TARGETS[1],))).summary.goodput
+    assert g is not None
+    assert (g["requests_met"], g["fraction"]) == (1, 0.5)
+    assert g["attainment_by_target"] == {"tpot<=25ms": 0.5}
