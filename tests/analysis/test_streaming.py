@@ -246,3 +246,29 @@ def test_streaming_keeps_quarantine_and_release(tmp_path: Path) -> None:
         == whole.quarantine().height
         == len(CASES["duplicate_first_token"])
     )
+
+
+def test_histogram_is_exact_below_resolution_ns() -> None:
+    """Integers below ~RESOLUTION ns each get their own bucket: zero and one-ns gaps (a
+    coarse clock) are read exactly, not as a midpoint between them."""
+    gaps = pl.Series([0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 2, 3, 4000, 4001], dtype=pl.Int64)
+    histogram = LogHistogram()
+    histogram.add(gaps)
+    got, expected = histogram.describe(), describe(gaps)
+    assert got == expected | {"std": got["std"]}
+    assert got["std"] == pytest.approx(expected["std"], rel=1e-12)
+    assert got["p50"] == 1  # h = 6.5: between the seventh and eighth gap, both 1 ns
+
+
+def test_histogram_reads_a_buckets_first_and_last_value_exactly() -> None:
+    """Two different gaps in one bucket: p50 interpolates between the bucket's first and
+    last value, both known exactly, so every percentile is exact (not a midpoint)."""
+    key = math.floor(math.log1p(10**9) * RESOLUTION)
+    lo = math.ceil(math.expm1(key / RESOLUTION)) + 1
+    gaps = pl.Series([lo + 1000, lo], dtype=pl.Int64)
+    histogram = LogHistogram()
+    histogram.add(gaps)
+    assert histogram.buckets.height == 1
+    got = histogram.describe()
+    assert got["p50"] == lo + 500 and got["p90"] == lo + 900
+    assert {k: got[k] for k in PERCENTILES} == {k: describe(gaps)[k] for k in PERCENTILES}
