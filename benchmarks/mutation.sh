@@ -25,5 +25,18 @@ echo "mutation run in $work"
 start=$(date +%s)
 nice -n 10 python -m mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "$@" || true
 echo "wall time: $(( $(date +%s) - start )) s"
-python -m mutmut export-cicd-stats >/dev/null 2>&1 && cat mutants/mutmut-cicd-stats.json && echo
+# Score by module, from mutmut's own records (exit code per mutant; None = not run yet).
+python - <<'PY'
+import collections, json, pathlib
+from mutmut.stats import status_by_exit_code
+print("| module | killed | survived | no tests | timeout/other | not run | total |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
+    codes = json.loads(meta.read_text())["exit_code_by_key"].values()
+    n = collections.Counter(status_by_exit_code[c] for c in codes)
+    other = sum(v for k, v in n.items() if k not in ("killed", "survived", "no tests", "not checked"))
+    name = str(meta.relative_to("mutants"))[: -len(".meta")]
+    print(f"| {name} | {n['killed']} | {n['survived']} | {n['no tests']} | {other} "
+          f"| {n['not checked']} | {sum(n.values())} |")
+PY
 python -m mutmut results

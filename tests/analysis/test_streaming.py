@@ -211,7 +211,8 @@ def test_histogram_order_statistic_index() -> None:
 def test_gap_budget_is_shared_and_falls_back_to_the_histogram() -> None:
     budget = GapBudget(limit=5)
     a, b = PooledGaps(budget), PooledGaps(budget)
-    a.add(pl.Series([1, 2, 3], dtype=pl.Int64))
+    a.add(pl.Series([1, 2], dtype=pl.Int64))
+    a.add(pl.Series([3], dtype=pl.Int64))
     b.add(pl.Series([10, 20], dtype=pl.Int64))
     assert a.exact and b.exact and budget.held == 5
     a.add(pl.Series([4], dtype=pl.Int64))  # over the shared limit: a spills, frees 3
@@ -219,6 +220,9 @@ def test_gap_budget_is_shared_and_falls_back_to_the_histogram() -> None:
     assert a.describe()["p50"] == 2.5 and a.describe()["count"] == 4
     assert b.describe() == describe(pl.Series([10, 20], dtype=pl.Int64))
     assert PooledGaps().describe()["count"] == 0
+    alone = PooledGaps()  # its own default budget
+    alone.add(pl.Series([7, None], dtype=pl.Int64))
+    assert alone.exact and alone.describe()["count"] == 1 and alone.budget.held == 1
 
 
 def test_streamed_warning_only_when_the_histogram_was_used(tmp_path: Path) -> None:
@@ -272,3 +276,27 @@ def test_histogram_reads_a_buckets_first_and_last_value_exactly() -> None:
     got = histogram.describe()
     assert got["p50"] == lo + 500 and got["p90"] == lo + 900
     assert {k: got[k] for k in PERCENTILES} == {k: describe(gaps)[k] for k in PERCENTILES}
+
+
+def test_streamed_groups_match_each_group_in_memory(tmp_path: Path) -> None:
+    """--by streamed: each group's ITL is exact within the shared budget, within the
+    bound beyond it (budget 3 < the 6 gaps of both groups together)."""
+    frame = events(
+        make_request("a1", admission=0, first=1, ticks=[11, 111], complete=111, policy="a"),
+        make_request("a2", admission=5, first=6, ticks=[8, 9], complete=9, policy="a"),
+        make_request("b1", admission=2, first=3, ticks=[4, 1004], complete=1004, policy="b"),
+    )
+    path = _as_log(frame, tmp_path / "t.parquet")
+    whole = analyze_paths([path])
+    gaps = whole.gaps.join(whole.requests.select("_key", "policy"), on="_key")
+    expected = {p: describe(gaps.filter(pl.col("policy") == p)["itl_ns"]) for p in ("a", "b")}
+    for budget, exact in ((10, True), (3, False)):
+        streamed = analyze_streaming(
+            read_events([path]), batch_rows=2, by="policy", exact_gaps=budget
+        )
+        assert streamed.itl_by is not None and streamed.itl_by[0] == "policy"
+        groups = streamed.itl_by[1]
+        assert set(groups) == {"a", "b"}
+        for policy in ("a", "b"):
+            _assert_distribution(groups[policy], expected[policy], exact=exact)
+    assert expected["a"]["p50"] == 6 * MS  # gaps 10, 100, 2, 1 ms → (2 + 10) / 2
