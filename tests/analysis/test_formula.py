@@ -132,3 +132,16 @@ def test_worst_lists_the_five_largest_misses_largest_first() -> None:
     worst = check_formula(analyze_events(trace).requests).per_request.worst
     assert [w["request_id"] for w in worst] == ["k7", "k6", "k5", "k4", "k3"]
     assert [w["residual_ns"] for w in worst] == [-k * 10 * MS + 10 * MS for k in (7, 6, 5, 4, 3)]
+
+
+def test_no_tick_times_needs_two_tokens_to_miss() -> None:
+    """A one-token answer has no gap and nothing to miss ("" cause); a two-token
+    request-level answer has no tick times."""
+    trace = events(
+        make_request("one", admission=0, first=10, complete=10),
+        make_request("two", admission=0, first=10, complete=40, output_tokens=2),
+        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30),
+    ).with_columns((pl.col("request_id") != "two").alias("ticks_available"))
+    report = check_formula(analyze_events(trace).requests)
+    causes = {w["request_id"]: w["cause"] for w in report.fleet.worst}
+    assert causes == {"one": "", "two": "no tick times", "a": ""}
