@@ -145,3 +145,11 @@ def test_no_tick_times_needs_two_tokens_to_miss() -> None:
     report = check_formula(analyze_events(trace).requests)
     causes = {w["request_id"]: w["cause"] for w in report.fleet.worst}
     assert causes == {"one": "", "two": "no tick times", "a": ""}
+
+
+def test_a_stall_is_a_gap_of_more_than_ten_mean_gaps() -> None:
+    """19 gaps of 1 ms and one of 19 ms: mean 1.9, max exactly 10 × mean: not a stall."""
+    ticks = [*range(11, 30), 48]
+    edge = make_request("edge", admission=0, first=10, ticks=ticks, complete=48)
+    report = check_formula(analyze_events(events(edge)).requests)
+    assert report.fleet.worst[0]["cause"] == ""
