@@ -153,3 +153,12 @@ def test_a_stall_is_a_gap_of_more_than_ten_mean_gaps() -> None:
     edge = make_request("edge", admission=0, first=10, ticks=ticks, complete=48)
     report = check_formula(analyze_events(events(edge)).requests)
     assert report.fleet.worst[0]["cause"] == ""
+
+
+def test_nothing_completed_checks_nothing() -> None:
+    trace = events(make_request("gone", admission=0, first=10, ticks=[20], cancel=30))
+    report = check_formula(analyze_events(trace).requests)
+    for check in (report.per_request, report.fleet):
+        assert (check.checked, check.within_tolerance, check.share_within) == (0, 0, None)
+        assert check.residual_ns["count"] == 0 and check.worst == ()
+    assert report.fleet_itl_ns is None
