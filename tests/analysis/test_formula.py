@@ -162,3 +162,16 @@ def test_nothing_completed_checks_nothing() -> None:
         assert (check.checked, check.within_tolerance, check.share_within) == (0, 0, None)
         assert check.residual_ns["count"] == 0 and check.worst == ()
     assert report.fleet_itl_ns is None
+
+
+def test_relative_tolerance_applies_per_request_too(requests: pl.DataFrame) -> None:
+    """b misses by 20 ms of a 20 ms response: within at 100 %, not at 99 %."""
+    assert check_formula(requests, abs_tol_ns=0, rel_tol=1.0).per_request.within_tolerance == 2
+    assert check_formula(requests, abs_tol_ns=0, rel_tol=0.99).per_request.within_tolerance == 1
+
+
+def test_two_tokens_are_enough_for_a_fleet_itl() -> None:
+    trace = events(make_request("two", admission=0, first=10, ticks=[20], complete=20))
+    report = check_formula(analyze_events(trace).requests)
+    assert report.fleet_itl_ns == 10 * MS  # decode 10 ms over N − 1 = 1
+    assert report.fleet.checked == 1 and report.notes == ()
