@@ -4,7 +4,7 @@
 #
 #   benchmarks/mutation.sh [WORKDIR [MUTANT-PATTERN ...]]
 #
-# e.g. benchmarks/mutation.sh /tmp/mut 'servetrace.analysis.formula*' runs one module's
+# e.g. benchmarks/mutation.sh ../mutation-work 'servetrace.analysis.formula*' runs one module's
 # mutants (mutmut's names: module.function__mutmut_N; patterns are fnmatch globs).
 #
 # Runs in WORKDIR (default: a new temporary directory) on a copy of the working tree's
