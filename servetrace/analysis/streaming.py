@@ -8,7 +8,8 @@ requests are carried on. What is kept between batches is small and mergeable:
 
 - one row per request (exact per-request metrics, invalid requests with their rule);
 - concurrency transitions (a few per request);
-- pooled ITL gaps as a log-bucketed histogram (``histogram.LogHistogram``).
+- pooled ITL gaps (``histogram.PooledGaps``): exact up to ``EXACT_GAPS`` gaps, so the
+  percentiles equal the in-memory ones, then a log histogram within ±0.0123 %.
 
 Peak memory therefore grows with the batch size and the number of requests open at once,
 not with the length of the trace. The trace must be written roughly in time order (as
@@ -18,11 +19,12 @@ fragment under ``missing_arrival`` — the rows are still accounted for.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 import polars as pl
 
-from servetrace.analysis.histogram import LogHistogram
+from servetrace.analysis.histogram import EXACT_GAPS, RELATIVE_BOUND, GapBudget, PooledGaps
 from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
@@ -62,14 +64,19 @@ def analyze_streaming(
     options: AnalysisOptions | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     by: str | None = None,
+    exact_gaps: int = EXACT_GAPS,
 ) -> Analysis:
-    """Analyse ``trace`` batch by batch; ``by`` also keeps one ITL histogram per value.
+    """Analyse ``trace`` batch by batch; ``by`` also keeps one ITL distribution per value.
+
+    ITL percentiles are those of the in-memory engine while the trace has at most
+    ``exact_gaps`` gaps (over all ``by`` groups together), and within
+    ``histogram.RELATIVE_BOUND`` of them beyond.
 
     Raises ``NotTimeOrdered`` when a row of an already finished request turns up: the
     batched path would then split the request, so the caller must analyse in memory.
     """
     try:
-        return _analyze_streaming(trace, options or AnalysisOptions(), batch_rows, by)
+        return _analyze_streaming(trace, options or AnalysisOptions(), batch_rows, by, exact_gaps)
     except pl.exceptions.PolarsError as error:
         raise unreadable(trace, error) from None
 
@@ -79,7 +86,7 @@ class NotTimeOrdered(InputError):
 
 
 def _analyze_streaming(
-    trace: Trace, options: AnalysisOptions, batch_rows: int, by: str | None
+    trace: Trace, options: AnalysisOptions, batch_rows: int, by: str | None, exact_gaps: int
 ) -> Analysis:
     facts = trace_facts(trace.events)
     schema = trace.events.collect_schema()
@@ -88,8 +95,9 @@ def _analyze_streaming(
     parts: list[Timeline] = []
     requests: list[pl.DataFrame] = []
     quarantine: list[pl.DataFrame] = []
-    itl = LogHistogram()
-    itl_by: dict[object, LogHistogram] = {}
+    itl = PooledGaps(GapBudget(exact_gaps))
+    by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded
+    itl_by: dict[object, PooledGaps] = {}
     if by is not None and by not in attributes:
         raise UsageError(
             f"--by {by}: no such request column",
@@ -110,7 +118,7 @@ def _analyze_streaming(
         if by is not None:
             grouped = gaps.join(metrics.select(KEY, by), on=KEY, how="left")
             for (value,), group in grouped.group_by(by):
-                itl_by.setdefault(value, LogHistogram()).add(group["itl_ns"])
+                itl_by.setdefault(value, PooledGaps(by_budget)).add(group["itl_ns"])
         # Keys are only unique within one batch (string ids are category codes): renumber
         # them trace-wide before keeping anything.
         renumber = timeline.requests.select(
@@ -170,10 +178,7 @@ def _analyze_streaming(
         itl.describe(),
         targets=options.goodput,
         formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        warnings=[
-            *span_warnings(timeline),
-            "streamed: ITL percentiles come from a log histogram (within ±0.0125%)",
-        ],
+        warnings=[*span_warnings(timeline), *_histogram_warning(itl, itl_by.values())],
     )
     rows_out = (
         pl.concat(quarantine, how="diagonal_relaxed")
@@ -190,6 +195,16 @@ def _analyze_streaming(
         attributes=tuple(attributes),
         itl_by=(by, {value: h.describe() for value, h in itl_by.items()}) if by else None,
     )
+
+
+def _histogram_warning(itl: PooledGaps, groups: Iterable[PooledGaps]) -> list[str]:
+    """Say so when some ITL percentiles are not exact, with their proven bound."""
+    if itl.exact and all(group.exact for group in groups):
+        return []
+    return [
+        f"streamed: more ITL gaps than the {itl.budget.limit:,} kept exactly, so ITL "
+        f"percentiles come from a log histogram (within ±{RELATIVE_BOUND:.4%})"
+    ]
 
 
 def _merge(parts: list[Timeline], facts: TraceFacts) -> Timeline:

@@ -368,3 +368,20 @@ def test_aiperf_times_are_integer_nanoseconds() -> None:
     events = aiperf.read(AIPERF_RUN1).events
     assert events.schema["ts"] == pl.Int64
     assert np.issubdtype(events["ts"].to_numpy().dtype, np.integer)
+
+
+def test_aiperf_client_cancellations_are_not_errors(tmp_path: Path) -> None:
+    """HTTP 499 is the client closing the request: the 59 cancellations of the real
+    cancel20 run are not failures; a 429 on one of them is (``cancelled.with_error``)."""
+    analysis = analyze_or_skip(aiperf.read(AIPERF_CANCEL20).events)
+    assert analysis.summary.cancelled["count"] == 59
+    assert analysis.summary.cancelled["with_error"] == 0
+
+    records = read_jsonl(AIPERF_CANCEL20)
+    failed = [r for r in records if r.get("error")][:2]
+    for record in failed:
+        record["error"] = {**record["error"], "code": 429, "type": "TooManyRequests"}
+    path = write_jsonl(tmp_path, "two_rate_limited.jsonl", records)
+    analysis = analyze_or_skip(aiperf.read(path).events)
+    assert analysis.summary.cancelled["count"] == 59
+    assert analysis.summary.cancelled["with_error"] == 2
