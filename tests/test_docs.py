@@ -19,7 +19,7 @@ from servetrace.render.naming import Naming
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-COMMANDS = ("analyze", "validate", "compare", "check", "import", "simulate")
+COMMANDS = ("analyze", "validate", "compare", "check", "import", "simulate", "report", "timeline")
 runner = CliRunner()
 
 
