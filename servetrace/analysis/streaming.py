@@ -11,9 +11,14 @@ requests are carried on. What is kept between batches is small and mergeable:
 - pooled ITL gaps as a log-bucketed histogram (``histogram.LogHistogram``).
 
 Peak memory therefore grows with the batch size and the number of requests open at once,
-not with the length of the trace. The trace must be written roughly in time order (as
-logs are); a request's events that arrive after it finished show up as a separate
-fragment under ``missing_arrival`` — the rows are still accounted for.
+not with the length of the trace. The trace must be written in time order (as logs are);
+rows at equal timestamps may come in any order, because a request is finished only once
+the log has moved past the time of its terminal event (and release). A row of a request
+that had already finished stops the batched path (``NotTimeOrdered``) with a message that
+says which: the log is not sorted by ts, or it is sorted and that request has an event
+after its end (an invalid request, which only the in-memory path can quarantine). The
+few requests with neither admission nor output are kept to the end, since whether they
+were queued depends on the whole trace (``lifecycle`` docstring).
 """
 
 from __future__ import annotations
