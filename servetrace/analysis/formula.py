@@ -76,7 +76,8 @@ def _check(frame: pl.DataFrame, residual: str, abs_tol_ns: int, rel_tol: float) 
     within = int(checked.select(_within(pl.col(residual), abs_tol_ns, rel_tol).sum()).item())
     worst = (
         checked.with_columns(pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause"))
-        .sort("_abs", descending=True)
+        # Ties by arrival then id: the same list from either engine and any row order.
+        .sort("_abs", "arrival_ns", "request_id", descending=[True, False, False], nulls_last=True)
         .head(WORST_SHOWN)
         .select(
             "request_id",

@@ -13,6 +13,30 @@ request and time and reduced with one ``group_by``; the state machine runs row b
 (as shifted columns, never a Python loop) over the small control frame plus one
 synthetic row per request for its first tick. Each invalid request gets exactly one rule:
 the first violated one in ``RULES`` order.
+
+**Server-side or client-side is decided per request, from its own events.** A request
+with at least one ``admission`` row is server-side: arrival puts it in QUEUED and it needs
+an admission before its first token. A request without any is client-side (a load
+client cannot see admission): arrival leads straight to RUNNING, and its queue wait and
+prefill are unavailable (null), never zero. So one stray admission row invalidates only
+the request it belongs to, a trace may mix both kinds (a server log joined with client
+logs), and the result never depends on which other requests happen to be in the same
+file or streamed batch. A request with neither an admission nor any output (cancelled, or
+still in flight, before anything happened to it) cannot tell: it is taken as queued when
+the trace has a *valid* admitted request (a server log: it was waiting, and its queue
+wait runs to its cancellation) and as client-side otherwise, so a stray admission in a
+client log does not turn its early cancellations into "queued". Trace-wide,
+``Timeline.has_admissions`` says whether any valid request was admitted (queued
+concurrency is reported only then); when it is, ``admission_warnings`` counts the valid
+requests with output but no admission, since in a server log that is a lost row rather
+than a client.
+
+**Nothing depends on row order.** Events of a request are taken in time order, at equal
+timestamps in lifecycle order (``schema.EVENT_KINDS``). Request attributes (every
+non-canonical column, and ``prompt_tokens``) come from a defined row: the first non-null
+value in the order arrival, admission, preemption, completion, cancellation, release,
+earliest first within a kind (for a valid request each (kind, time) occurs at most once,
+so this order is total). ``output_tokens`` comes from the terminal row.
 """
 
 from __future__ import annotations
@@ -167,12 +191,11 @@ def _control_frame(others: pl.DataFrame, tick_aggs: pl.DataFrame) -> pl.DataFram
     return pl.concat([control, first_ticks]).sort(KEY, "ts", "event")
 
 
-def _state_after(event: pl.Expr, has_admissions: bool) -> pl.Expr:
-    # A client-side trace has no admission events: arrival leads straight to running.
-    after_arrival = QUEUED if has_admissions else RUNNING
+def _state_after(event: pl.Expr, admitted: pl.Expr) -> pl.Expr:
+    # A client-side request has no admission event: arrival leads straight to running.
     return (
         pl.when(event == "arrival")
-        .then(after_arrival)
+        .then(pl.when(admitted).then(QUEUED).otherwise(RUNNING))
         .when(event == "admission")
         .then(RUNNING)
         .when(event == "first_token")
@@ -185,12 +208,17 @@ def _state_after(event: pl.Expr, has_admissions: bool) -> pl.Expr:
     )
 
 
-def _sequence(control: pl.DataFrame, has_admissions: bool, trace_end: int) -> pl.DataFrame:
+def _sequence(control: pl.DataFrame, trace_end: int, unadmitted_queued: bool) -> pl.DataFrame:
     """Row-wise state machine over the control events: state before/after, rule hits."""
     same = pl.col(KEY) == pl.col(KEY).shift(1)
     same_next = pl.col(KEY) == pl.col(KEY).shift(-1)
+    # Per request, from its own rows (module docstring): an admission makes it server-side,
+    # an output without one client-side; with neither, the trace decides.
+    admitted = (pl.col("event") == "admission").any().over(KEY)
+    if unadmitted_queued:
+        admitted = admitted | ~pl.col("synthetic").any().over(KEY)
     seq = control.with_columns(
-        _state_after(pl.col("event"), has_admissions).alias("state"),
+        _state_after(pl.col("event"), admitted).alias("state"),
     ).with_columns(
         pl.when(same).then(pl.col("state").shift(1)).otherwise(0).alias("prev_state"),
         pl.when(same_next).then(pl.col("ts").shift(-1)).alias("next_ts"),
@@ -271,9 +299,12 @@ def _control_aggregates(
     carried = [c for c in ("prompt_tokens", "output_tokens") if c in others.columns]
     if not carried and not attributes:
         return per_seq.with_columns(pl.lit(None, pl.Int64).alias("min_count"))
-    # Request attributes: the first non-null value on any non-tick row (usually arrival).
-    # output_tokens is authoritative on the terminal row (a client that cancelled may
-    # still report the tokens it received).
+    # Request attributes: the first non-null value in lifecycle order of the kinds, then
+    # time (module docstring), so neither row order nor the engine can change a --by
+    # group. Sorting is cheap here: only the few control rows per request. output_tokens
+    # is authoritative on the terminal row (a client that cancelled may still report the
+    # tokens it received).
+    ordered = others.sort(KEY, "event", "ts")
     aggs = [pl.col(c).drop_nulls().first().alias(c) for c in attributes]
     aggs.append(
         pl.min_horizontal(pl.col(c).min() for c in carried).alias("min_count")
@@ -290,7 +321,7 @@ def _control_aggregates(
             .first()
             .alias("reported_output_tokens")
         )
-    return per_seq.join(others.group_by(KEY).agg(aggs), on=KEY, how="left")
+    return per_seq.join(ordered.group_by(KEY, maintain_order=True).agg(aggs), on=KEY, how="left")
 
 
 def prev_state_at_cancel() -> pl.Expr:
@@ -367,20 +398,71 @@ def trace_facts(events: pl.DataFrame | pl.LazyFrame) -> TraceFacts:
 
 
 def build_timeline(
-    events: pl.DataFrame, attributes: list[str], facts: TraceFacts | None = None
+    events: pl.DataFrame,
+    attributes: list[str],
+    facts: TraceFacts | None = None,
+    unadmitted_queued: bool | None = None,
 ) -> Timeline:
-    """Apply the lifecycle rules to canonical events; one row per request."""
+    """Apply the lifecycle rules to canonical events; one row per request.
+
+    ``unadmitted_queued``: whether a request with neither admission nor output (see the
+    module docstring) waits in the queue; ``None`` decides it from the valid requests of
+    ``events``. The streaming engine passes it when a batch alone cannot know.
+    """
     events, row_quarantine = split_row_quarantine(events)
     events = with_request_key(events)
     facts = facts or trace_facts(events)
-    has_admissions, has_releases = facts.has_admissions, facts.has_releases
+    has_releases = facts.has_releases
     trace_start, trace_end = facts.start_ns, facts.end_ns
 
     ticks = _tick_frame(events)
     tick_aggs = _tick_aggregates(ticks)
     others = events.filter(~pl.col("event").is_in(TICK_EVENTS))
     control = _control_frame(others, tick_aggs)
-    seq = _sequence(control, has_admissions, trace_end if trace_end is not None else 0)
+    parts = (events, ticks, tick_aggs, others, control, attributes, trace_end or 0)
+    if unadmitted_queued is not None:
+        requests, seq = _requests(*parts, unadmitted_queued)
+    else:
+        # Guess from the rows (any admission at all), and run the state machine again only
+        # when every admitted request turned out invalid and the guess mattered.
+        guess = bool((others["event"] == "admission").any())
+        requests, seq = _requests(*parts, guess)
+        valid_admitted = requests.filter(pl.col("rule").is_null() & (pl.col("n_admission") > 0))
+        if guess and valid_admitted.height == 0 and _ambiguous(requests).any():
+            requests, seq = _requests(*parts, False)
+    valid = requests.filter(pl.col("rule").is_null())
+    transitions = _transitions(seq, valid.select(KEY))
+    return Timeline(
+        requests=requests,
+        ticks=ticks,
+        transitions=transitions,
+        row_quarantine=row_quarantine,
+        trace_start_ns=trace_start,
+        trace_end_ns=trace_end,
+        has_admissions=bool((valid["n_admission"] > 0).any()),
+        has_releases=has_releases,
+    )
+
+
+def _ambiguous(requests: pl.DataFrame) -> pl.Series:
+    """Requests with neither an admission nor an output tick: server or client unknown."""
+    return requests.select(
+        ((pl.col("n_admission") == 0) & pl.col("ticks").is_null()).alias("ambiguous")
+    )["ambiguous"]
+
+
+def _requests(
+    events: pl.DataFrame,
+    ticks: pl.DataFrame,
+    tick_aggs: pl.DataFrame,
+    others: pl.DataFrame,
+    control: pl.DataFrame,
+    attributes: list[str],
+    trace_end: int,
+    unadmitted_queued: bool,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One row per request with its rule and outcome, and the control sequence."""
+    seq = _sequence(control, trace_end, unadmitted_queued)
     queued_tokens = _tokens_while_queued(ticks, control)
     control_aggs = _control_aggregates(others, seq, attributes).with_columns(
         pl.col(KEY).is_in(queued_tokens[KEY].implode()).alias("hit_token_while_queued")
@@ -404,17 +486,22 @@ def build_timeline(
         )
         .sort(KEY)
     )
-    transitions = _transitions(seq, requests.filter(pl.col("rule").is_null()).select(KEY))
-    return Timeline(
-        requests=requests,
-        ticks=ticks,
-        transitions=transitions,
-        row_quarantine=row_quarantine,
-        trace_start_ns=trace_start,
-        trace_end_ns=trace_end,
-        has_admissions=has_admissions,
-        has_releases=has_releases,
-    )
+    return requests, seq
+
+
+def admission_warnings(timeline: Timeline) -> list[str]:
+    """Say so when valid requests of both kinds (admitted or not) share a trace."""
+    if not timeline.has_admissions:
+        return []
+    valid = timeline.requests.filter(pl.col("rule").is_null())
+    without = int(((valid["n_admission"] == 0) & valid["ticks"].is_not_null()).sum())
+    if without == 0:
+        return []
+    return [
+        f"{without} of {valid.height} valid requests have no admission event while the others "
+        "do: they are taken as client-side (queue wait and prefill unavailable); in a server "
+        "log this means lost admission rows"
+    ]
 
 
 def _request_ids(

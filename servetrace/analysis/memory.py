@@ -16,6 +16,7 @@ from servetrace.analysis.groups import summarize_groups
 from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
+    admission_warnings,
     build_timeline,
     has_invalid,
     quarantined_rows,
@@ -147,7 +148,7 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
         gaps,
         targets=options.goodput,
         formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        warnings=span_warnings(timeline),
+        warnings=[*span_warnings(timeline), *admission_warnings(timeline)],
     )
     return Analysis(
         inputs=inputs,

@@ -64,12 +64,18 @@ REQUEST_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _cancelled_in(has_admissions: bool) -> pl.Expr:
+def _cancelled_in() -> pl.Expr:
     state = pl.col("cancel_state")
     reached_first = pl.col("first_tick_ns").is_not_null() & (
         pl.col("first_tick_ns") <= pl.col("terminal_ns")
     )
-    before_first = "prefill" if has_admissions else "before_first_token"
+    # Per request (lifecycle docstring): only an admitted request can be "in prefill"; a
+    # client-side one cancelled before its first token cannot say where it was.
+    before_first = (
+        pl.when(pl.col("n_admission") > 0)
+        .then(pl.lit("prefill"))
+        .otherwise(pl.lit("before_first_token"))
+    )
     return (
         pl.when(pl.col("outcome") != "cancelled")
         .then(pl.lit(None, pl.String))
@@ -77,7 +83,7 @@ def _cancelled_in(has_admissions: bool) -> pl.Expr:
         .then(pl.lit("queued"))
         .when((state == DECODING) | ((state == RUNNING) & reached_first))
         .then(pl.lit("decode"))
-        .otherwise(pl.lit(before_first))
+        .otherwise(before_first)
         .alias("cancelled_in")
     )
 
@@ -111,7 +117,7 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
         n_out.fill_null(0).cast(pl.Int64).alias("output_tokens"),
         pl.col("ticks").fill_null(0).cast(pl.Int64),
         pl.col("preemptions").fill_null(0).cast(pl.Int64),
-        _cancelled_in(timeline.has_admissions),
+        _cancelled_in(),
     )
     arrival, first = pl.col("arrival_ns"), pl.col("first_tick_ns")
     last, n = pl.col("_last_tick_ns"), pl.col("output_tokens")
@@ -146,8 +152,9 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
     frame = frame.with_columns(
         (pl.col("response_ns") - pl.col("ttft_ns") - predicted_decode).alias("formula_residual_ns")
     )
-    present = set(frame.columns) - set(REQUEST_COLUMNS)  # a set: 100k attributes stay linear
-    extra = [c for c in attributes if c in present]
+    # Sets, not lists: a wide trace (100k attribute columns) must stay linear.
+    present, fixed = set(frame.columns), set(REQUEST_COLUMNS)
+    extra = [c for c in attributes if c in present and c not in fixed]
     if "prompt_tokens" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.Int64).alias("prompt_tokens"))
     # Arrival order, ties by id: deterministic (keys of string ids are not, see lifecycle).

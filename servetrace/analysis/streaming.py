@@ -12,9 +12,14 @@ requests are carried on. What is kept between batches is small and mergeable:
   percentiles equal the in-memory ones, then a log histogram within ±0.0123 %.
 
 Peak memory therefore grows with the batch size and the number of requests open at once,
-not with the length of the trace. The trace must be written roughly in time order (as
-logs are); a request's events that arrive after it finished show up as a separate
-fragment under ``missing_arrival`` — the rows are still accounted for.
+not with the length of the trace. The trace must be written in time order (as logs are);
+rows at equal timestamps may come in any order, because a request is finished only once
+the log has moved past the time of its terminal event (and release). A row of a request
+that had already finished stops the batched path (``NotTimeOrdered``) with a message that
+says which: the log is not sorted by ts, or it is sorted and that request has an event
+after its end (an invalid request, which only the in-memory path can quarantine). The
+few requests with neither admission nor output are kept to the end, since whether they
+were queued depends on the whole trace (``lifecycle`` docstring).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
     TraceFacts,
+    admission_warnings,
     build_timeline,
     has_invalid,
     quarantined_rows,
@@ -44,19 +50,60 @@ from servetrace.analysis.memory import (
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
-from servetrace.schema import TERMINAL_EVENTS
+from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 from servetrace.sources.canonical import Trace
 
 DEFAULT_BATCH_ROWS = 2_000_000
 
 
-def _finished(buffer: pl.DataFrame, needs_release: bool) -> pl.Series:
-    """Request ids whose story is complete within ``buffer``."""
-    done = pl.col("event").is_in(TERMINAL_EVENTS).any()
+def _finished(buffer: pl.DataFrame, needs_release: bool, frontier: int | None) -> pl.Series:
+    """Request ids whose story is complete within ``buffer``.
+
+    Complete means its terminal event (and release, when the trace logs releases) has
+    been read *and* the log has moved past that time: rows at equal timestamps may be
+    written in any order (a token after the completion at the same ns), so a request
+    whose last event is at the newest time read so far waits for the next batch.
+    """
+    event = pl.col("event")
+    ending = event.is_in(TERMINAL_EVENTS)
+    done = ending.any()
     if needs_release:
-        done = done & (pl.col("event") == "release").any()
+        ending = ending | (event == "release")
+        done = done & (event == "release").any()
+    if frontier is not None:
+        done = done & (pl.col("ts").filter(ending).max() < frontier)
     status = buffer.group_by("request_id").agg(done.alias("done"))
     return status.filter(pl.col("done"))["request_id"]
+
+
+def _unplaced(frame: pl.DataFrame) -> pl.Series:
+    """Ids of requests with neither an admission nor an output tick in ``frame``."""
+    event = pl.col("event")
+    status = (
+        frame.filter(pl.col("request_id").is_not_null())
+        .group_by("request_id")
+        .agg((event.is_in(["admission", *TICK_EVENTS]).any().not_()).alias("unplaced"))
+    )
+    return status.filter(pl.col("unplaced"))["request_id"]
+
+
+def _late_row_error(trace: Trace, late: pl.DataFrame, in_time_order: bool) -> NotTimeOrdered:
+    """Name the row; say "sort" only when the log is in fact not sorted by ts."""
+    where = (
+        f"{', '.join(trace.files)}: a row of request {late['request_id'][0]!r} "
+        f"({late['event'][0]} at ts {late['ts'][0]}) comes after the request finished"
+    )
+    if in_time_order:
+        return NotTimeOrdered(
+            f"{where}: the log is in time order, so this request has an event after its "
+            "terminal event, which the batched path cannot reopen",
+            hint="use --no-streaming to analyse it in memory (the request is then "
+            "quarantined under event_after_terminal or duplicate_terminal)",
+        )
+    return NotTimeOrdered(
+        f"{where}: the log is not in time order",
+        hint="batched analysis needs a log in time order; sort it by ts, or use --no-streaming",
+    )
 
 
 def analyze_streaming(
@@ -107,11 +154,11 @@ def _analyze_streaming(
 
     next_key = 0
 
-    def process(frame: pl.DataFrame) -> None:
+    def process(frame: pl.DataFrame, unadmitted_queued: bool | None = None) -> None:
         nonlocal next_key
         if frame.height == 0:
             return
-        timeline = build_timeline(frame, attributes, facts)
+        timeline = build_timeline(frame, attributes, facts, unadmitted_queued)
         metrics = request_metrics(timeline, attributes)
         gaps = gap_frame(timeline, metrics)
         itl.add(gaps["itl_ns"])
@@ -143,25 +190,38 @@ def _analyze_streaming(
             quarantine.append(quarantined_rows(frame, timeline))
 
     carry: pl.DataFrame | None = None
+    deferred: list[pl.DataFrame] = []
+    frontier: int | None = None  # the latest timestamp read so far
+    in_time_order = True  # whether every timestamp read so far is >= the one before
     for batch in trace.events.collect_batches(chunk_size=batch_rows):
         buffer = batch if carry is None else pl.concat([carry, batch], how="vertical_relaxed")
         unplaceable = buffer["request_id"].is_null()
+        stamps = batch["ts"].drop_nulls()
+        if stamps.len():
+            in_time_order = (
+                in_time_order and stamps.is_sorted() and (frontier is None or stamps[0] >= frontier)
+            )
+            top = stamps.max()
+            frontier = int(top) if frontier is None else max(frontier, int(top))  # type: ignore[arg-type]
         if finished_ids is not None:
             late = batch.filter(pl.col("request_id").is_in(finished_ids.implode()))
             if late.height:
-                raise NotTimeOrdered(
-                    f"{', '.join(trace.files)}: a row of request {late['request_id'][0]!r} "
-                    f"({late['event'][0]}) comes after the request finished",
-                    hint="batched analysis needs a log in time order; sort it by ts, or "
-                    "use --no-streaming",
-                )
-        done = _finished(buffer, facts.has_releases)
+                raise _late_row_error(trace, late, in_time_order)
+        done = _finished(buffer, facts.has_releases, frontier)
         finished_ids = done if finished_ids is None else finished_ids.append(done)
         finished = buffer.filter(pl.col("request_id").is_in(done.implode()) | unplaceable)
         carry = buffer.filter(~pl.col("request_id").is_in(done.implode()) & ~unplaceable)
-        process(finished)
-    if carry is not None:
-        process(carry)  # in flight at the end, never released, or invalid
+        # Whether a request with neither admission nor output was queued depends on the
+        # whole trace (lifecycle docstring): keep those few control rows to the end.
+        unplaced = pl.col("request_id").is_in(_unplaced(finished).implode()).fill_null(False)
+        deferred.append(finished.filter(unplaced))
+        process(finished.filter(~unplaced))
+    # In flight at the end, never released, or invalid; and the deferred requests, queued
+    # if any valid request of the trace was admitted.
+    rest = [*deferred, *([carry] if carry is not None else [])]
+    if rest:
+        queued = True if any(p.has_admissions for p in parts) else None
+        process(pl.concat(rest, how="vertical_relaxed"), queued)
 
     if not parts:
         raise InputError(
@@ -178,7 +238,11 @@ def _analyze_streaming(
         itl.describe(),
         targets=options.goodput,
         formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        warnings=[*span_warnings(timeline), *_histogram_warning(itl, itl_by.values())],
+        warnings=[
+            *span_warnings(timeline),
+            *admission_warnings(timeline),
+            *_histogram_warning(itl, itl_by.values()),
+        ],
     )
     rows_out = (
         pl.concat(quarantine, how="diagonal_relaxed")
@@ -216,6 +280,7 @@ def _merge(parts: list[Timeline], facts: TraceFacts) -> Timeline:
         row_quarantine=pl.concat([p.row_quarantine for p in parts], how="diagonal_relaxed"),
         trace_start_ns=facts.start_ns,
         trace_end_ns=facts.end_ns,
-        has_admissions=facts.has_admissions,
+        # from valid requests, as in memory (lifecycle docstring), not from every row
+        has_admissions=any(p.has_admissions for p in parts),
         has_releases=facts.has_releases,
     )

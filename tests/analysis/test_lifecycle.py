@@ -137,3 +137,112 @@ def test_integer_request_ids_are_kept() -> None:
     analysis = analyze_events(events(rows, id_type=pl.Int64))
     assert analysis.requests["request_id"].to_list() == [7]
     assert analysis.requests["request_id"].dtype == pl.Int64
+
+
+# --- issue 8: one request cannot change the rules of another -------------------------
+
+
+def _client_requests(n: int) -> list[list[dict]]:
+    """Client-side requests (no admission): arrival, first token, one more, completion."""
+    return [
+        make_request(f"c{i:03d}", arrival=i, first=i + 5, ticks=[i + 7], complete=i + 7)
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stray", "rule"),
+    [
+        # an admission of a request nobody else mentions
+        ([row("stray", "admission", 50)], "missing_arrival"),
+        # an admission after one client request had already finished
+        ([row("c007", "admission", 30)], "event_after_terminal"),
+    ],
+)
+def test_a_stray_admission_does_not_poison_client_requests(stray: list[dict], rule: str) -> None:
+    analysis = analyze_events(events(*_client_requests(100), stray))
+    summary = analysis.summary
+    assert list(summary.violations) == [rule]
+    assert summary.violations[rule]["requests"] == 1
+    assert summary.accounting.requests_valid == 100 - (rule == "event_after_terminal")
+    good = analysis.requests.filter(pl.col("request_id") == "c000").row(0, named=True)
+    assert good["ttft_ns"] == 5 * MS
+    assert good["queue_wait_ns"] is None and good["prefill_ns"] is None
+    # no valid request was admitted: queue wait stays unavailable trace-wide
+    assert summary.metrics["queue_wait"]["count"] == 0
+    assert summary.concurrency["queued_mean"] is None
+
+
+def test_mixed_trace_each_request_by_its_own_events() -> None:
+    # "s" is server-side (admitted at 3): queued 0..3, prefill 3..5. "c" is client-side:
+    # arrival leads straight to running; its queue wait and prefill are unavailable.
+    frame = events(
+        make_request("s", arrival=0, admission=3, first=5, ticks=[6], complete=6),
+        make_request("c", arrival=1, first=4, ticks=[8], complete=8),
+        make_request("sc", arrival=2, admission=4, cancel=4.5),  # cancelled in prefill
+        # neither admission nor output: in a trace with admitted requests, it was queued
+        make_request("cq", arrival=2, cancel=3),
+    )
+    analysis = analyze_events(frame)
+    summary = analysis.summary
+    assert summary.violations == {}
+    by = {r["request_id"]: r for r in analysis.requests.iter_rows(named=True)}
+    assert (by["s"]["queue_wait_ns"], by["s"]["prefill_ns"], by["s"]["ttft_ns"]) == (
+        3 * MS,
+        2 * MS,
+        5 * MS,
+    )
+    assert (by["c"]["queue_wait_ns"], by["c"]["prefill_ns"], by["c"]["ttft_ns"]) == (
+        None,
+        None,
+        3 * MS,
+    )
+    assert by["sc"]["cancelled_in"] == "prefill"
+    assert by["cq"]["cancelled_in"] == "queued" and by["cq"]["queue_wait_ns"] == 1 * MS
+    assert summary.metrics["queue_wait"]["count"] == 1
+    (warning,) = [w for w in summary.warnings if "no admission event" in w]
+    assert warning.startswith("1 of 4 valid requests")
+    # queued: s 0..3, sc 2..4, cq 2..3 → 6 ms of queueing in the 0..8 ms window
+    assert summary.concurrency["queued_mean"] == pytest.approx(6 / 8)
+
+
+def test_a_stray_admission_leaves_early_client_cancellations_unplaced() -> None:
+    # Only the stray request was admitted, and it is invalid: the client request cancelled
+    # before its first token is client-side, not "queued".
+    frame = events(
+        *_client_requests(3),
+        make_request("early", arrival=1, cancel=2),
+        [row("stray", "admission", 50)],
+    )
+    analysis = analyze_events(frame)
+    early = analysis.requests.filter(pl.col("request_id") == "early").row(0, named=True)
+    assert early["cancelled_in"] == "before_first_token" and early["queue_wait_ns"] is None
+    assert analysis.summary.cancelled_in["queued"] == 0
+
+
+def test_a_request_with_admissions_still_needs_one_before_its_first_token() -> None:
+    frame = events(*_client_requests(3), CASES["token_before_admission"])
+    assert list(analyze_events(frame).summary.violations) == ["token_before_admission"]
+
+
+def test_attributes_come_from_the_arrival_whatever_the_row_order() -> None:
+    # policy on arrival, completion and a preemption, disagreeing: the arrival wins; a
+    # request whose arrival carries none takes the next kind in lifecycle order.
+    rows = [
+        row("a", "completion", 9, policy="late", tenant="t-done"),
+        row("a", "token", 2, tokens=1),
+        row("a", "admission", 1, policy="admitted", tenant="t-adm"),
+        row("a", "arrival", 0, policy="fcfs"),
+        row("b", "cancellation", 5, policy="cancelled"),
+        row("b", "preemption", 3, policy="preempted"),
+        row("b", "token", 2.5, tokens=1),
+        row("b", "admission", 4, policy="readmitted"),
+        row("b", "admission", 1, policy="admitted"),
+        row("b", "arrival", 0),
+    ]
+    frame = events(rows)
+    expected = {"a": ("fcfs", "t-adm"), "b": ("admitted", None)}
+    for order in (frame, frame.reverse(), frame.sample(fraction=1.0, shuffle=True, seed=3)):
+        requests = analyze_events(order).requests
+        got = {r["request_id"]: (r["policy"], r["tenant"]) for r in requests.iter_rows(named=True)}
+        assert got == expected
