@@ -101,3 +101,33 @@ def test_library_api_example_runs_as_written(monkeypatch: pytest.MonkeyPatch) ->
     (example,) = [b for b in blocks("python") if "import servetrace" in b]
     monkeypatch.chdir(ROOT)
     exec(compile(example, "README.md", "exec"), {})
+
+
+def _check_blocks() -> list[tuple[str, list[str]]]:
+    """Every README output block of ``servetrace check``: its command and its lines."""
+    found = []
+    for block in blocks("text"):
+        if not block.startswith("$ servetrace check"):
+            continue
+        lines = block.splitlines()
+        command = lines[0][2:]
+        while command.endswith("\\"):
+            lines.pop(0)
+            command = command[:-1] + lines[0].strip()
+        found.append((command, lines[1:]))
+    return found
+
+
+@pytest.mark.parametrize(("command", "expected"), _check_blocks(), ids=lambda v: str(v)[:60])
+def test_readme_check_outputs_are_real(
+    command: str, expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A passing or failing check shows its stdout; a usage error its stderr."""
+    monkeypatch.chdir(ROOT)
+    result = runner.invoke(app, shlex.split(command)[1:], env={"COLUMNS": "100"})
+    shown = result.stdout if result.exit_code in (0, 1) else result.stderr
+    assert shown.splitlines() == expected
+
+
+def test_readme_check_blocks_are_found() -> None:
+    assert len(_check_blocks()) >= 4  # rules, bad rule, skip, unbounded number
