@@ -10,7 +10,7 @@ from servetrace.api._analyze import (
     Analysis,
     GoodputLike,
     PathsLike,
-    analyze,
+    analyze_one,
     as_targets,
     log,
     path_texts,
@@ -30,7 +30,7 @@ def _analysis_of(
     if isinstance(trace, Analysis):
         return trace
     # In memory: compare needs every gap, which a streamed analysis does not keep.
-    analysis = analyze(trace, goodput=goodput, streaming=False, **reading)
+    analysis = analyze_one(trace, goodput=goodput, streaming=False, **reading)
     label = ", ".join(analysis.inputs)
     for message in analysis.read_warnings:
         log.warning("%s", message)

@@ -22,6 +22,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from servetrace.errors import InputError
@@ -178,6 +179,10 @@ def _folder_runs(folder: Path, depth: int = 0) -> list[RunSource] | None:
     notes: list[str] = []
     for path, kind in summaries:
         beside = [p for p in per_request_beside(path, kind) if p in covered or p.exists()]
+        for other in beside:  # the per-request file lives elsewhere (LLMPerf's individual/)
+            if other not in covered and (fmt := _export_format(other)) is not None:
+                found.append(RunSource(paths=(other,), fmt=fmt))
+                covered.add(other)
         if beside:
             verb = "is" if len(beside) == 1 else "are"
             listed = ", ".join(p.name for p in beside[:3]) + (", …" if len(beside) > 3 else "")
@@ -225,6 +230,27 @@ def _summary_sources(path: Path, kind: str) -> list[RunSource]:
     if kind == "vllm-bench":  # cumulative_results.md alone: a table, not a run
         return []
     return [_summary_source(path, kind)]
+
+
+def _unique(sources: list[RunSource]) -> list[RunSource]:
+    """Each run once: a per-request file found from its folder and from its summary's."""
+    seen: dict[tuple[object, ...], int] = {}
+    out: list[RunSource] = []
+    for source in sources:
+        key = (
+            tuple(p.resolve() for p in source.paths),
+            source.fmt,
+            source.benchmark,
+            source.summary.resolve() if source.summary_only and source.summary else None,
+            source.summary_row,
+        )
+        if key in seen:
+            kept = out[seen[key]]
+            out[seen[key]] = replace(kept, notes=(*kept.notes, *source.notes))
+            continue
+        seen[key] = len(out)
+        out.append(source)
+    return out
 
 
 def _expand(text: str) -> list[Path]:
@@ -289,6 +315,7 @@ def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSo
                 sources.append(RunSource(paths=(p,), fmt=fmt))
         else:
             sources.append(RunSource(paths=tuple(paths), fmt=fmt, texts=tuple(rest)))
+    sources = _unique(sources)
     if notes and sources:
         first = sources[0]
         sources[0] = RunSource(
