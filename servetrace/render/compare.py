@@ -33,6 +33,7 @@ from servetrace.render.compare_words import (
     tradeoff_text,
 )
 from servetrace.render.format import format_value, signed
+from servetrace.render.load import load_dict, load_message
 from servetrace.render.workload import workload_dict, workload_message
 
 
@@ -91,6 +92,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "resamples": first.resamples,
             "method": method_dict(first),
             "workload": {c.candidate_label: workload_dict(c.workload) for c in comparisons},
+            "load": {c.candidate_label: load_dict(c.load) for c in comparisons},
             "rows": [row for c in comparisons for row in _rows(c)],
             "tests": [row for c in comparisons for row in c.tests.iter_rows(named=True)],
             "decomposition": {c.candidate_label: display_decomposition(c) for c in comparisons},
@@ -240,6 +242,9 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
             "" if comparison.workload.paired else "yellow",
         )
         parts.append(Text.assemble(("workload: ", "bold"), workload))
+        if comparison.load is not None and comparison.load.verdict != "unknown":
+            loud = "bold red" if comparison.load.verdict == "differs" else ""
+            parts.append(Text.assemble(("load: ", "bold"), (load_message(comparison.load), loud)))
         table, hidden = _results_table(comparison, verbose)
         parts.append(Text(""))
         if table is not None:
@@ -321,6 +326,10 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
         marker = "" if comparison.workload.paired else ":warning: "
         lines.append(f"**Workload:** {marker}{_md(workload_message(comparison.workload))}")
         lines.append("")
+        if comparison.load is not None and comparison.load.verdict != "unknown":
+            mark = ":warning: " if comparison.load.verdict == "differs" else ""
+            lines.append(f"**Load:** {mark}{_md(load_message(comparison.load))}")
+            lines.append("")
         rows = _rows(comparison)
         shown = [r for r in rows if r["significant"] or verbose]
         hidden = [_key(r) for r in rows if not (r["significant"] or verbose)]

@@ -65,6 +65,14 @@ def _imported_parts(source: RunSource, settings: Settings) -> list[_Part]:
         declared = declared_for(source.fmt, path, result.tool_summary, benchmark)
         engine = memory.analyze_events(events, settings.options, inputs=(str(path),))
         engine = with_declared_window(engine, declared)
+        if engine.summary.window_source == "declared":  # the importer could not know
+            notes = tuple(
+                n.replace(
+                    "throughput and concurrency are unavailable",
+                    "throughput uses the run's declared duration, concurrency is unavailable",
+                )
+                for n in notes
+            )
         groups = memory.summarize_by(engine, settings.by, settings.options) if settings.by else None
         analysis = Analysis(
             engine=engine, by=settings.by, groups=groups, read_warnings=notes, declared=declared
