@@ -62,7 +62,7 @@ def make_labels(paths: Sequence[Path], extra: Sequence[str | None] | None = None
         name = _stem(paths[0].name) or str(paths[0])
         return [name + (f"#{extra[0]}" if extra[0] is not None else "")]
     parts = [list(Path(p).resolve().parts) for p in paths]
-    parts = [p[:-1] + [_stem(p[-1])] for p in parts]
+    parts = [[*p[:-1], _stem(p[-1])] for p in parts]
     # drop the leading folders every run shares
     while all(len(p) > 1 for p in parts) and len({p[0] for p in parts}) == 1:
         parts = [p[1:] for p in parts]
