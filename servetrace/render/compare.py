@@ -22,6 +22,7 @@ from rich.text import Text
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
+from servetrace.render.compare_many import candidate_verdict
 from servetrace.render.compare_words import (
     comparison_notes,
     comparison_warnings,
@@ -93,6 +94,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "method": method_dict(first),
             "workload": {c.candidate_label: workload_dict(c.workload) for c in comparisons},
             "load": {c.candidate_label: load_dict(c.load) for c in comparisons},
+            "verdicts": [candidate_verdict(c) for c in comparisons],
             "rows": [row for c in comparisons for row in _rows(c)],
             "tests": [row for c in comparisons for row in c.tests.iter_rows(named=True)],
             "decomposition": {c.candidate_label: display_decomposition(c) for c in comparisons},
@@ -386,6 +388,11 @@ def render_compare(
     fmt = CompareFormat(fmt)
     if fmt is CompareFormat.json:
         return compare_json(comparisons)
+    from servetrace.render.compare_many import overview_markdown, overview_text
+
+    many = len(comparisons) > 1
     if fmt is CompareFormat.markdown:
-        return compare_markdown(comparisons, verbose=verbose)
-    return compare_text(comparisons, verbose=verbose)
+        head = overview_markdown(comparisons) if many else ""
+        return head + compare_markdown(comparisons, verbose=verbose)
+    head = overview_text(comparisons) + "\n" if many else ""
+    return head + compare_text(comparisons, verbose=verbose)

@@ -388,3 +388,31 @@ def test_check_a_throughput_slo_on_the_declared_duration(limit: str, code: int) 
     assert result.exit_code == code, result.output
     checked = servetrace.check(QPS["04"], f"throughput.requests_per_s>={limit}")
     assert checked.passed is (code == 0)
+
+
+def test_compare_several_candidates_gives_one_table_with_a_verdict_each() -> None:
+    args = ["compare", str(QPS["04"]), str(QPS["01"]), str(QPS["16"]), str(QPS["inf"])]
+    result = runner.invoke(app, [*args, "--metric", "ttft", "--metric", "itl"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "baseline: qps_04; 3 candidates"
+    assert lines[1].split() == [
+        "candidate",
+        "verdict",
+        "better",
+        "worse",
+        "unchanged",
+        "workload",
+        "load",
+    ]
+    table = {line.split()[0]: line.split() for line in lines[2:5]}
+    assert set(table) == {"qps_01", "qps_16", "qps_inf"}
+    assert all(row[-1] == "differs" for row in table.values())
+    report = json.loads(runner.invoke(app, [*args, "--metric", "ttft", "--format", "json"]).stdout)
+    verdicts = {Path(v["candidate"]).name: v for v in report["verdicts"]}
+    inf = verdicts[QPS["inf"].name]
+    # qps_inf queues: every TTFT statistic significantly worse than at 4 req/s
+    assert inf["verdict"] == "worse" and inf["better"] == [] and "ttft.p50" in inf["worse"]
+    assert inf["load"] == "differs"
+    md = runner.invoke(app, [*args, "--metric", "ttft", "--format", "markdown"]).stdout
+    assert md.startswith("### servetrace compare: 3 candidates vs `qps_04`")
