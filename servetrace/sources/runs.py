@@ -316,6 +316,14 @@ def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSo
         else:
             sources.append(RunSource(paths=tuple(paths), fmt=fmt, texts=tuple(rest)))
     sources = _unique(sources)
+    if not sources:
+        raise InputError(
+            f"{', '.join(texts)}: nothing to analyse: "
+            + ("; ".join(notes) if notes else "no run, trace or summary servetrace can read"),
+            hint="cumulative_results.md is a table of runs: give the folder of runs beside it"
+            if any(t.lower().endswith("cumulative_results.md") for t in texts)
+            else "servetrace reads canonical traces and the exports listed by --from",
+        )
     if notes and sources:
         first = sources[0]
         sources[0] = RunSource(

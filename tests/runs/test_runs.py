@@ -416,3 +416,10 @@ def test_compare_several_candidates_gives_one_table_with_a_verdict_each() -> Non
     assert inf["load"] == "differs"
     md = runner.invoke(app, [*args, "--metric", "ttft", "--format", "markdown"]).stdout
     assert md.startswith("### servetrace compare: 3 candidates vs `qps_04`")
+
+
+def test_the_users_table_alone_is_an_input_error_not_an_empty_report(tmp_path: Path) -> None:
+    shutil.copy(LLAMA / "cumulative_results.md", tmp_path)
+    result = runner.invoke(app, ["analyze", str(tmp_path / "cumulative_results.md")])
+    assert result.exit_code == 3
+    assert "nothing to analyse" in result.stderr and "folder of runs" in result.stderr
