@@ -423,3 +423,26 @@ def test_the_users_table_alone_is_an_input_error_not_an_empty_report(tmp_path: P
     result = runner.invoke(app, ["analyze", str(tmp_path / "cumulative_results.md")])
     assert result.exit_code == 3
     assert "nothing to analyse" in result.stderr and "folder of runs" in result.stderr
+
+
+def test_runs_requests_out_keeps_each_run_apart(tmp_path: Path) -> None:
+    out = tmp_path / "requests.parquet"
+    result = runner.invoke(
+        app, ["analyze", str(QPS["01"]), str(QPS["04"]), "--requests-out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    frame = pl.read_parquet(out)
+    assert frame.height == 400
+    assert frame.group_by("run").len().sort("run").rows() == [("qps_01", 200), ("qps_04", 200)]
+    plots = runner.invoke(
+        app, ["analyze", str(QPS["01"]), str(QPS["04"]), "--plots", str(tmp_path / "p")]
+    )
+    assert plots.exit_code == 2 and "several runs" in plots.stderr
+
+
+def test_library_labels_and_one_run_needed_for_compare() -> None:
+    runs = servetrace.analyze([QPS["16"], QPS["01"]], labels=["fast", "slow"])
+    assert isinstance(runs, Runs)
+    assert [r.label for r in runs] == ["slow", "fast"]  # sorted by declared rate
+    with pytest.raises(servetrace.errors.UsageError, match="holds 4 runs"):
+        servetrace.compare(TP8, QPS["04"])
