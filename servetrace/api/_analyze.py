@@ -224,5 +224,5 @@ def analyze_one(paths: PathsLike, **options: Any) -> Analysis:
         )
     raise UsageError(
         f"{', '.join(path_texts(paths))} holds {len(result)} runs ({labels}); this needs one run",
-        hint="name one run's file or folder, or pool them on purpose with --pool",
+        hint="name one run's file or folder (servetrace analyze --pool pools runs on purpose)",
     )
