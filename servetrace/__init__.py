@@ -4,7 +4,10 @@ The library API (``servetrace.api``), imported on first use so that ``import ser
 and ``servetrace --help`` do not pay for Polars and the analysis modules:
 
 - ``analyze(paths, **options) -> Analysis``: summary, per-request and quarantine frames,
-  ``to_dict()`` equal to ``servetrace analyze --format json``;
+  ``to_dict()`` equal to ``servetrace analyze --format json``; for several runs (tool
+  exports, run folders, a sweep) a ``Runs``: one ``Run`` each (``label``, ``declared``,
+  ``analysis``, or ``reported`` for a summary alone), sorted by declared load, its
+  ``to_dict()`` the JSON of the runs table; ``pool=True`` pools them into one ``Analysis``;
 - ``compare(baseline, candidate, **options) -> Comparison``;
 - ``check(trace, rules, **options) -> CheckResult``
   (the packages doing those jobs are ``servetrace.comparison`` and ``servetrace.rules``,
@@ -26,6 +29,7 @@ __all__ = [
     "Analysis",
     "CheckResult",
     "Comparison",
+    "Runs",
     "__version__",
     "analyze",
     "check",
@@ -40,6 +44,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         Analysis,
         CheckResult,
         Comparison,
+        Runs,
         analyze,
         check,
         compare,

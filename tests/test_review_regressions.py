@@ -262,7 +262,7 @@ def test_vllm_bench_negative_ttft_is_named(tmp_path: Path) -> None:
     import gzip
 
     source = DATA / "vllm-bench-llama33-70b-a100" / "01_tp8_pp1"
-    (path,) = source.glob("*.json.gz")
+    (path,) = source.glob("*qps_04.json.gz")  # the folder now holds all four runs
     with gzip.open(path) as handle:
         doc = json.load(handle)
     doc["ttfts"][3] = -0.5

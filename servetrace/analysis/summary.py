@@ -89,6 +89,9 @@ class Summary:
     arrival_known: bool
     ticks_available: bool
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # Where the throughput window came from: "trace" (first arrival → last terminal),
+    # "declared" (the run's own duration: servetrace.runs.throughput), None (no window).
+    window_source: str | None = None
 
 
 def _ids(frame: pl.DataFrame) -> list[Any]:
@@ -322,6 +325,7 @@ def summarize(
             "send times are unknown in this trace: throughput and concurrency are not "
             "computed (latencies are measured from each request's own send)"
         )
+    rates = throughput(requests, arrival_known, met)
     return Summary(
         accounting=accounting(timeline),
         outcomes=outcomes,
@@ -334,7 +338,7 @@ def summarize(
         },
         cancelled=_cancelled(requests),
         in_flight=_in_flight(requests, timeline.trace_end_ns),
-        throughput=throughput(requests, arrival_known, met),
+        throughput=rates,
         goodput=good,
         concurrency=concurrency(
             timeline.transitions,
@@ -350,4 +354,5 @@ def summarize(
         arrival_known=arrival_known,
         ticks_available=ticks_available,
         warnings=tuple(notes),
+        window_source="trace" if rates["window_s"] is not None else None,
     )

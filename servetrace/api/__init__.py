@@ -18,11 +18,13 @@ from __future__ import annotations
 from servetrace.api._analyze import Analysis, analyze, read_events
 from servetrace.api._check import CheckResult, check, check_config
 from servetrace.api._compare import Comparison, compare
+from servetrace.runs.model import Runs
 
 __all__ = [
     "Analysis",
     "CheckResult",
     "Comparison",
+    "Runs",
     "analyze",
     "check",
     "check_config",

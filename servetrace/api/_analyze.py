@@ -9,12 +9,11 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from servetrace.analysis import memory
-from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.summary import GoodputTarget, Summary
 from servetrace.errors import UsageError
 from servetrace.render.summary import report_dict
@@ -23,6 +22,9 @@ from servetrace.sources import detect
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.canonical import read_events as scan_events
 from servetrace.sources.registry import import_file
+
+if TYPE_CHECKING:
+    from servetrace.runs.model import Runs
 
 PathsLike = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 GoodputLike = Sequence[GoodputTarget | str]
@@ -42,6 +44,9 @@ class Analysis:
     by: str | None = None
     groups: Mapping[object, Summary] | None = None
     read_warnings: tuple[str, ...] = field(default_factory=tuple)
+    # What the run declares about itself (servetrace.runs.model): tool, model, offered
+    # rate, concurrency, duration…; None for a canonical trace.
+    declared: Mapping[str, Any] | None = None
 
     @property
     def summary(self) -> Summary:
@@ -67,7 +72,12 @@ class Analysis:
 
     def to_dict(self, naming: str = "servetrace") -> dict[str, Any]:
         """The report of ``servetrace analyze --format json`` (same keys, same numbers)."""
-        return report_dict(self.summary, self.inputs, self.groups, self.by, naming)
+        report = report_dict(self.summary, self.inputs, self.groups, self.by, naming)
+        if self.declared is not None:
+            from servetrace.runs.declared import declared_dict
+
+            report["declared"] = declared_dict(self.declared)
+        return report
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -152,14 +162,27 @@ def analyze(
     time_unit: str | None = None,
     event_map: Mapping[str, str] | None = None,
     from_format: str | None = None,
-) -> Analysis:
-    """Analyse one trace (files, globs, directories) or one tool's exports.
+    labels: Sequence[str] | None = None,
+    pool: bool = False,
+) -> Analysis | Runs:
+    """Analyse one trace or one run — or several runs, one ``Run`` each.
+
+    A run is one tool export (a vLLM result file, an AIPerf/GenAI-Perf/GuideLLM run
+    folder, one GuideLLM benchmark) or one canonical event log (files, globs,
+    directories of parts). One run → ``Analysis``; several (a folder of runs, a sweep,
+    ``qps_*.json``) → ``servetrace.runs.Runs``, sorted by declared load, each ``Run``
+    with its ``label`` (``labels``, else the path parts that differ), ``declared``
+    facts and ``analysis``. ``pool=True`` pools the runs into one ``Analysis`` with
+    request ids made unique per run (``LABEL:ID``, and a ``run`` column).
 
     ``streaming``: True reads in batches of ``batch_rows``, False in memory, None (the
     CLI's default) streams traces of 30 million events or more. ``by`` adds one summary
     per value of that request column. Raises ``InputError`` (unreadable input) or
     ``UsageError`` (bad option), never a Polars error.
     """
+    from servetrace.runs.analyze import Settings, analyze_runs, pool_runs
+    from servetrace.sources.runs import discover
+
     require_number("formula_abs_tol_ns", formula_abs_tol_ns, 0, 2**63 - 1)
     require_number("formula_rel_tol", formula_rel_tol, 0)
     if batch_rows is not None:
@@ -170,13 +193,36 @@ def analyze(
         formula_rel_tol=float(formula_rel_tol),
     )
     texts = path_texts(paths)
-    fmt, resolved = detect.inputs(texts, from_format)
-    notes: tuple[str, ...] = ()
-    if fmt is None:
-        ingest = _ingest(columns, time_unit, event_map)
-        engine = analyze_paths(texts, ingest, options, streaming, batch_rows, by)
-    else:
-        events, notes = _imported(resolved, fmt)
-        engine = memory.analyze_events(events, options, inputs=tuple(texts))
-    groups = memory.summarize_by(engine, by, options) if by else None
-    return Analysis(engine=engine, by=by, groups=groups, read_warnings=notes)
+    settings = Settings(
+        options=options,
+        ingest=_ingest(columns, time_unit, event_map),
+        by=by,
+        streaming=streaming,
+        batch_rows=batch_rows,
+    )
+    sources = discover(texts, from_format)
+    if pool and len(sources) > 1:
+        return pool_runs(sources, settings, labels)
+    runs = analyze_runs(sources, settings, labels)
+    if len(runs) == 1 and runs[0].analysis is not None:
+        return runs[0].analysis
+    return runs
+
+
+def analyze_one(paths: PathsLike, **options: Any) -> Analysis:
+    """``analyze`` for callers that need one trace (compare, check): several runs, or a
+    summary without requests, are a usage error naming them."""
+    result = analyze(paths, **options)
+    if isinstance(result, Analysis):
+        return result
+    labels = ", ".join(run.label for run in result)
+    if len(result) == 1:
+        raise UsageError(
+            f"{', '.join(path_texts(paths))}: only the tool's summary (no per-request "
+            "file): there are no requests to compare or check",
+            hint="give the per-request export the summary was made from",
+        )
+    raise UsageError(
+        f"{', '.join(path_texts(paths))} holds {len(result)} runs ({labels}); this needs one run",
+        hint="name one run's file or folder (servetrace analyze --pool pools runs on purpose)",
+    )

@@ -13,7 +13,7 @@ from servetrace.api._analyze import (
     Analysis,
     GoodputLike,
     PathsLike,
-    analyze,
+    analyze_one,
     as_targets,
     path_texts,
     require_number,
@@ -112,7 +112,7 @@ def check(
         if isinstance(side, Analysis):
             analysis = side
         else:  # in memory: budgets are tested on every gap
-            analysis = analyze(side, goodput=targets, streaming=False, **reading)
+            analysis = analyze_one(side, goodput=targets, streaming=False, **reading)
         notes.extend(analysis.read_warnings)  # already name their file
         notes.extend(f"{label_of(side)}: {message}" for message in analysis.summary.warnings)
         return analysis

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from servetrace.analysis.summary import GoodputTarget
@@ -10,7 +11,7 @@ from servetrace.api._analyze import (
     Analysis,
     GoodputLike,
     PathsLike,
-    analyze,
+    analyze_one,
     as_targets,
     log,
     path_texts,
@@ -19,6 +20,7 @@ from servetrace.api._analyze import (
 from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS, DEFAULT_COMPARE_STATS
 from servetrace.comparison.compare import Comparison
 from servetrace.comparison.compare import compare as compare_analyses
+from servetrace.comparison.load import compare_load
 from servetrace.comparison.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
 from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
 from servetrace.stats.ratio import DEFAULT_CONFIDENCE
@@ -30,7 +32,7 @@ def _analysis_of(
     if isinstance(trace, Analysis):
         return trace
     # In memory: compare needs every gap, which a streamed analysis does not keep.
-    analysis = analyze(trace, goodput=goodput, streaming=False, **reading)
+    analysis = analyze_one(trace, goodput=goodput, streaming=False, **reading)
     label = ", ".join(analysis.inputs)
     for message in analysis.read_warnings:
         log.warning("%s", message)
@@ -86,7 +88,7 @@ def compare(
     chosen = metrics or [m for m in DEFAULT_COMPARE_METRICS if targets or m != "goodput"]
     base = _analysis_of(baseline, targets, reading)
     cand = _analysis_of(candidate, targets, reading)
-    return compare_analyses(
+    comparison = compare_analyses(
         base.engine,
         cand.engine,
         metrics=chosen,
@@ -101,3 +103,4 @@ def compare(
         baseline_label=baseline_label or label_of(baseline),
         candidate_label=candidate_label or label_of(candidate),
     )
+    return replace(comparison, load=compare_load(base.declared, cand.declared))

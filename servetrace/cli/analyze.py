@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import polars as pl
 import typer
 
 from servetrace.api import Analysis
 from servetrace.api import analyze as analyze_trace
+from servetrace.api._analyze import analyze_one
 from servetrace.cli._app import app, guarded, out_console, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._options import (
@@ -24,9 +26,15 @@ from servetrace.cli._options import (
     in_range,
     reading,
 )
-from servetrace.errors import ExitCode
+from servetrace.errors import ExitCode, UsageError
 from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.render.naming import Naming
+from servetrace.render.runs import (
+    render_runs_csv,
+    render_runs_json,
+    render_runs_markdown,
+    render_runs_table,
+)
 from servetrace.render.summary import (
     SummaryFormat,
     render_csv,
@@ -35,6 +43,7 @@ from servetrace.render.summary import (
     render_table,
 )
 from servetrace.render.validate import validate_dict, validate_text
+from servetrace.runs.model import Runs
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
 
 NS_PER_MS = 1_000_000
@@ -107,10 +116,26 @@ def analyze(
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
     plots: PlotsOpt = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Name the runs (repeat, one per run, in the order found); default: the "
+            "parts of their paths that differ."
+        ),
+    ] = None,
+    pool: Annotated[
+        bool,
+        typer.Option(
+            help="Pool several runs into one trace, request ids made unique per run "
+            "(LABEL:ID, and a 'run' column for --by run)."
+        ),
+    ] = False,
 ) -> None:
-    """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check."""
+    """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check.
+
+    Several runs (tool exports, run folders, a sweep folder) give one row per run."""
     _outputs(traces, ("--requests-out", requests_out), ("--quarantine-out", quarantine_out))
-    analysis = analyze_trace(
+    result = analyze_trace(
         traces,
         by=by,
         goodput=goodput_targets(goodput),
@@ -119,7 +144,18 @@ def analyze(
         streaming=streaming,
         batch_rows=batch_rows,
         **reading(column, time_unit, event_map, from_format),
+        labels=label,
+        pool=pool,
     )
+    if isinstance(result, Runs):
+        _runs_output(result, fmt, requests_out, quarantine_out, plots)
+        if strict and any(
+            run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
+            for run in result
+        ):
+            raise typer.Exit(int(ExitCode.CHECK_FAILED))
+        return
+    analysis = result
     _report_warnings(analysis)
     if requests_out:
         write_frame(analysis.requests, requests_out)
@@ -151,6 +187,50 @@ def analyze(
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
 
+def _runs_output(
+    runs: Runs,
+    fmt: SummaryFormat,
+    requests_out: Path | None,
+    quarantine_out: Path | None,
+    plots: Path | None,
+) -> None:
+    """Several runs: one row each (``render/runs``); frames get a ``run`` column."""
+    if plots:
+        raise UsageError(
+            "--plots draws one trace; these inputs are several runs",
+            hint="name one run, or --pool them",
+        )
+    for run in runs:
+        for message in run.notes:
+            warn(message)
+        if run.analysis is not None:
+            for message in run.analysis.warnings:
+                if message not in run.notes:
+                    warn(f"{run.label}: {message}")
+    for flag, path, frame_of in (
+        ("--requests-out", requests_out, lambda a: a.requests),
+        ("--quarantine-out", quarantine_out, lambda a: a.quarantine),
+    ):
+        if path is None:
+            continue
+        frames = [
+            frame_of(run.analysis).with_columns(pl.lit(run.label).alias("run"))
+            for run in runs
+            if run.analysis is not None
+        ]
+        if not frames:
+            raise UsageError(f"{flag}: no run has per-request rows (summaries only)")
+        write_frame(pl.concat(frames, how="diagonal_relaxed"), path)
+    if fmt is SummaryFormat.json:
+        out_console.out(render_runs_json(runs))
+    elif fmt is SummaryFormat.csv:
+        out_console.out(render_runs_csv(runs), end="")
+    elif fmt is SummaryFormat.markdown:
+        out_console.out(render_runs_markdown(runs), end="")
+    else:
+        out_console.out(render_runs_table(runs), end="")
+
+
 @app.command()
 @guarded
 def validate(
@@ -169,7 +249,7 @@ def validate(
 ) -> None:
     """Check schema and lifecycle rules only; exit 1 if any request is invalid."""
     _outputs(traces, ("--quarantine-out", quarantine_out))
-    analysis = analyze_trace(
+    analysis = analyze_one(
         traces, streaming=False, **reading(column, time_unit, event_map, from_format)
     )
     _report_warnings(analysis)

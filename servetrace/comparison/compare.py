@@ -25,6 +25,7 @@ from servetrace.comparison.catalog import (
     get_metric,
 )
 from servetrace.comparison.caveats import Caveat, caveats
+from servetrace.comparison.load import LoadMatch
 from servetrace.comparison.measure import Measured, Skipped, context, measure_keys
 from servetrace.comparison.workload import (
     DEFAULT_ARRIVAL_TOLERANCE_NS,
@@ -96,6 +97,8 @@ class Comparison:
     min_change: float
     max_resample_size: int
     measured: tuple[Measured, ...] = field(repr=False, default=())
+    # Did both runs declare the same offered load (comparison.load)? None: not asked.
+    load: LoadMatch | None = None
 
     @property
     def significant(self) -> pl.DataFrame:

@@ -22,6 +22,7 @@ from rich.text import Text
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
+from servetrace.render.compare_many import candidate_verdict
 from servetrace.render.compare_words import (
     comparison_notes,
     comparison_warnings,
@@ -33,6 +34,7 @@ from servetrace.render.compare_words import (
     tradeoff_text,
 )
 from servetrace.render.format import format_value, signed
+from servetrace.render.load import load_dict, load_message
 from servetrace.render.workload import workload_dict, workload_message
 
 
@@ -91,6 +93,8 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "resamples": first.resamples,
             "method": method_dict(first),
             "workload": {c.candidate_label: workload_dict(c.workload) for c in comparisons},
+            "load": {c.candidate_label: load_dict(c.load) for c in comparisons},
+            "verdicts": [candidate_verdict(c) for c in comparisons],
             "rows": [row for c in comparisons for row in _rows(c)],
             "tests": [row for c in comparisons for row in c.tests.iter_rows(named=True)],
             "decomposition": {c.candidate_label: display_decomposition(c) for c in comparisons},
@@ -240,6 +244,9 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
             "" if comparison.workload.paired else "yellow",
         )
         parts.append(Text.assemble(("workload: ", "bold"), workload))
+        if comparison.load is not None and comparison.load.verdict != "unknown":
+            loud = "bold red" if comparison.load.verdict == "differs" else ""
+            parts.append(Text.assemble(("load: ", "bold"), (load_message(comparison.load), loud)))
         table, hidden = _results_table(comparison, verbose)
         parts.append(Text(""))
         if table is not None:
@@ -321,6 +328,10 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
         marker = "" if comparison.workload.paired else ":warning: "
         lines.append(f"**Workload:** {marker}{_md(workload_message(comparison.workload))}")
         lines.append("")
+        if comparison.load is not None and comparison.load.verdict != "unknown":
+            mark = ":warning: " if comparison.load.verdict == "differs" else ""
+            lines.append(f"**Load:** {mark}{_md(load_message(comparison.load))}")
+            lines.append("")
         rows = _rows(comparison)
         shown = [r for r in rows if r["significant"] or verbose]
         hidden = [_key(r) for r in rows if not (r["significant"] or verbose)]
@@ -377,6 +388,11 @@ def render_compare(
     fmt = CompareFormat(fmt)
     if fmt is CompareFormat.json:
         return compare_json(comparisons)
+    from servetrace.render.compare_many import overview_markdown, overview_text
+
+    many = len(comparisons) > 1
     if fmt is CompareFormat.markdown:
-        return compare_markdown(comparisons, verbose=verbose)
-    return compare_text(comparisons, verbose=verbose)
+        head = overview_markdown(comparisons) if many else ""
+        return head + compare_markdown(comparisons, verbose=verbose)
+    head = overview_text(comparisons) + "\n" if many else ""
+    return head + compare_text(comparisons, verbose=verbose)

@@ -156,7 +156,11 @@ def caveat_text(caveat: Caveat, comparison: Comparison) -> str:
 
 
 def comparison_warnings(comparison: Comparison) -> list[str]:
-    return [caveat_text(caveat, comparison) for caveat in comparison.caveats]
+    from servetrace.render.load import load_warning
+
+    warnings = [caveat_text(caveat, comparison) for caveat in comparison.caveats]
+    load = load_warning(comparison.load)
+    return [load, *warnings] if load else warnings
 
 
 def skipped_text(skipped: Skipped) -> str:

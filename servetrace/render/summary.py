@@ -122,6 +122,8 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
                 "goodput_requests_per_s": "req/s",
             },
             **{k: clean(v) for k, v in summary.throughput.items()},
+            "window_source": summary.window_source
+            or ("trace" if summary.throughput.get("window_s") is not None else None),
         },
         "goodput": summary.goodput,
         "concurrency": {
@@ -228,7 +230,9 @@ def _lines(summary: Summary) -> list[str]:
     t = summary.throughput
     if t["window_s"]:
         line = (
-            f"throughput over {_fmt(t['window_s'])} s: {t['requests_per_s']:.2f} req/s, "
+            f"throughput over {_fmt(t['window_s'])} s"
+            + (" (declared duration)" if summary.window_source == "declared" else "")
+            + f": {t['requests_per_s']:.2f} req/s, "
             f"{t['output_tokens_per_s']:,.0f} output tok/s"
         )
         if t["total_tokens_per_s"] is not None:

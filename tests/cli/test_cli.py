@@ -176,7 +176,7 @@ def test_unreadable_input_exit_3_one_error_line_no_traceback(case: str) -> None:
 
 
 def test_internal_error_exit_4(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import servetrace.api._analyze as inputs
+    import servetrace.runs.analyze as inputs  # canonical traces are read there (one run)
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated bug")

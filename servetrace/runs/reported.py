@@ -1,0 +1,156 @@
+"""A run given only as the tool's summary: the tool's own numbers, marked ``reported``.
+
+No per-request statistics exist for such a run; what the tool wrote is carried over
+under servetrace's metric names (ms, req/s, tok/s) with the tool's own name beside each,
+so the runs table can show it, clearly marked. The tool's definitions stay the tool's:
+AIPerf's and GenAI-Perf's ``inter_token_latency`` is a per-request mean (servetrace's
+``tpot``), ``inter_chunk_latency`` the pooled gaps (``itl``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from servetrace.errors import InputError
+from servetrace.runs import declared as declared_facts
+from servetrace.runs.model import RunSource
+from servetrace.sources._common import load_json
+
+_AIPERF_NAMES = {
+    "time_to_first_token": "ttft",
+    "inter_token_latency": "tpot",
+    "inter_chunk_latency": "itl",
+    "request_latency": "e2e",
+}
+_AIPERF_STATS = {"avg": "mean", "std": "std", "min": "min", "p50": "p50", "p90": "p90"}
+_AIPERF_STATS.update({"p95": "p95", "p99": "p99", "max": "max"})
+_LLMPERF_NAMES = {"ttft_s": "ttft", "inter_token_latency_s": "tpot", "end_to_end_latency_s": "e2e"}
+_VLLM_ROW = re.compile(r"^(Mean|Median|P99) (TTFT|TPOT|ITL) \(ms\)$")
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _aiperf_like(doc: Mapping[str, Any]) -> dict[str, Any]:
+    records = doc.get("records")
+    source: Mapping[str, Any] = records if isinstance(records, Mapping) else doc
+    metrics: dict[str, Any] = {}
+    for tool_name, name in _AIPERF_NAMES.items():
+        entry = source.get(tool_name)
+        if not isinstance(entry, Mapping) or entry.get("unit") != "ms":
+            continue
+        stats = {ours: _finite(entry.get(theirs)) for theirs, ours in _AIPERF_STATS.items()}
+        metrics[name] = {"unit": "ms", "tool_name": tool_name, **stats}
+
+    def avg(key: str) -> float | None:
+        entry = source.get(key)
+        return _finite(entry.get("avg")) if isinstance(entry, Mapping) else None
+
+    return {
+        "metrics": metrics,
+        "throughput": {
+            "requests_per_s": avg("request_throughput"),
+            "output_tokens_per_s": avg("output_token_throughput"),
+        },
+        "completed": avg("completed_request_count") or avg("request_count"),
+    }
+
+
+def _llmperf(doc: Mapping[str, Any]) -> dict[str, Any]:
+    metrics: dict[str, Any] = {}
+    for tool_name, name in _LLMPERF_NAMES.items():
+        base = f"results_{tool_name}"
+        stats = {
+            "mean": doc.get(f"{base}_mean"),
+            "std": doc.get(f"{base}_stddev"),
+            "min": doc.get(f"{base}_min"),
+            "p50": doc.get(f"{base}_quantiles_p50"),
+            "p90": doc.get(f"{base}_quantiles_p90"),
+            "p95": doc.get(f"{base}_quantiles_p95"),
+            "p99": doc.get(f"{base}_quantiles_p99"),
+            "max": doc.get(f"{base}_max"),
+        }
+        ms = {k: (v * 1000 if (v := _finite(x)) is not None else None) for k, x in stats.items()}
+        if any(v is not None for v in ms.values()):
+            metrics[name] = {"unit": "ms", "tool_name": tool_name, **ms}
+    per_min = _finite(doc.get("results_num_completed_requests_per_min"))
+    return {
+        "metrics": metrics,
+        "throughput": {
+            "requests_per_s": per_min / 60 if per_min is not None else None,
+            "output_tokens_per_s": _finite(doc.get("results_mean_output_throughput_token_per_s")),
+        },
+        "completed": _finite(doc.get("results_num_completed_requests")),
+    }
+
+
+def _vllm_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    metrics: dict[str, dict[str, Any]] = {}
+    stat_names = {"Mean": "mean", "Median": "p50", "P99": "p99"}
+    for key, value in row.items():
+        match = _VLLM_ROW.match(str(key))
+        if match:
+            entry = metrics.setdefault(
+                match.group(2).lower(), {"unit": "ms", "tool_name": match.group(2)}
+            )
+            entry[stat_names[match.group(1)]] = _finite(value)
+    return {
+        "metrics": metrics,
+        "throughput": {
+            "requests_per_s": _finite(row.get("Tput (req/s)")),
+            "output_tokens_per_s": _finite(row.get("Output Tput (tok/s)")),
+        },
+        "completed": _finite(row.get("# of req.")),
+    }
+
+
+def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(reported, declared)`` of a summary-only run."""
+    path = source.summary
+    assert path is not None
+    kind = source.fmt or ""
+    try:
+        doc = load_json(path)
+    except InputError as error:
+        raise InputError(f"{path}: {kind} summary unreadable: {error.message}") from None
+    declared: dict[str, Any]
+    if kind == "vllm-bench" and isinstance(doc, list):
+        row = doc[source.summary_row or 0]
+        if not isinstance(row, Mapping):
+            raise InputError(f"{path}: row {source.summary_row} is not an object")
+        body = _vllm_row(row)
+        declared = declared_facts.vllm_bench(Path(str(row.get("Test name", path.name))), {})
+        name = str(row.get("Test name", ""))
+        rate = re.search(r"qps_(\d+(?:\.\d+)?|inf)", name)
+        if rate:
+            value = math.inf if rate.group(1) == "inf" else float(rate.group(1))
+            declared["request_rate_per_s"] = value
+            declared["sources"]["request_rate_per_s"] = "Test name"
+        body["test_name"] = name
+    elif kind == "llmperf" and isinstance(doc, Mapping):
+        body = _llmperf(doc)
+        declared = declared_facts.llmperf(path, doc)
+    elif isinstance(doc, Mapping):
+        body = _aiperf_like(doc)
+        declared = (
+            declared_facts.genai_perf(path) if kind == "genai-perf" else declared_facts.aiperf(path)
+        )
+    else:
+        raise InputError(f"{path}: not a {kind} summary this version can read")
+    if declared.get("completed") is None and body.get("completed") is not None:
+        declared["completed"] = int(body["completed"])
+        declared["sources"]["completed"] = path.name
+    reported = {
+        "tool": kind,
+        "file": str(path),
+        "note": "the tool's own summary: no per-request file, so no per-request statistics",
+        **body,
+    }
+    return reported, declared

@@ -1,0 +1,339 @@
+"""What the user pointed at, as runs: ``discover(texts) -> list[RunSource]``.
+
+The rules (issue 9, "a run is the unit"):
+
+- every per-request export of a benchmark client (``RUN_FORMATS``: a ``vllm bench
+  serve`` result, AIPerf ``profile_export.jsonl``, GenAI-Perf ``profile_export.json``,
+  GuideLLM ``benchmarks.json``, LLMPerf individual responses) is **one run**, with its
+  own request ids, even when several are given at once (``qps_*.json``);
+- a folder holding such exports is a run folder (one run per export); a folder of run
+  folders (a sweep, vLLM's ``01_tp8_pp1/ 02_…``) is searched one level at a time;
+- a tool's summary file (``profile_export_aiperf.json``, ``profile_export_genai_perf.json``,
+  LLMPerf ``summary/*.json``, vLLM's ``benchmark_results.json`` and the
+  ``cumulative_results.md`` next to the sweep) is noted and skipped when its per-request
+  file is there too; alone, it is a *reported* run (``summary_only``);
+- everything else (canonical event logs and their parts, engine exports) keeps the
+  reader it had: all of it together is one trace, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from servetrace.errors import InputError
+from servetrace.runs.model import RunSource
+from servetrace.sources import detect
+from servetrace.sources._common import read_text, strip_suffixes
+from servetrace.sources.paths import has_magic
+from servetrace.sources.registry import detect_format
+
+RUN_FORMATS = frozenset({"aiperf", "genai-perf", "vllm-bench", "guidellm", "llmperf"})
+
+# File names each tool gives its per-request export inside a run folder.
+_NAMED_EXPORTS = {
+    "profile_export.jsonl": "aiperf",
+    "profile_export.json": "genai-perf",
+    "benchmarks.json": "guidellm",
+}
+# Companions that are never runs: commands, inputs, the tools' console logs.
+_NOT_RUNS = re.compile(
+    r"(^inputs\.json|^run_info\.json|^client_stdout|\.commands$|\.txt$|\.csv$|\.pdf$|"
+    r"^profile_export_raw\.jsonl)",
+)
+_JSONISH = (".json", ".jsonl", ".gz")
+_SUMMARY_PEEK_BYTES = 4_000_000  # summaries are small; never read a large trace whole
+
+
+def _visible(folder: Path) -> tuple[list[Path], list[Path]]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return [], []
+    files = [Path(e.path) for e in entries if not e.name.startswith(".") and e.is_file()]
+    dirs = [
+        Path(e.path)
+        for e in entries
+        if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+    ]
+    return files, dirs
+
+
+def summary_kind(path: Path) -> str | None:
+    """The tool whose *summary* (aggregate-only) file ``path`` is, or None.
+
+    Decided by name first (the tools' fixed names), then, for small JSON documents, by
+    content: AIPerf/GenAI-Perf ``{metric: {unit, avg, …}}``, LLMPerf ``results_*`` keys,
+    vLLM's list of ``{"Test name": …}`` rows.
+    """
+    name = path.name.lower()
+    if name == "cumulative_results.md":
+        return "vllm-bench"
+    bare = strip_suffixes(path, ".gz", ".json").lower()
+    if bare.endswith("_aiperf"):
+        return "aiperf"
+    if bare.endswith("_genai_perf"):
+        return "genai-perf"
+    if bare == "benchmark_results":
+        return "vllm-bench"
+    if not name.endswith((".json", ".json.gz")):
+        return None
+    try:
+        if path.stat().st_size > _SUMMARY_PEEK_BYTES:
+            return None
+        doc = json.loads(read_text(path))
+    except (OSError, InputError, json.JSONDecodeError):
+        return None
+    if isinstance(doc, list) and doc and all(isinstance(r, dict) and "Test name" in r for r in doc):
+        return "vllm-bench"
+    if not isinstance(doc, dict):
+        return None
+    if any(key.startswith("results_") for key in doc) and "model" in doc:
+        return "llmperf"
+    records = doc.get("records")
+    metrics = records if isinstance(records, dict) else doc
+    if "ttfts" not in doc and any(
+        isinstance(v, dict) and "unit" in v and "avg" in v for v in metrics.values()
+    ):
+        return "genai-perf" if "input_config" in doc and "aiperf_version" not in doc else "aiperf"
+    return None
+
+
+def per_request_beside(summary: Path, kind: str) -> list[Path]:
+    """The per-request files a summary summarises, when they exist."""
+    bare = strip_suffixes(summary, ".gz", ".json")
+    folder = summary.parent
+    candidates: list[Path] = []
+    if kind == "aiperf":
+        stem = bare.removesuffix("_aiperf")
+        candidates = [folder / f"{stem}.jsonl", folder / f"{stem}.jsonl.gz"]
+    elif kind == "genai-perf":
+        stem = bare.removesuffix("_genai_perf")
+        candidates = [folder / f"{stem}.json", folder / f"{stem}.json.gz"]
+    elif kind == "llmperf":
+        stem = bare.removesuffix("_summary")
+        candidates = [
+            folder / f"{stem}_individual_responses.json",
+            folder.parent / "individual" / f"{bare}.json",
+            folder.parent / "individual" / f"{bare}.json.gz",
+        ]
+    elif kind == "vllm-bench":
+        files, dirs = _visible(folder)
+        found = [f for f in files if _export_format(f) == "vllm-bench"]
+        if summary.name.lower() == "cumulative_results.md":
+            for sub in dirs:
+                found += [f for f in _visible(sub)[0] if _export_format(f) == "vllm-bench"]
+        return found
+    return [c for c in candidates if c.is_file()]
+
+
+def _export_format(path: Path) -> str | None:
+    """The run format of a per-request export, or None (not one, or a summary)."""
+    name = path.name.lower()
+    if _NOT_RUNS.search(name) or not name.endswith(_JSONISH):
+        return None
+    bare = strip_suffixes(path, ".gz")
+    if bare in _NAMED_EXPORTS:
+        return _NAMED_EXPORTS[bare] if detect_format(path) == _NAMED_EXPORTS[bare] else None
+    if summary_kind(path) is not None:
+        return None
+    try:
+        fmt = detect_format(path)
+    except InputError:
+        return None
+    return fmt if fmt in RUN_FORMATS else None
+
+
+def _summary_source(path: Path, kind: str, note: str | None = None) -> RunSource:
+    return RunSource(
+        paths=(),
+        fmt=kind,
+        summary=path,
+        summary_only=True,
+        notes=(note or f"{path}: only {kind}'s summary: its own numbers are reported",),
+    )
+
+
+def _folder_runs(folder: Path, depth: int = 0) -> list[RunSource] | None:
+    """Runs in a run folder or a folder of run folders; None when it holds no run."""
+    files, dirs = _visible(folder)
+    exports = [(f, fmt) for f in files if (fmt := _export_format(f)) is not None]
+    summaries = [(f, k) for f in files if (k := summary_kind(f)) is not None]
+    found: list[RunSource] = []
+    covered: set[Path] = set()
+    for path, fmt in exports:
+        found.append(RunSource(paths=(path,), fmt=fmt))
+        covered.add(path)
+    if depth < 3:
+        for sub in dirs:
+            inner = _folder_runs(sub, depth + 1)
+            if inner:
+                found += inner
+                covered.update(p for source in inner for p in source.paths)
+    if not found and not summaries:
+        return None
+    notes: list[str] = []
+    for path, kind in summaries:
+        beside = [p for p in per_request_beside(path, kind) if p in covered or p.exists()]
+        for other in beside:  # the per-request file lives elsewhere (LLMPerf's individual/)
+            if other not in covered and (fmt := _export_format(other)) is not None:
+                found.append(RunSource(paths=(other,), fmt=fmt))
+                covered.add(other)
+        if beside:
+            verb = "is" if len(beside) == 1 else "are"
+            listed = ", ".join(p.name for p in beside[:3]) + (", …" if len(beside) > 3 else "")
+            notes.append(
+                f"{path}: {kind}'s summary, not a per-request file: the per-request "
+                f"file{'s' if len(beside) > 1 else ''} beside it ({listed}) {verb} "
+                "analysed instead"
+            )
+        else:
+            found.extend(_summary_sources(path, kind))
+    if notes and found:
+        first = found[0]
+        found[0] = RunSource(
+            paths=first.paths,
+            fmt=first.fmt,
+            texts=first.texts,
+            benchmark=first.benchmark,
+            summary=first.summary,
+            summary_only=first.summary_only,
+            notes=(*first.notes, *notes),
+            summary_row=first.summary_row,
+        )
+    return found or None
+
+
+def _summary_sources(path: Path, kind: str) -> list[RunSource]:
+    """A summary alone: one reported run (vLLM's benchmark_results.json: one per row)."""
+    if kind == "vllm-bench" and path.name.lower().startswith("benchmark_results"):
+        try:
+            rows = json.loads(read_text(path))
+        except (InputError, json.JSONDecodeError):
+            rows = None
+        if isinstance(rows, list) and rows:
+            return [
+                RunSource(
+                    paths=(),
+                    fmt=kind,
+                    summary=path,
+                    summary_only=True,
+                    summary_row=index,
+                    notes=(f"{path}: only vLLM's summary: its own numbers are reported",),
+                )
+                for index in range(len(rows))
+            ]
+    if kind == "vllm-bench":  # cumulative_results.md alone: a table, not a run
+        return []
+    return [_summary_source(path, kind)]
+
+
+def _unique(sources: list[RunSource]) -> list[RunSource]:
+    """Each run once: a per-request file found from its folder and from its summary's."""
+    seen: dict[tuple[object, ...], int] = {}
+    out: list[RunSource] = []
+    for source in sources:
+        key = (
+            tuple(p.resolve() for p in source.paths),
+            source.fmt,
+            source.benchmark,
+            source.summary.resolve() if source.summary_only and source.summary else None,
+            source.summary_row,
+        )
+        if key in seen:
+            kept = out[seen[key]]
+            out[seen[key]] = replace(kept, notes=(*kept.notes, *source.notes))
+            continue
+        seen[key] = len(out)
+        out.append(source)
+    return out
+
+
+def _expand(text: str) -> list[Path]:
+    path = Path(text)
+    if path.exists() or not has_magic(text):
+        return [path]
+    from servetrace.sources.canonical import resolve_paths
+
+    return resolve_paths([text])
+
+
+def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSource]:
+    """The runs of the user's inputs, in the order given (``InputError`` on bad input)."""
+    sources: list[RunSource] = []
+    rest: list[str] = []
+    notes: list[str] = []
+    for text in texts:
+        path = Path(text)
+        if from_format is None and path.is_dir():
+            found = _folder_runs(path)
+            if found is not None:
+                sources += found
+                continue
+            rest.append(text)
+            continue
+        if from_format is not None:
+            rest.append(text)
+            continue
+        expanded = _expand(text)
+        kinds = {p: summary_kind(p) for p in expanded if p.is_file()}
+        if not any(kinds.values()):
+            rest.append(text)
+            continue
+        given = {p.resolve() for p in expanded}
+        for p in expanded:
+            kind = kinds.get(p)
+            if kind is None:
+                rest.append(str(p))
+                continue
+            beside = per_request_beside(p, kind)
+            if beside:
+                chosen = [b for b in beside if b.resolve() not in given]
+                notes.append(
+                    f"{p}: {kind}'s summary, not a per-request file: using "
+                    f"{', '.join(str(b) for b in beside[:3])}{', …' if len(beside) > 3 else ''}"
+                    " beside it"
+                )
+                rest.extend(str(b) for b in chosen)
+                given.update(b.resolve() for b in chosen)
+            else:
+                sources.extend(_summary_sources(p, kind))
+    if rest:
+        fmt, paths = detect.inputs(rest, from_format)
+        if fmt in RUN_FORMATS:
+            names = {p.name for p in paths}
+            for p in paths:
+                # AIPerf's raw file is read with its profile_export.jsonl, not apart.
+                if p.name.startswith("profile_export_raw") and any(
+                    n.startswith("profile_export.jsonl") for n in names
+                ):
+                    continue
+                sources.append(RunSource(paths=(p,), fmt=fmt))
+        else:
+            sources.append(RunSource(paths=tuple(paths), fmt=fmt, texts=tuple(rest)))
+    sources = _unique(sources)
+    if not sources:
+        raise InputError(
+            f"{', '.join(texts)}: nothing to analyse: "
+            + ("; ".join(notes) if notes else "no run, trace or summary servetrace can read"),
+            hint="cumulative_results.md is a table of runs: give the folder of runs beside it"
+            if any(t.lower().endswith("cumulative_results.md") for t in texts)
+            else "servetrace reads canonical traces and the exports listed by --from",
+        )
+    if notes and sources:
+        first = sources[0]
+        sources[0] = RunSource(
+            paths=first.paths,
+            fmt=first.fmt,
+            texts=first.texts,
+            benchmark=first.benchmark,
+            summary=first.summary,
+            summary_only=first.summary_only,
+            notes=(*first.notes, *notes),
+            summary_row=first.summary_row,
+        )
+    return sources
