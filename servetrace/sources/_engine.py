@@ -3,7 +3,7 @@
 The client-tool importers see arrival, ticks and a terminal event; an engine also knows
 when it **admitted** a request (its first scheduling), so its requests carry an
 ``admission_ns`` column and get an ``admission`` event, and the trace is server-side
-(``source = "server"``). Everything else goes through ``_common.build_events``, so the
+(``source = "server"``). Everything else goes through ``events.build_events``, so the
 events have exactly the schema of every other importer.
 
 Also here: reading a stream of concatenated JSON values (TensorRT-LLM appends one list per
@@ -25,12 +25,13 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import CANONICAL_COLUMNS, SOURCE_COLUMN, SOURCE_SERVER
-from servetrace.sources._common import (
+from servetrace.sources.events import (
     COMMON_ATTRIBUTES,
     REQUEST_COLUMNS,
     ImportResult,
     Notes,
     build_events,
+    result_of,
 )
 
 NS_PER_S = 1_000_000_000
@@ -79,14 +80,14 @@ def engine_result(
             pl.col("_pos") + 0.5,
         )
         events = pl.concat([events, admissions]).sort("_pos").drop("_pos", ADMISSION)
-    return ImportResult(
-        events=events,
-        format=fmt,
-        path=str(path),
-        warnings=tuple(notes.items),
+    return result_of(
+        events,
+        fmt=fmt,
+        path=path,
+        notes=notes,
         records=records,
         tool_summary=None,
-        request_level=not ticks_available,
+        ticks_available=ticks_available,
         arrival_known=arrival_known,
     )
 
