@@ -20,7 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
-from servetrace.sim.engine import EngineConfig, Simulation, run_simulation
+from servetrace.sim.config import EngineConfig
+from servetrace.sim.engine import run_simulation
+from servetrace.sim.eventlog import Simulation
 from servetrace.sim.workloads import head, read_workload, synthetic_workload
 
 HERE = Path(__file__).resolve().parent

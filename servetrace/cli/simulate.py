@@ -10,7 +10,8 @@ import typer
 from servetrace.cli._app import app, err_console, guarded
 from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED, in_range
 from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
-from servetrace.sim.engine import EngineConfig, Policy, simulate
+from servetrace.sim.config import EngineConfig, Policy
+from servetrace.sim.engine import simulate
 from servetrace.sim.workloads import head, read_workload, scale_rate, synthetic_workload
 from servetrace.units import NS_PER_MS as MS
 
