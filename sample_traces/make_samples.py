@@ -23,7 +23,9 @@ import polars as pl
 from servetrace.sim.config import EngineConfig
 from servetrace.sim.engine import run_simulation
 from servetrace.sim.eventlog import Simulation
-from servetrace.sim.workloads import head, read_workload, synthetic_workload
+from servetrace.sim.readers import read_workload
+from servetrace.sim.synthetic import synthetic_workload
+from servetrace.sim.workloads import head
 
 HERE = Path(__file__).resolve().parent
 # Azure/AzurePublicDataset, data/AzureLLMInferenceTrace_conv.csv (CC-BY-4.0); by default the copy in
