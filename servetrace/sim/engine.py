@@ -1,9 +1,8 @@
-"""A seeded discrete-time model of a continuous-batching LLM engine.
+"""A seeded discrete-time model of a continuous-batching LLM engine: the step loop.
 
-`simulate(workload, config)` replays a workload (see `servetrace.sim.workloads`) through
-one engine replica and returns the **canonical event log** (docs/design.md §2) a real engine
-would have written. It exists to make sample traces and controlled experiments (the
-same workload under several schedulers), not to predict production latencies.
+One `_Engine` holds the state of one run (per-request numpy arrays, the queue, the
+running batch, the KV blocks in use) and steps it until every request has ended or the
+horizon is passed; `servetrace.sim.simulate` is the entry point.
 
 The model
 ---------
@@ -75,34 +74,9 @@ from servetrace.sim.eventlog import (
     Simulation,
     to_simulation,
 )
-from servetrace.sim.workloads import validate_workload
-
-__all__ = ["run_simulation", "simulate"]
 
 # Request states inside the engine.
 _PENDING, _QUEUED, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3, 4
-
-
-def simulate(workload: pl.DataFrame, config: EngineConfig | None = None) -> pl.DataFrame:
-    """Replay ``workload`` through the engine model and return its canonical event log.
-
-    ``workload`` has columns ``request_id, arrival_ns, prompt_tokens, output_tokens``
-    (`servetrace.sim.workloads`). The result has one row per event with columns
-    ``request_id`` (Utf8), ``event`` (Utf8), ``ts`` (Int64 ns from the first arrival),
-    ``tokens`` (Int64, on ``first_token``/``token``), ``prompt_tokens`` (on ``arrival``),
-    ``output_tokens`` (on ``completion``) and ``policy`` (Utf8), sorted by ``ts`` with
-    events at equal times in the order the engine emitted them. Deterministic: the same
-    workload and config give a byte-identical frame. Raises `InputError` for a malformed
-    workload and `UsageError` (from `EngineConfig`) for an impossible configuration.
-    """
-    return run_simulation(workload, config).events
-
-
-def run_simulation(workload: pl.DataFrame, config: EngineConfig | None = None) -> Simulation:
-    """Like `simulate`, but also return the per-step and per-request accounting."""
-    cfg = config if config is not None else EngineConfig()
-    wl = validate_workload(workload)
-    return _Engine(wl, cfg).run()
 
 
 class _Engine:

@@ -18,8 +18,8 @@ from servetrace.errors import InputError, UsageError
 from servetrace.schema import EVENT_KINDS
 from servetrace.sim import engine as simulate_module
 from servetrace.sim.config import EngineConfig
-from servetrace.sim.engine import run_simulation, simulate
 from servetrace.sim.eventlog import EVENT_COLUMNS, Simulation
+from servetrace.sim.simulate import run_simulation, simulate
 from servetrace.sim.synthetic import synthetic_workload
 from servetrace.sim.workloads import validate_workload
 
