@@ -22,11 +22,9 @@ def record_id(fields: Fields, obj: Any, index: int, where: str) -> str:
 def start_ns(fields: Fields, obj: Any, where: str) -> int | None:
     """The request start in Unix epoch ns: ``request_start_ns`` since AIPerf 0.2,
     ``timestamp_ns`` before."""
-    for name in ("metadata.request_start_ns", "metadata.timestamp_ns"):
-        value = fields.integer(obj, name, where, required=False)
-        if value is not None:
-            return value
-    return None
+    return fields.first_integer(
+        where, (obj, "metadata.request_start_ns"), (obj, "metadata.timestamp_ns")
+    )
 
 
 def end_ns(fields: Fields, obj: Any, where: str) -> int | None:

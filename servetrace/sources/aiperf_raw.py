@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.sources import aiperf_metadata as meta
-from servetrace.sources.chunks import is_content_chunk, sse_payload, usage_count
+from servetrace.sources.chunks import chunk_columns, sse_payload
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import FormatMismatch, describe_json, iter_json_lines
 
@@ -106,11 +106,7 @@ def read_raw(path: Path) -> pl.DataFrame:
                 pl.col("text"),
             )
         )
-        .with_columns(
-            content=is_content_chunk(pl.col("payload")),
-            completion_tokens=usage_count(pl.col("payload"), "completion_tokens"),
-            prompt_tokens=usage_count(pl.col("payload"), "prompt_tokens"),
-        )
+        .with_columns(**chunk_columns(pl.col("payload")))
         .group_by("request_id", "_chunk", maintain_order=True)
         .agg(
             pl.col("start_ns", "start_perf_ns", "perf_ns").first(),

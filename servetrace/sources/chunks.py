@@ -35,6 +35,16 @@ def is_content_chunk(payload: pl.Expr) -> pl.Expr:
     )
 
 
+def chunk_columns(payload: pl.Expr) -> dict[str, pl.Expr]:
+    """Per chunk: ``content`` (carries output), and the usage ``completion_tokens`` and
+    ``prompt_tokens`` (null without usage)."""
+    return {
+        "content": is_content_chunk(payload),
+        "completion_tokens": usage_count(payload, "completion_tokens"),
+        "prompt_tokens": usage_count(payload, "prompt_tokens"),
+    }
+
+
 def usage_count(payload: pl.Expr, key: str) -> pl.Expr:
     """``usage.<key>`` of a chunk as Int64 (null when the chunk has no usage)."""
     return payload.str.json_path_match(f"$.usage.{key}").cast(pl.Int64, strict=False)

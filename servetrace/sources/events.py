@@ -119,31 +119,6 @@ def import_result(
         arrival_known=arrival_known,
         attributes=attributes,
     )
-    return result_of(
-        events,
-        fmt=fmt,
-        path=path,
-        notes=notes,
-        records=records,
-        tool_summary=tool_summary,
-        ticks_available=ticks_available,
-        arrival_known=arrival_known,
-    )
-
-
-def result_of(
-    events: pl.DataFrame,
-    *,
-    fmt: str,
-    path: Path,
-    notes: Notes,
-    records: int,
-    tool_summary: dict[str, Any] | None,
-    ticks_available: bool,
-    arrival_known: bool,
-) -> ImportResult:
-    """Canonical ``events`` already built, wrapped with what the importer knows about them
-    (``request_level`` derived from ``ticks_available``)."""
     return ImportResult(
         events=events,
         format=fmt,

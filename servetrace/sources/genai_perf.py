@@ -27,7 +27,7 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import MAX_ABS_NS
-from servetrace.sources.chunks import is_content_chunk, sse_payload, usage_count
+from servetrace.sources.chunks import chunk_columns, sse_payload
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import (
@@ -130,11 +130,7 @@ def read(path: str | Path) -> ImportResult:
         .with_columns(pl.col("texts").str.split("\n"))
         .explode("texts", keep_nulls=True)
         .with_columns(payload=sse_payload(pl.col("texts")))
-        .with_columns(
-            content=is_content_chunk(pl.col("payload")),
-            completion_tokens=usage_count(pl.col("payload"), "completion_tokens"),
-            prompt_tokens=usage_count(pl.col("payload"), "prompt_tokens"),
-        )
+        .with_columns(**chunk_columns(pl.col("payload")))
         .group_by("_chunk", maintain_order=True)
         .agg(
             pl.col("request_id", "stamps").first(),
