@@ -10,8 +10,11 @@ import typer
 from servetrace.cli._app import app, err_console, guarded
 from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED, in_range
 from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
-from servetrace.sim.engine import EngineConfig, Policy, simulate
-from servetrace.sim.workloads import head, read_workload, scale_rate, synthetic_workload
+from servetrace.sim.config import EngineConfig, Policy
+from servetrace.sim.readers import read_workload
+from servetrace.sim.simulate import simulate
+from servetrace.sim.synthetic import synthetic_workload
+from servetrace.sim.workloads import head, scale_rate
 from servetrace.units import NS_PER_MS as MS
 
 

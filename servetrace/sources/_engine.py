@@ -3,7 +3,7 @@
 The client-tool importers see arrival, ticks and a terminal event; an engine also knows
 when it **admitted** a request (its first scheduling), so its requests carry an
 ``admission_ns`` column and get an ``admission`` event, and the trace is server-side
-(``source = "server"``). Everything else goes through ``_common.build_events``, so the
+(``source = "server"``). Everything else goes through ``events.import_result``, so the
 events have exactly the schema of every other importer.
 
 Also here: reading a stream of concatenated JSON values (TensorRT-LLM appends one list per
@@ -13,6 +13,7 @@ importer does not know as request attributes (never silently dropped).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -25,12 +26,12 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import CANONICAL_COLUMNS, SOURCE_COLUMN, SOURCE_SERVER
-from servetrace.sources._common import (
+from servetrace.sources.events import (
     COMMON_ATTRIBUTES,
     REQUEST_COLUMNS,
     ImportResult,
     Notes,
-    build_events,
+    import_result,
 )
 
 NS_PER_S = 1_000_000_000
@@ -59,13 +60,18 @@ def engine_result(
     """
     has_admission = ADMISSION in requests.columns
     carried = [*attributes, ADMISSION] if has_admission else list(attributes)
-    events = build_events(
+    result = import_result(
         requests,
-        tool=fmt,
+        fmt=fmt,
+        path=path,
+        notes=notes,
+        records=records,
+        tool_summary=None,
         ticks_available=ticks_available,
         arrival_known=arrival_known,
         attributes=carried,
-    ).with_columns(pl.lit(source).alias(SOURCE_COLUMN))
+    )
+    events = result.events.with_columns(pl.lit(source).alias(SOURCE_COLUMN))
     if has_admission:
         # build_events orders rows by request then lifecycle; an admission belongs right
         # after its request's arrival row, so give it that row's position plus a half.
@@ -79,16 +85,7 @@ def engine_result(
             pl.col("_pos") + 0.5,
         )
         events = pl.concat([events, admissions]).sort("_pos").drop("_pos", ADMISSION)
-    return ImportResult(
-        events=events,
-        format=fmt,
-        path=str(path),
-        warnings=tuple(notes.items),
-        records=records,
-        tool_summary=None,
-        request_level=not ticks_available,
-        arrival_known=arrival_known,
-    )
+    return dataclasses.replace(result, events=events)
 
 
 # --------------------------------------------------------------------------------------

@@ -110,6 +110,14 @@ class Fields:
             return int(value)
         return value
 
+    def first_integer(self, where: str, *candidates: tuple[Any, str]) -> int | None:
+        """The first present ``integer`` among ``(object, dotted)`` candidates, or None."""
+        for obj, dotted in candidates:
+            value = self.integer(obj, dotted, where, required=False)
+            if value is not None:
+                return value
+        return None
+
     def string(self, obj: Any, dotted: str, where: str, *, required: bool = True) -> str | None:
         value = self._get(obj, dotted, where, required)
         if value is None:

@@ -27,20 +27,15 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import MAX_ABS_NS
-from servetrace.sources._common import (
-    Fields,
-    ImportResult,
-    Notes,
-    count_phrase,
+from servetrace.sources.chunks import chunk_columns, sse_payload
+from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
+from servetrace.sources.fields import Fields
+from servetrace.sources.reading import (
     describe_json,
-    import_result,
-    is_content_chunk,
     load_document,
-    load_json,
     sibling,
-    sse_payload,
     strip_suffixes,
-    usage_count,
+    tool_aggregates,
 )
 
 FORMAT = "genai-perf"
@@ -135,11 +130,7 @@ def read(path: str | Path) -> ImportResult:
         .with_columns(pl.col("texts").str.split("\n"))
         .explode("texts", keep_nulls=True)
         .with_columns(payload=sse_payload(pl.col("texts")))
-        .with_columns(
-            content=is_content_chunk(pl.col("payload")),
-            completion_tokens=usage_count(pl.col("payload"), "completion_tokens"),
-            prompt_tokens=usage_count(pl.col("payload"), "prompt_tokens"),
-        )
+        .with_columns(**chunk_columns(pl.col("payload")))
         .group_by("_chunk", maintain_order=True)
         .agg(
             pl.col("request_id", "stamps").first(),
@@ -206,7 +197,7 @@ def read(path: str | Path) -> ImportResult:
         path=path,
         notes=notes,
         records=len(ids),
-        tool_summary=_summary(summary_file) if summary_file is not None else None,
+        tool_summary=tool_aggregates(summary_file) if summary_file is not None else None,
         ticks_available=True,
         arrival_known=True,
         attributes=_ATTRIBUTES,
@@ -217,15 +208,3 @@ def _experiment_label(experiment: Any) -> str | None:
     if isinstance(experiment, dict) and "mode" in experiment:
         return f"{experiment['mode']}={experiment.get('value')}"
     return None
-
-
-def _summary(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = load_json(path)
-    except InputError:
-        return None
-    if not isinstance(doc, dict):
-        return None
-    return {
-        key: value for key, value in doc.items() if isinstance(value, dict) and "unit" in value
-    } or None

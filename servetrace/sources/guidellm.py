@@ -35,16 +35,10 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.sources._common import (
-    Fields,
-    ImportResult,
-    Notes,
-    count_phrase,
-    describe_json,
-    float_to_ns,
-    import_result,
-    load_document,
-)
+from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
+from servetrace.sources.fields import Fields
+from servetrace.sources.reading import describe_json, load_document
+from servetrace.sources.times import float_to_ns
 from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "guidellm"
@@ -243,24 +237,16 @@ def _collect(
     error = fields.get(info, "error") or fields.get(record, "error")
     columns["error"].append(None if error is None else str(error))
     columns["prompt_tokens"].append(
-        _first_count(
-            fields, where, (record, "prompt_tokens"), (record, "input_metrics.total_tokens")
+        fields.first_integer(
+            where, (record, "prompt_tokens"), (record, "input_metrics.total_tokens")
         )
     )
     iterations = fields.integer(
         timings, "token_iterations", where + ": info.timings", required=False
     )
     columns["token_iterations"].append(iterations)
-    output = _first_count(
-        fields, where, (record, "output_tokens"), (record, "output_metrics.total_tokens")
+    output = fields.first_integer(
+        where, (record, "output_tokens"), (record, "output_metrics.total_tokens")
     )
     # GuideLLM's own fallback when the server sent no usage: one token per iteration.
     columns["output_tokens"].append(output if output is not None else iterations)
-
-
-def _first_count(fields: Fields, where: str, *candidates: tuple[Any, str]) -> int | None:
-    for obj, name in candidates:
-        value = fields.integer(obj, name, where, required=False)
-        if value is not None:
-            return value
-    return None

@@ -33,18 +33,10 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.sources._common import (
-    Fields,
-    FormatMismatch,
-    ImportResult,
-    Notes,
-    count_phrase,
-    describe_json,
-    float_to_ns,
-    import_result,
-    load_json,
-    strip_suffixes,
-)
+from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
+from servetrace.sources.fields import Fields
+from servetrace.sources.reading import FormatMismatch, describe_json, load_json, strip_suffixes
+from servetrace.sources.times import float_to_ns
 from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "llmperf"

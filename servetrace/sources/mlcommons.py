@@ -46,8 +46,9 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import SOURCE_CLIENT
-from servetrace.sources._common import FormatMismatch, ImportResult, Notes, count_phrase
 from servetrace.sources._engine import agree, engine_result
+from servetrace.sources.events import ImportResult, Notes, count_phrase
+from servetrace.sources.reading import FormatMismatch
 
 FORMAT = "mlcommons"
 _SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -39,15 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError
-from servetrace.sources._common import (
-    FormatMismatch,
-    ImportResult,
-    Notes,
-    count_phrase,
-    iter_json_lines,
-    read_bytes,
-)
 from servetrace.sources._engine import agree, describe_keys, folder_files, sniff_head
+from servetrace.sources.events import ImportResult, Notes, count_phrase
+from servetrace.sources.reading import FormatMismatch, iter_json_lines, read_bytes
 
 FORMAT = "otlp"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

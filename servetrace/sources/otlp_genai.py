@@ -36,9 +36,10 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.schema import SOURCE_CLIENT, SOURCE_SERVER
-from servetrace.sources._common import ImportResult, Notes, count_phrase, float_to_ns
 from servetrace.sources._engine import NS_PER_S, agree, engine_result, extra_attributes
+from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.otlp import FORMAT, Span, count, finish_reasons, seconds
+from servetrace.sources.times import float_to_ns
 
 DIALECT = "OpenTelemetry GenAI"
 _OPERATIONS = {"chat", "text_completion", "generate_content"}

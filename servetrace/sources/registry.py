@@ -46,8 +46,9 @@ from servetrace.sources import (
     trtllm,
     vllm_bench,
 )
-from servetrace.sources._common import FormatMismatch, ImportResult, read_text
 from servetrace.sources._engine import first_json_value
+from servetrace.sources.events import ImportResult
+from servetrace.sources.reading import FormatMismatch, read_text
 
 __all__ = ["FORMATS", "ImportResult", "detect_format", "engine_inputs", "import_file"]
 

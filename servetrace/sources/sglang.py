@@ -56,15 +56,6 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.sources._common import (
-    Fields,
-    FormatMismatch,
-    ImportResult,
-    Notes,
-    count_phrase,
-    float_to_ns,
-    iter_json_lines,
-)
 from servetrace.sources._engine import (
     ADMISSION,
     NS_PER_S,
@@ -75,6 +66,10 @@ from servetrace.sources._engine import (
     folder_files,
     sniff_head,
 )
+from servetrace.sources.events import ImportResult, Notes, count_phrase
+from servetrace.sources.fields import Fields
+from servetrace.sources.reading import FormatMismatch, iter_json_lines
+from servetrace.sources.times import float_to_ns
 
 FORMAT = "sglang"
 FILE_PREFIX = "sglang-request-metrics-"

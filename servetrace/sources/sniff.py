@@ -38,15 +38,20 @@ def _open(path: Path) -> Any:
     """A binary handle on the content: decompressed when it is gzip (by magic number)."""
     try:
         return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a file") from None
     except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+        raise unreadable(path, error) from None
 
 
-def _gzip_error(path: Path, error: BaseException) -> InputError:
+def unreadable(path: Path, error: OSError) -> InputError:
+    """The input error for a file that cannot be opened (missing, a directory, ...)."""
+    if isinstance(error, FileNotFoundError):
+        return InputError(f"{path}: no such file")
+    if isinstance(error, IsADirectoryError):
+        return InputError(f"{path}: is a directory, expected a file")
+    return InputError(f"{path}: cannot read: {error.strerror or error}")
+
+
+def gzip_error(path: Path, error: BaseException) -> InputError:
     return InputError(
         f"{path}: gzip data is corrupt or truncated ({error})",
         hint="re-copy the file; `gzip -t FILE` checks it",
@@ -59,7 +64,7 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
         try:
             return bytes(handle.read(size))
         except (OSError, EOFError, zlib.error) as error:
-            raise _gzip_error(path, error) from None
+            raise gzip_error(path, error) from None
 
 
 def read_all(path: Path) -> bytes:
@@ -68,7 +73,7 @@ def read_all(path: Path) -> bytes:
         try:
             return bytes(handle.read())
         except (OSError, EOFError, zlib.error) as error:
-            raise _gzip_error(path, error) from None
+            raise gzip_error(path, error) from None
 
 
 def named_json(path: Path) -> bool:
@@ -109,7 +114,7 @@ def json_head(path: Path) -> JsonHead:
             first = _first_line(handle)
             second = b"" if first is None else _next_content_line(handle)
         except (OSError, EOFError, zlib.error) as error:
-            raise _gzip_error(path, error) from None
+            raise gzip_error(path, error) from None
     if first is None:
         return JsonHead("document")  # a first line too long to sniff: let the parser judge
     text = first.removeprefix(UTF8_BOM).lstrip()

@@ -46,14 +46,6 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.sources._common import (
-    Fields,
-    FormatMismatch,
-    ImportResult,
-    Notes,
-    count_phrase,
-    read_text,
-)
 from servetrace.sources._engine import (
     ADMISSION,
     NS_PER_US,
@@ -64,6 +56,9 @@ from servetrace.sources._engine import (
     iter_json_values,
     sniff_head,
 )
+from servetrace.sources.events import ImportResult, Notes, count_phrase
+from servetrace.sources.fields import Fields
+from servetrace.sources.reading import FormatMismatch, read_text
 
 FORMAT = "trtllm"
 _TIMES = (

@@ -30,16 +30,10 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.sources._common import (
-    Fields,
-    ImportResult,
-    Notes,
-    count_phrase,
-    cumulative_ticks,
-    float_to_ns,
-    import_result,
-    load_document,
-)
+from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
+from servetrace.sources.fields import Fields
+from servetrace.sources.reading import load_document
+from servetrace.sources.times import cumulative_ticks, float_to_ns
 from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "vllm-bench"

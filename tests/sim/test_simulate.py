@@ -17,8 +17,11 @@ from hypothesis import strategies as st
 from servetrace.errors import InputError, UsageError
 from servetrace.schema import EVENT_KINDS
 from servetrace.sim import engine as simulate_module
-from servetrace.sim.engine import EVENT_COLUMNS, EngineConfig, Simulation, run_simulation, simulate
-from servetrace.sim.workloads import synthetic_workload, validate_workload
+from servetrace.sim.config import EngineConfig
+from servetrace.sim.eventlog import EVENT_COLUMNS, Simulation
+from servetrace.sim.simulate import run_simulation, simulate
+from servetrace.sim.synthetic import synthetic_workload
+from servetrace.sim.workloads import validate_workload
 
 MS = 1_000_000
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"

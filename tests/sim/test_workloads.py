@@ -9,17 +9,9 @@ import polars as pl
 import pytest
 
 from servetrace.errors import InputError, UsageError
-from servetrace.sim.workloads import (
-    WORKLOAD_SCHEMA,
-    LengthDistribution,
-    head,
-    read_azure_2023,
-    read_mooncake,
-    read_workload,
-    scale_rate,
-    synthetic_workload,
-    window,
-)
+from servetrace.sim.readers import read_azure_2023, read_mooncake, read_workload
+from servetrace.sim.synthetic import LengthDistribution, synthetic_workload
+from servetrace.sim.workloads import WORKLOAD_SCHEMA, head, scale_rate, window
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "workloads"
 AZURE = DATA / "azure_conv_2023_head300.csv"

@@ -13,6 +13,7 @@ import pytest
 
 from servetrace.errors import ExitCode, InputError
 from servetrace.sources import aiperf
+from servetrace.sources.events import ImportResult
 from servetrace.sources.registry import import_file
 
 from .conftest import (
@@ -54,7 +55,7 @@ STATS = {
 
 
 @pytest.fixture(scope="module", params=list(RUNS), ids=list(RUNS))
-def run(request: pytest.FixtureRequest) -> aiperf.ImportResult:
+def run(request: pytest.FixtureRequest) -> ImportResult:
     return aiperf.read(RUNS[request.param])
 
 
@@ -63,7 +64,7 @@ def run(request: pytest.FixtureRequest) -> aiperf.ImportResult:
 # --------------------------------------------------------------------------------------
 
 
-def test_aiperf_ttft_agrees_with_aiperf(run: aiperf.ImportResult) -> None:
+def test_aiperf_ttft_agrees_with_aiperf(run: ImportResult) -> None:
     summary = run.tool_summary
     assert summary is not None
     done = completed(run.events)
@@ -72,7 +73,7 @@ def test_aiperf_ttft_agrees_with_aiperf(run: aiperf.ImportResult) -> None:
     assert max_difference(ours, summary["time_to_first_token"], STATS) < 1e-9
 
 
-def test_aiperf_request_latency_is_our_response_time(run: aiperf.ImportResult) -> None:
+def test_aiperf_request_latency_is_our_response_time(run: ImportResult) -> None:
     """AIPerf's request_latency ends at the last content chunk: our ``response``."""
     summary = run.tool_summary
     assert summary is not None
@@ -81,7 +82,7 @@ def test_aiperf_request_latency_is_our_response_time(run: aiperf.ImportResult) -
     assert max_difference(ours, summary["request_latency"], STATS) < 1e-9
 
 
-def test_aiperf_inter_token_latency_is_our_tpot(run: aiperf.ImportResult) -> None:
+def test_aiperf_inter_token_latency_is_our_tpot(run: ImportResult) -> None:
     """AIPerf's inter_token_latency = (request_latency - ttft)/(OSL - 1): our ``tpot``."""
     summary = run.tool_summary
     assert summary is not None
@@ -90,7 +91,7 @@ def test_aiperf_inter_token_latency_is_our_tpot(run: aiperf.ImportResult) -> Non
     assert max_difference(stats(tpot / MS), summary["inter_token_latency"], STATS) < 1e-9
 
 
-def test_aiperf_inter_chunk_latency_is_our_pooled_itl(run: aiperf.ImportResult) -> None:
+def test_aiperf_inter_chunk_latency_is_our_pooled_itl(run: ImportResult) -> None:
     """inter_chunk_latency lists the chunk gaps: our pooled ``itl``. Its average is exact;
     its percentiles come from a sketch in AIPerf, yet on these files they agree to 1e-9 ms
     too (pinned at the measured tolerance)."""
@@ -103,7 +104,7 @@ def test_aiperf_inter_chunk_latency_is_our_pooled_itl(run: aiperf.ImportResult) 
     assert max_difference(stats(gaps), icl, STATS) < 1e-9
 
 
-def test_aiperf_agrees_through_the_pipeline(run: aiperf.ImportResult) -> None:
+def test_aiperf_agrees_through_the_pipeline(run: ImportResult) -> None:
     analysis = analyze_or_skip(run.events)
     summary = run.tool_summary
     assert summary is not None
@@ -124,7 +125,7 @@ def test_aiperf_last_tick_is_start_plus_request_latency() -> None:
         assert row["last_ns"] - row["arrival_ns"] == round(latency_ms * MS)
 
 
-def test_aiperf_no_fabricated_events(run: aiperf.ImportResult) -> None:
+def test_aiperf_no_fabricated_events(run: ImportResult) -> None:
     assert_lifecycle_is_plausible(run.events)
     assert run.events["ticks_available"].all()
     assert run.arrival_known and not run.request_level

@@ -1,0 +1,128 @@
+"""AIPerf's raw per-chunk export, ``profile_export_raw.jsonl`` (``--export-level raw``).
+
+Every record has the request's ``start_perf_ns`` (a monotonic clock) and every streamed
+chunk's ``perf_ns``; a chunk's wall time is ``request_start_ns + (perf_ns -
+start_perf_ns)``, exact to the nanosecond. Chunks carrying text or reasoning are output
+ticks; finish, usage and ``[DONE]`` chunks are not, but the usage chunks give token counts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from servetrace.sources import aiperf_metadata as meta
+from servetrace.sources.chunks import chunk_columns, sse_payload
+from servetrace.sources.fields import Fields
+from servetrace.sources.reading import FormatMismatch, describe_json, iter_json_lines
+
+
+def sniff_raw_record(obj: Any) -> bool:
+    """True for a record of ``profile_export_raw.jsonl``."""
+    return isinstance(obj, dict) and "start_perf_ns" in obj and "responses" in obj
+
+
+_RESPONSES = pl.List(
+    pl.Struct(
+        {
+            "perf_ns": pl.Int64(),
+            "packets": pl.List(pl.Struct({"name": pl.Utf8(), "value": pl.Utf8()})),
+            "text": pl.Utf8(),
+        }
+    )
+)
+
+
+def read_raw(path: Path) -> pl.DataFrame:
+    """One row per raw record: ids, clocks and the content chunks' wall times (``ticks_raw``),
+    plus usage counts from the stream."""
+    fields = Fields(path, "AIPerf raw")
+    columns: dict[str, list[Any]] = {
+        "request_id": [],
+        "start_ns": [],
+        "start_perf_ns": [],
+        "end_ns": [],
+        "cancel_ns": [],
+        "was_cancelled": [],
+        "error_code": [],
+        "error": [],
+        "responses": [],
+    }
+    wheres: list[str] = []
+    for index, (line, obj) in enumerate(iter_json_lines(path)):
+        where = f"record {index} (line {line})"
+        if not sniff_raw_record(obj):
+            raise FormatMismatch(
+                f"{path}: {where}: not an AIPerf raw export record: expected "
+                f"'start_perf_ns' and 'responses' ({describe_json(obj)})"
+            )
+        code, error = meta.error_fields(fields, obj, where)
+        columns["request_id"].append(meta.record_id(fields, obj, index, where))
+        columns["start_ns"].append(meta.start_ns(fields, obj, where))
+        columns["start_perf_ns"].append(fields.integer(obj, "start_perf_ns", where))
+        columns["end_ns"].append(meta.end_ns(fields, obj, where))
+        columns["cancel_ns"].append(meta.cancel_ns(fields, obj, where))
+        columns["was_cancelled"].append(meta.was_cancelled(fields, obj, code))
+        columns["error_code"].append(code)
+        columns["error"].append(error)
+        columns["responses"].append(fields.array(obj, "responses", where))
+        wheres.append(where)
+    if None in columns["start_ns"]:
+        index = columns["start_ns"].index(None)
+        raise fields.error(f"record {index}", "missing field 'metadata.request_start_ns'")
+
+    frame = pl.DataFrame(
+        {key: value for key, value in columns.items() if key != "responses"},
+        schema_overrides={
+            "start_ns": pl.Int64,
+            "start_perf_ns": pl.Int64,
+            "end_ns": pl.Int64,
+            "cancel_ns": pl.Int64,
+            "error_code": pl.Int64,
+            "error": pl.Utf8,
+        },
+    ).with_columns(
+        fields.struct_lists(
+            columns["responses"],
+            _RESPONSES,
+            "responses",
+            wheres.__getitem__,
+            time_fields=("perf_ns",),
+        )
+    )
+    chunks = (
+        frame.select("request_id", "start_ns", "start_perf_ns", "responses")
+        .explode("responses", keep_nulls=False)
+        .unnest("responses")
+        .with_columns(pl.int_range(pl.len()).over("request_id").alias("_chunk"))
+        .explode("packets", keep_nulls=True)
+        .with_columns(
+            payload=pl.coalesce(
+                pl.when(pl.col("packets").struct.field("name").fill_null("data") == "data").then(
+                    sse_payload(pl.col("packets").struct.field("value"))
+                ),
+                pl.col("text"),
+            )
+        )
+        .with_columns(**chunk_columns(pl.col("payload")))
+        .group_by("request_id", "_chunk", maintain_order=True)
+        .agg(
+            pl.col("start_ns", "start_perf_ns", "perf_ns").first(),
+            pl.col("content").any(),
+            pl.col("completion_tokens", "prompt_tokens").drop_nulls().last(),
+        )
+    )
+    per_request = chunks.group_by("request_id", maintain_order=True).agg(
+        ticks_raw=(pl.col("start_ns") + (pl.col("perf_ns") - pl.col("start_perf_ns"))).filter(
+            pl.col("content")
+        ),
+        raw_completion_tokens=pl.col("completion_tokens").drop_nulls().last(),
+        raw_prompt_tokens=pl.col("prompt_tokens").drop_nulls().last(),
+    )
+    return (
+        frame.drop("responses")
+        .join(per_request, on="request_id", how="left")
+        .with_columns(pl.col("ticks_raw").list.sort())
+    )
