@@ -13,8 +13,8 @@ requests are carried on. What is kept between batches is small and mergeable:
 
 Peak memory therefore grows with the batch size and the number of requests open at once,
 not with the length of the trace. The trace must be written roughly in time order (as
-logs are); a request's events that arrive after it finished show up as a separate
-fragment under ``missing_arrival`` — the rows are still accounted for.
+logs are): a row of a request that already finished raises ``NotTimeOrdered``, and
+``dispatch`` then analyses the log partitioned by request (``partitioned``) instead.
 """
 
 from __future__ import annotations
