@@ -114,7 +114,7 @@ def test_hive_partition_values_become_columns(tmp_path: Path) -> None:
     assert [g["value"] for g in groups] == ["fcfs", "sjf"]
 
 
-def test_streaming_refuses_a_row_after_its_request_finished(tmp_path: Path) -> None:
+def test_streaming_partitions_a_log_with_a_row_after_its_request_finished(tmp_path: Path) -> None:
     frame = events(
         make_request("x", admission=1, first=2, complete=3),
         *[
@@ -127,8 +127,13 @@ def test_streaming_refuses_a_row_after_its_request_finished(tmp_path: Path) -> N
     frame.write_parquet(path)
     with pytest.raises(NotTimeOrdered, match="comes after the request finished"):
         analyze_streaming(read_events([str(path)]), batch_rows=10)
-    result = runner.invoke(app, ["analyze", str(path), "--streaming", "--batch-rows", "1000"])
-    assert result.exit_code == 3 and "--no-streaming" in result.stderr
+    # Issue 13: the command no longer refuses such a log; it partitions it by request.
+    result = runner.invoke(
+        app, ["analyze", str(path), "--streaming", "--batch-rows", "1000", "-f", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    whole = runner.invoke(app, ["analyze", str(path), "--no-streaming", "-f", "json"])
+    assert json.loads(result.stdout) == json.loads(whole.stdout)
 
 
 def test_streaming_ignores_unplaceable_rows_for_trace_facts(tmp_path: Path) -> None:

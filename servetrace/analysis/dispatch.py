@@ -1,4 +1,5 @@
-"""Choose the engine for a trace: in memory, or in batches when it is large.
+"""Choose the engine for a trace: in memory, or in batches when it is large (partitioned
+by request when the log is not in time order).
 
 Both engines build on ``memory`` (the in-memory pieces); this module sits above both, so
 neither imports the other.
@@ -7,11 +8,11 @@ neither imports the other.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import polars as pl
 
 from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_trace
+from servetrace.analysis.partitioned import analyze_partitioned
 from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, NotTimeOrdered, analyze_streaming
 from servetrace.sources.canonical import IngestOptions, Trace, read_events
 
@@ -36,8 +37,10 @@ def analyze_paths(
     batch_rows: int | None = None,
     by: str | None = None,
 ) -> Analysis:
-    """Analyse trace files; ``streaming=None`` streams traces of AUTO_STREAMING_EVENTS+
-    and falls back to memory (with a warning) if the log turns out not to be in order."""
+    """Analyse trace files; ``streaming=None`` streams traces of AUTO_STREAMING_EVENTS+.
+
+    A streamed log that turns out not to be in time order is analysed again partitioned
+    by request (``partitioned``), never refused and never loaded whole into memory."""
     trace = read_events(paths, ingest)
     auto = streaming is None
     if auto:
@@ -46,10 +49,8 @@ def analyze_paths(
         return analyze_trace(trace, options)
     try:
         return analyze_streaming(trace, options, batch_rows or DEFAULT_BATCH_ROWS, by)
-    except NotTimeOrdered as error:
-        if not auto:
-            raise
-        analysis = analyze_trace(trace, options)
-        note = f"{error.message}: analysed in memory instead of in batches"
-        summary = replace(analysis.summary, warnings=(*analysis.summary.warnings, note))
-        return replace(analysis, summary=summary)
+    except NotTimeOrdered:
+        # Sorted by request, merged from shards, or unsorted: partition the rows by
+        # request_id (spilled to disk when larger than a batch) and analyse each partition
+        # with the same kernel; the answers are those of the in-memory engine.
+        return analyze_partitioned(trace, options, batch_rows or DEFAULT_BATCH_ROWS, by)

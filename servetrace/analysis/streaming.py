@@ -17,7 +17,8 @@ rows at equal timestamps may come in any order, because a request is finished on
 the log has moved past the time of its terminal event (and release). A row of a request
 that had already finished stops the batched path (``NotTimeOrdered``) with a message that
 says which: the log is not sorted by ts, or it is sorted and that request has an event
-after its end (an invalid request, which only the in-memory path can quarantine). The
+after its end; ``dispatch`` then analyses the log partitioned by request
+(``partitioned``) instead, which also quarantines such a request. The
 few requests with neither admission nor output are kept to the end, since whether they
 were queued depends on the whole trace (``lifecycle`` docstring).
 """

@@ -1,7 +1,8 @@
 """The ``servetrace`` command line: a thin Typer layer over the core.
 
 Each command lives in its own module of this package and registers itself on ``app``
-with the ``guarded`` decorator, which turns exceptions into ``error:``/``hint:`` lines and
+when first asked for (``_lazy.LazyGroup``: ``--help`` imports none of them), with the
+``guarded`` decorator, which turns exceptions into ``error:``/``hint:`` lines and
 exit codes (DESIGN §7), so no command prints a traceback for a user mistake.
 """
 
@@ -17,14 +18,51 @@ os.environ.setdefault(
     "_RJEM_MALLOC_CONF", "background_thread:true,dirty_decay_ms:100,muzzy_decay_ms:0"
 )
 
-from servetrace.cli import analyze as _analyze  # noqa: F401  (registers commands)
-from servetrace.cli import check as _check  # noqa: F401
-from servetrace.cli import compare as _compare  # noqa: F401
-from servetrace.cli import imports as _imports  # noqa: F401
-from servetrace.cli import report as _report  # noqa: F401
-from servetrace.cli import simulate as _simulate  # noqa: F401
-from servetrace.cli import timeline as _timeline  # noqa: F401
 from servetrace.cli._app import app
+from servetrace.cli._lazy import declare
+
+# name → (module that registers it, the first paragraph of its docstring). ``--help`` lists
+# these without importing any command module; tests/cli/test_lazy.py checks they match.
+declare(
+    {
+        "analyze": (
+            "servetrace.cli.analyze",
+            "Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check.",
+        ),
+        "validate": (
+            "servetrace.cli.analyze",
+            "Check schema and lifecycle rules only; exit 1 if any request is invalid.",
+        ),
+        "check": (
+            "servetrace.cli.check",
+            "Check SLO rules and regression budgets; exit 0 all pass, 1 any failed.",
+        ),
+        "compare": (
+            "servetrace.cli.compare",
+            "Compare candidates with a baseline: ratio, CI, significance and a verdict per metric.",
+        ),
+        "import": (
+            "servetrace.cli.imports",
+            "Convert an AIPerf, GenAI-Perf, vLLM bench, GuideLLM, LLMPerf, OTLP spans, "
+            "SGLang, TensorRT-LLM or MLCommons endpoints export.",
+        ),
+        "report": (
+            "servetrace.cli.report",
+            "Write an offline HTML report: summary, CDFs, load over time, slowest requests, "
+            "formula residuals; with two or more traces, the comparison of each with the "
+            "first.",
+        ),
+        "simulate": (
+            "servetrace.cli.simulate",
+            "Simulate a continuous-batching engine and write its event log (seeded, exact).",
+        ),
+        "timeline": (
+            "servetrace.cli.timeline",
+            "Write one slice per request (queued, prefill, decode, requeued) packed into lanes.",
+        ),
+    }
+)
+
 
 __all__ = ["app", "main"]
 

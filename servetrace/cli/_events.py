@@ -7,10 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
-from servetrace.api import Analysis
-from servetrace.api._views import scan_events
 from servetrace.cli._app import err_console
-from servetrace.comparison.compare import Comparison
+
+# Type checkers treat this name as True; at run time the API and the comparison (SciPy)
+# load only when charts are asked for.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from servetrace.api import Analysis
+    from servetrace.comparison.compare import Comparison
 
 PlotsOpt = Annotated[
     Path | None,
@@ -26,6 +30,7 @@ def analysis_plots(
 ) -> str:
     """``analyze --plots DIR``: the charts, with the trace's ticks scanned again lazily
     (reduced to bins, never held: the analysis may have streamed a huge trace)."""
+    from servetrace.api._views import scan_events
     from servetrace.render.plots import analysis_plots as write
     from servetrace.render.report import require_extra
     from servetrace.render.report_sections import TraceView

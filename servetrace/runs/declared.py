@@ -20,7 +20,7 @@ from typing import Any
 
 from servetrace.errors import InputError
 from servetrace.runs.model import DECLARED_KEYS, empty_declared
-from servetrace.sources._common import load_json, sibling, strip_suffixes
+from servetrace.sources.reading import load_json, sibling, strip_suffixes
 
 _TP_PP = re.compile(r"(?:^|[_\-.])tp(\d+)[_\-]pp(\d+)(?:[_\-.]|$)", re.IGNORECASE)
 _DATASET_FLAG = re.compile(r"--dataset[-_]name[= ]+['\"]?([\w\-./]+)")

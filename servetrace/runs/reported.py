@@ -18,7 +18,7 @@ from typing import Any
 from servetrace.errors import InputError
 from servetrace.runs import declared as declared_facts
 from servetrace.runs.model import RunSource
-from servetrace.sources._common import load_json
+from servetrace.sources.reading import load_json
 
 _AIPERF_NAMES = {
     "time_to_first_token": "ttft",

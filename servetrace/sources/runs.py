@@ -28,8 +28,8 @@ from pathlib import Path
 from servetrace.errors import InputError
 from servetrace.runs.model import RunSource
 from servetrace.sources import detect
-from servetrace.sources._common import read_text, strip_suffixes
 from servetrace.sources.paths import has_magic
+from servetrace.sources.reading import read_text, strip_suffixes
 from servetrace.sources.registry import detect_format
 
 RUN_FORMATS = frozenset({"aiperf", "genai-perf", "vllm-bench", "guidellm", "llmperf"})

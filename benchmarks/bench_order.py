@@ -1,0 +1,118 @@
+"""Streamed analysis of a log that is not in time order (issue 13, item 2).
+
+    python benchmarks/bench_order.py benchmarks/out/trace_1e7.parquet [--batch-rows 2000000]
+
+Writes two copies of a time-ordered trace next to it — sorted by request, and shuffled —
+then runs, each in a fresh process (``/usr/bin/time`` for wall time and peak RSS),
+``servetrace analyze --no-streaming`` and ``--streaming`` on each order (a log not in time
+order is partitioned by request_id, ``analysis/partitioned.py``), and
+``pl.read_parquet`` of the same file as the reference. It checks that every run gives the
+same per-request frame (``--requests-out``, exact) and the same JSON report (pooled ITL
+within ``histogram.RELATIVE_BOUND``; exact below ``EXACT_GAPS`` gaps).
+Not a test: it times a machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _timed(args: list[str], stdout: Path | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (GB) of one fresh process."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as timing:
+        out = open(stdout, "w") if stdout else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            subprocess.run(
+                ["/usr/bin/time", "-o", timing.name, "-f", "%e %M", sys.executable, *args],
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                stdout=out,
+                check=True,
+            )
+        finally:
+            if stdout:
+                out.close()  # type: ignore[union-attr]
+        seconds, kb = timing.read().split()[-2:]
+    return float(seconds), int(kb) / 1e6
+
+
+def _copies(trace: Path) -> dict[str, Path]:
+    frame = pl.read_parquet(trace)
+    paths = {"time order": trace}
+    for name, ordered in (
+        ("by request", frame.sort("request_id", maintain_order=True)),
+        ("shuffled", frame.sample(fraction=1.0, shuffle=True, seed=0)),
+    ):
+        path = trace.with_name(f"{trace.stem}.{name.replace(' ', '-')}.parquet")
+        if not path.exists():
+            ordered.write_parquet(path, row_group_size=1_000_000)
+        paths[name] = path
+    return paths
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trace", type=Path)
+    parser.add_argument("--batch-rows", type=int, default=2_000_000)
+    options = parser.parse_args()
+    out = options.trace.parent / "order"
+    out.mkdir(exist_ok=True)
+    reference = None
+    print(f"{'order':<12} {'run':<22} {'wall s':>7} {'peak GB':>8} {'÷ read':>7}  same")
+    for order, path in _copies(options.trace).items():
+        read_s, read_gb = _timed(["-c", f"import polars as pl; pl.read_parquet({str(path)!r})"])
+        print(f"{order:<12} {'pl.read_parquet':<22} {read_s:7.2f} {read_gb:8.2f} {1:7.2f}")
+        for mode in ("--no-streaming", "--streaming"):
+            stem = f"{order.replace(' ', '-')}{mode}"
+            requests, report = out / f"{stem}.parquet", out / f"{stem}.json"
+            seconds, gb = _timed(
+                [
+                    "-m",
+                    "servetrace",
+                    "analyze",
+                    str(path),
+                    mode,
+                    "-f",
+                    "json",
+                    "--batch-rows",
+                    str(options.batch_rows),
+                    "--requests-out",
+                    str(requests),
+                ],
+                stdout=report,
+            )
+            frame = pl.read_parquet(requests).sort("request_id")
+            summary = json.loads(report.read_text())
+            summary.pop("inputs", None)
+            itl = summary["metrics"].pop("itl")
+            summary["warnings"] = [w for w in summary["warnings"] if "log histogram" not in w]
+            if reference is None:
+                reference = (frame, summary, itl)
+                same = "reference"
+            else:
+                same_rows = frame.equals(reference[0])
+                same_summary = summary == reference[1]
+                worst = max(
+                    abs(itl[k] - reference[2][k]) / abs(reference[2][k])
+                    for k in ("p50", "p90", "p99", "p99_9")
+                    if reference[2][k]
+                )
+                same = f"requests {same_rows}, summary {same_summary}, ITL rel {worst:.2e}"
+            print(
+                f"{order:<12} {'analyze ' + mode:<22} {seconds:7.2f} {gb:8.2f} "
+                f"{seconds / read_s:7.2f}  {same}"
+            )
+
+
+if __name__ == "__main__":
+    main()
