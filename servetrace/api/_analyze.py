@@ -15,9 +15,15 @@ import polars as pl
 
 from servetrace.analysis import memory
 from servetrace.analysis.dispatch import analyze_paths
+from servetrace.analysis.fluidity import FluidityTargets, parse_targets
+from servetrace.analysis.slices import slice_figures
 from servetrace.analysis.summary import GoodputTarget, Summary
+from servetrace.analysis.window import Window, WindowSpec
+from servetrace.analysis.window import restrict as restrict_to
+from servetrace.api._time import windowed
 from servetrace.errors import UsageError
 from servetrace.render.summary import report_dict
+from servetrace.render.time_report import time_dict
 from servetrace.rules.grammar import parse_goodput_target
 from servetrace.sources import detect
 from servetrace.sources.canonical import IngestOptions
@@ -42,6 +48,9 @@ class Analysis:
     by: str | None = None
     groups: Mapping[object, Summary] | None = None
     read_warnings: tuple[str, ...] = field(default_factory=tuple)
+    window: Window | None = None  # --window / --steady-state: what was analysed
+    slices: pl.DataFrame | None = None  # --slice: analysis.slices.slice_figures
+    fluidity: FluidityTargets | None = None  # --fluidity: Etalon's per-token deadlines
 
     @property
     def summary(self) -> Summary:
@@ -67,7 +76,8 @@ class Analysis:
 
     def to_dict(self, naming: str = "servetrace") -> dict[str, Any]:
         """The report of ``servetrace analyze --format json`` (same keys, same numbers)."""
-        return report_dict(self.summary, self.inputs, self.groups, self.by, naming)
+        report = report_dict(self.summary, self.inputs, self.groups, self.by, naming)
+        return {**report, **time_dict(self.engine, self.window, self.slices, self.fluidity)}
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -152,12 +162,19 @@ def analyze(
     time_unit: str | None = None,
     event_map: Mapping[str, str] | None = None,
     from_format: str | None = None,
+    window: str | WindowSpec | None = None,
+    steady_state: bool = False,
+    slice_ns: int | None = None,
+    fluidity: str | FluidityTargets | None = None,
 ) -> Analysis:
     """Analyse one trace (files, globs, directories) or one tool's exports.
 
     ``streaming``: True reads in batches of ``batch_rows``, False in memory, None (the
     CLI's default) streams traces of 30 million events or more. ``by`` adds one summary
-    per value of that request column. Raises ``InputError`` (unreadable input) or
+    per value of that request column. ``window`` (``"60:600"``, seconds from the trace
+    start, or timestamps) or ``steady_state`` analyse only the requests arriving in it;
+    ``slice_ns`` adds per-slice figures; ``fluidity`` (``"ttft=500ms,tbt=50ms"``) Etalon's
+    fluidity-index. Raises ``InputError`` (unreadable input) or
     ``UsageError`` (bad option), never a Polars error.
     """
     require_number("formula_abs_tol_ns", formula_abs_tol_ns, 0, 2**63 - 1)
@@ -168,15 +185,49 @@ def analyze(
         goodput=as_targets(goodput),
         formula_abs_tol_ns=int(formula_abs_tol_ns),
         formula_rel_tol=float(formula_rel_tol),
+        fluidity=parse_targets(fluidity) if isinstance(fluidity, str) else fluidity,
     )
     texts = path_texts(paths)
     fmt, resolved = detect.inputs(texts, from_format)
     notes: tuple[str, ...] = ()
     if fmt is None:
         ingest = _ingest(columns, time_unit, event_map)
-        engine = analyze_paths(texts, ingest, options, streaming, batch_rows, by)
+
+        def scan() -> pl.LazyFrame:
+            return scan_events(texts, ingest).events
+
+        engine, chosen = windowed(
+            lambda keep: analyze_paths(texts, ingest, options, streaming, batch_rows, by, keep),
+            scan,
+            window,
+            steady_state,
+        )
     else:
-        events, notes = _imported(resolved, fmt)
-        engine = memory.analyze_events(events, options, inputs=tuple(texts))
+        imported, notes = _imported(resolved, fmt)
+
+        def scan() -> pl.LazyFrame:
+            return imported.lazy()
+
+        engine, chosen = windowed(
+            lambda keep: memory.analyze_events(
+                imported if keep is None else keep(imported.lazy()), options, inputs=tuple(texts)
+            ),
+            scan,
+            window,
+            steady_state,
+        )
     groups = memory.summarize_by(engine, by, options) if by else None
-    return Analysis(engine=engine, by=by, groups=groups, read_warnings=notes)
+    slices = None
+    if slice_ns is not None:
+        ticks = scan() if chosen is None else restrict_to(scan(), chosen)
+        origin = chosen.start_ns if chosen is not None else None
+        slices = slice_figures(engine, slice_ns, origin, ticks, options.goodput)
+    return Analysis(
+        engine=engine,
+        by=by,
+        groups=groups,
+        read_warnings=notes,
+        window=chosen,
+        slices=slices,
+        fluidity=options.fluidity,
+    )
