@@ -17,10 +17,13 @@ requests (the level the summary's ``concurrency.in_system`` describes):
    ramp is its centre value, so smoothing removes spikes without moving the ramp.
 3. The plateau level ``L`` is the median of the smoothed levels of the middle half of
    the bins (25 %–75 % of the span): warm-up and drain cannot move it.
-4. The band is ``|level − L| ≤ max(BAND · L, 1 request)`` with ``BAND`` = 5 %.
-5. Warm-up ends at the start of the first in-band bin; the drain starts at the end of
-   the last in-band bin. Excursions in between (bursts) stay inside: they are part of the
-   sustained behaviour, not of warm-up or drain.
+4. The band is ``|level − L| ≤ max(BAND · L, spread, 1 request)``, ``BAND`` = 5 % and
+   ``spread`` the plateau's own noise (1.4826 × the median absolute deviation of the
+   middle half), so a noisy plateau is not cut to pieces by its own fluctuation.
+5. Score each bin +1 in the band, −1 outside, and take the maximum-sum run of bins
+   (``longest_majority_span``): warm-up ends where it starts, the drain starts where it
+   ends. A lone noisy bin in the band during warm-up or drain cannot extend it; a short
+   excursion inside (a burst) cannot split it — it is part of the sustained behaviour.
 6. A request arriving just before the drain lives through it: the window's end is the
    drain start minus the median e2e of completed requests (a request arriving then
    finishes, typically, before the level leaves the band).
@@ -46,9 +49,9 @@ BINS = 100
 SMOOTH = 5
 BAND = 0.05
 RULE_TEXT = (
-    "steady state: in-system concurrency within ±5% of its plateau (median of the middle "
-    "half, 100 bins, running median of 5), after warm-up, ending one median e2e before "
-    "the drain"
+    "steady state: the majority span of 100 bins whose in-system concurrency (running "
+    "median of 5) is within ±5% (or its own noise) of the plateau (median of the middle "
+    "half), ending one median e2e before the drain"
 )
 _UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
 _RELATIVE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ms|s|min|m|h)?\s*$")

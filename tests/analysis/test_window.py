@@ -79,6 +79,15 @@ def test_window_equals_the_filtered_trace(tmp_path: Path) -> None:
     assert windowed["window"]["rule"] == "given: --window 5:12"
 
 
+def test_streamed_window_equals_in_memory(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.parquet"
+    synthetic_events(300, cancelled=10).sort("ts").write_parquet(trace)
+    args = (str(trace), "--window", "3:9", "--slice", "1s")
+    memory = _run(*args, "--no-streaming")
+    assert memory == _run(*args, "--streaming", "--batch-rows", "1000")
+    assert memory["slices"][0]["start_s"] == 3.0
+
+
 def test_window_bounds_open_units_and_timestamps() -> None:
     assert parse_window(":60").start is None
     assert parse_window("1m:").end is None
