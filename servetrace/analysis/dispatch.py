@@ -7,7 +7,8 @@ neither imports the other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import polars as pl
 
@@ -36,12 +37,15 @@ def analyze_paths(
     streaming: bool | None = False,
     batch_rows: int | None = None,
     by: str | None = None,
+    restrict: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None,
 ) -> Analysis:
     """Analyse trace files; ``streaming=None`` streams traces of AUTO_STREAMING_EVENTS+.
 
     A streamed log that turns out not to be in time order is analysed again partitioned
     by request (``partitioned``), never refused and never loaded whole into memory."""
     trace = read_events(paths, ingest)
+    if restrict is not None:  # --window: only the requests arriving in it (analysis.window)
+        trace = replace(trace, events=restrict(trace.events))
     auto = streaming is None
     if auto:
         streaming = _event_count(trace) >= AUTO_STREAMING_EVENTS

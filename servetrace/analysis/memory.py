@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.analysis.fluidity import FluidityTargets, fluidity_columns
 from servetrace.analysis.groups import summarize_groups
 from servetrace.analysis.lifecycle import (
     KEY,
@@ -36,6 +37,7 @@ class AnalysisOptions:
     goodput: tuple[GoodputTarget, ...] = ()
     formula_abs_tol_ns: int = 1_000_000
     formula_rel_tol: float = 0.01
+    fluidity: FluidityTargets | None = None  # --fluidity: Etalon's per-token deadlines
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,8 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
     attributes = attribute_columns(events.columns)
     timeline = build_timeline(events, attributes)
     requests = request_metrics(timeline, attributes)
+    if options.fluidity is not None:
+        requests = fluidity_columns(timeline, requests, options.fluidity)
     gaps = gap_frame(timeline, requests)
     # Keep what reports need, not the trace: the events and sorted ticks are the bulk of
     # memory, and only the rows of invalid requests are ever shown again.

@@ -30,6 +30,7 @@ from dataclasses import replace
 
 import polars as pl
 
+from servetrace.analysis.fluidity import fluidity_columns
 from servetrace.analysis.histogram import EXACT_GAPS, RELATIVE_BOUND, GapBudget, PooledGaps
 from servetrace.analysis.lifecycle import (
     KEY,
@@ -161,6 +162,8 @@ def _analyze_streaming(
             return
         timeline = build_timeline(frame, attributes, facts, unadmitted_queued)
         metrics = request_metrics(timeline, attributes)
+        if options.fluidity is not None:
+            metrics = fluidity_columns(timeline, metrics, options.fluidity)
         gaps = gap_frame(timeline, metrics)
         itl.add(gaps["itl_ns"])
         if by is not None:

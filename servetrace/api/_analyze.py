@@ -7,16 +7,23 @@ import math
 import numbers
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from servetrace.analysis import memory
+from servetrace.analysis.dispatch import analyze_paths
+from servetrace.analysis.fluidity import FluidityTargets, parse_targets
+from servetrace.analysis.slices import slice_figures
 from servetrace.analysis.summary import GoodputTarget, Summary
+from servetrace.analysis.window import Window, WindowSpec
+from servetrace.analysis.window import restrict as restrict_to
+from servetrace.api._time import windowed
 from servetrace.errors import UsageError
 from servetrace.render.summary import report_dict
+from servetrace.render.time_report import time_dict
 from servetrace.rules.grammar import parse_goodput_target
 from servetrace.sources import detect
 from servetrace.sources.canonical import IngestOptions
@@ -47,6 +54,9 @@ class Analysis:
     # What the run declares about itself (servetrace.runs.model): tool, model, offered
     # rate, concurrency, duration…; None for a canonical trace.
     declared: Mapping[str, Any] | None = None
+    window: Window | None = None  # --window / --steady-state: what was analysed
+    slices: pl.DataFrame | None = None  # --slice: analysis.slices.slice_figures
+    fluidity: FluidityTargets | None = None  # --fluidity: Etalon's per-token deadlines
 
     @property
     def summary(self) -> Summary:
@@ -77,7 +87,7 @@ class Analysis:
             from servetrace.runs.declared import declared_dict
 
             report["declared"] = declared_dict(self.declared)
-        return report
+        return {**report, **time_dict(self.engine, self.window, self.slices, self.fluidity)}
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -164,6 +174,10 @@ def analyze(
     from_format: str | None = None,
     labels: Sequence[str] | None = None,
     pool: bool = False,
+    window: str | WindowSpec | None = None,
+    steady_state: bool = False,
+    slice_ns: int | None = None,
+    fluidity: str | FluidityTargets | None = None,
 ) -> Analysis | Runs:
     """Analyse one trace or one run — or several runs, one ``Run`` each.
 
@@ -177,7 +191,10 @@ def analyze(
 
     ``streaming``: True reads in batches of ``batch_rows``, False in memory, None (the
     CLI's default) streams traces of 30 million events or more. ``by`` adds one summary
-    per value of that request column. Raises ``InputError`` (unreadable input) or
+    per value of that request column. ``window`` (``"60:600"``, seconds from the trace
+    start, or timestamps) or ``steady_state`` analyse only the requests arriving in it;
+    ``slice_ns`` adds per-slice figures; ``fluidity`` (``"ttft=500ms,tbt=50ms"``) Etalon's
+    fluidity-index. Raises ``InputError`` (unreadable input) or
     ``UsageError`` (bad option), never a Polars error.
     """
     from servetrace.runs.analyze import Settings, analyze_runs, pool_runs
@@ -191,8 +208,25 @@ def analyze(
         goodput=as_targets(goodput),
         formula_abs_tol_ns=int(formula_abs_tol_ns),
         formula_rel_tol=float(formula_rel_tol),
+        fluidity=parse_targets(fluidity) if isinstance(fluidity, str) else fluidity,
     )
     texts = path_texts(paths)
+    if window is not None or steady_state or slice_ns is not None:
+        # Time restrictions describe one trace's timeline: one run at a time.
+        return _analyze_in_time(
+            texts,
+            options,
+            by,
+            streaming,
+            batch_rows,
+            columns,
+            time_unit,
+            event_map,
+            from_format,
+            window,
+            steady_state,
+            slice_ns,
+        )
     settings = Settings(
         options=options,
         ingest=_ingest(columns, time_unit, event_map),
@@ -205,8 +239,68 @@ def analyze(
         return pool_runs(sources, settings, labels)
     runs = analyze_runs(sources, settings, labels)
     if len(runs) == 1 and runs[0].analysis is not None:
-        return runs[0].analysis
+        return replace(runs[0].analysis, fluidity=options.fluidity)
     return runs
+
+
+def _analyze_in_time(
+    texts: list[str],
+    options: memory.AnalysisOptions,
+    by: str | None,
+    streaming: bool | None,
+    batch_rows: int | None,
+    columns: Mapping[str, str] | None,
+    time_unit: str | None,
+    event_map: Mapping[str, str] | None,
+    from_format: str | None,
+    window: str | WindowSpec | None,
+    steady_state: bool,
+    slice_ns: int | None,
+) -> Analysis:
+    """One trace analysed over a window (given or the steady state), with slices."""
+    fmt, resolved = detect.inputs(texts, from_format)
+    notes: tuple[str, ...] = ()
+    if fmt is None:
+        ingest = _ingest(columns, time_unit, event_map)
+
+        def scan() -> pl.LazyFrame:
+            return scan_events(texts, ingest).events
+
+        engine, chosen = windowed(
+            lambda keep: analyze_paths(texts, ingest, options, streaming, batch_rows, by, keep),
+            scan,
+            window,
+            steady_state,
+        )
+    else:
+        imported, notes = _imported(resolved, fmt)
+
+        def scan() -> pl.LazyFrame:
+            return imported.lazy()
+
+        engine, chosen = windowed(
+            lambda keep: memory.analyze_events(
+                imported if keep is None else keep(imported.lazy()), options, inputs=tuple(texts)
+            ),
+            scan,
+            window,
+            steady_state,
+        )
+    groups = memory.summarize_by(engine, by, options) if by else None
+    slices = None
+    if slice_ns is not None:
+        ticks = scan() if chosen is None else restrict_to(scan(), chosen)
+        origin = chosen.start_ns if chosen is not None else None
+        slices = slice_figures(engine, slice_ns, origin, ticks, options.goodput)
+    return Analysis(
+        engine=engine,
+        by=by,
+        groups=groups,
+        read_warnings=notes,
+        window=chosen,
+        slices=slices,
+        fluidity=options.fluidity,
+    )
 
 
 def analyze_one(paths: PathsLike, **options: Any) -> Analysis:

@@ -77,6 +77,7 @@ def check(
     time_unit: str | None = None,
     event_map: Mapping[str, str] | None = None,
     from_format: str | None = None,
+    fluidity: str | None = None,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on a trace (the CI gate).
 
@@ -100,6 +101,11 @@ def check(
     if resamples is not None:
         require_number("resamples", resamples, 100, 10_000_000)
     targets = (*settings.goodput, *as_targets(goodput))
+    if fluidity is None and any(rule.metric == "fluidity" for rule in checked):
+        raise UsageError(
+            "fluidity rules need per-token deadlines",
+            hint="give --fluidity ttft=500ms,tbt=50ms (Etalon's TTFT and TBT targets)",
+        )
     reading: dict[str, Any] = {
         "columns": columns,
         "time_unit": time_unit,
@@ -112,7 +118,9 @@ def check(
         if isinstance(side, Analysis):
             analysis = side
         else:  # in memory: budgets are tested on every gap
-            analysis = analyze_one(side, goodput=targets, streaming=False, **reading)
+            analysis = analyze_one(
+                side, goodput=targets, streaming=False, fluidity=fluidity, **reading
+            )
         notes.extend(analysis.read_warnings)  # already name their file
         notes.extend(f"{label_of(side)}: {message}" for message in analysis.summary.warnings)
         return analysis

@@ -8,6 +8,7 @@ from typing import Annotated
 import polars as pl
 import typer
 
+from servetrace.analysis.slices import parse_slice
 from servetrace.api import Analysis
 from servetrace.api import analyze as analyze_trace
 from servetrace.api._analyze import analyze_one
@@ -42,6 +43,8 @@ from servetrace.render.summary import (
     render_markdown,
     render_table,
 )
+from servetrace.render.time_report import lines as time_lines
+from servetrace.render.time_report import slice_csv, slice_markdown, slice_table, time_dict
 from servetrace.render.validate import validate_dict, validate_text
 from servetrace.runs.model import Runs
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
@@ -130,6 +133,35 @@ def analyze(
             "(LABEL:ID, and a 'run' column for --by run)."
         ),
     ] = False,
+    window: Annotated[
+        str | None,
+        typer.Option(
+            help="Analyse only requests arriving in START:END (seconds from the trace start, "
+            "e.g. 60:600 or 1m:10m, or ISO timestamps; an empty side is open)."
+        ),
+    ] = None,
+    steady_state: Annotated[
+        bool,
+        typer.Option(
+            "--steady-state",
+            help="Choose the window: in-system concurrency within ±5% of its plateau, "
+            "after warm-up, ending one median e2e before the drain (reported).",
+        ),
+    ] = False,
+    slice_: Annotated[
+        str | None,
+        typer.Option(
+            "--slice",
+            help="Per-slice throughput, goodput, TTFT/TPOT p50/p99, queued and running, "
+            "e.g. 10s (with --format csv: the CSV is the per-slice table).",
+        ),
+    ] = None,
+    fluidity: Annotated[
+        str | None,
+        typer.Option(
+            help="Etalon's fluidity-index for per-token deadlines, e.g. 'ttft=500ms,tbt=50ms'."
+        ),
+    ] = None,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check.
 
@@ -143,6 +175,10 @@ def analyze(
         formula_rel_tol=formula_rel_tol,
         streaming=streaming,
         batch_rows=batch_rows,
+        window=window,
+        steady_state=steady_state,
+        slice_ns=parse_slice(slice_) if slice_ is not None else None,
+        fluidity=fluidity,
         **reading(column, time_unit, event_map, from_format),
         labels=label,
         pool=pool,
@@ -157,6 +193,7 @@ def analyze(
         return
     analysis = result
     _report_warnings(analysis)
+    timed = time_dict(analysis.engine, analysis.window, analysis.slices, analysis.fluidity)
     if requests_out:
         write_frame(analysis.requests, requests_out)
     if quarantine_out:
@@ -171,15 +208,24 @@ def analyze(
     )
     if fmt is SummaryFormat.json:
         out_console.out(render_json(analysis.to_dict(name)))
+    elif fmt is SummaryFormat.csv and "slices" in timed:
+        out_console.out(slice_csv(timed["slices"]), end="")
     elif fmt is SummaryFormat.csv:
         out_console.out(render_csv(groups or {None: summary}, by, name), end="")
     elif fmt is SummaryFormat.markdown:
         text = render_markdown(summary, inputs, name)
+        text += "".join(f"- {line}\n" for line in time_lines(timed))
+        if "slices" in timed:
+            text += slice_markdown(timed["slices"])
         for value, group in (groups or {}).items():
             text += "\n" + render_markdown(group, inputs, name, title=f"{by} = {value}")
         out_console.out(text + links, end="")
     else:
         out_console.print(render_table(summary, inputs, name))
+        for line in time_lines(timed):
+            out_console.print(line, markup=False, highlight=False)
+        if "slices" in timed:
+            out_console.out(slice_table(timed["slices"]))
         for value, group in (groups or {}).items():
             out_console.print()
             out_console.print(render_table(group, inputs, name, title=f"{by} = {value}"))

@@ -77,6 +77,12 @@ def check_command(
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
+    fluidity: Annotated[
+        str | None,
+        typer.Option(
+            help="Per-token deadlines behind fluidity.* rules, e.g. 'ttft=500ms,tbt=50ms'."
+        ),
+    ] = None,
 ) -> None:
     """Check SLO rules and regression budgets; exit 0 all pass, 1 any failed."""
     if output is not None:
@@ -97,6 +103,7 @@ def check_command(
         require_all=require_all,
         seed=seed,
         resamples=resamples,
+        fluidity=fluidity,
         **reading(column, time_unit, event_map, from_format),
     )
     for message in result.warnings:

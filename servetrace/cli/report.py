@@ -27,6 +27,10 @@ def report(
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
+    slice_: Annotated[
+        str | None,
+        typer.Option("--slice", help="Add per-slice figures to the over-time charts, e.g. 10s."),
+    ] = None,
 ) -> None:
     """Write an offline HTML report: summary, CDFs, load over time, slowest requests,
     formula residuals; with two or more traces, the comparison of each with the first."""
@@ -38,6 +42,7 @@ def report(
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: directory {output.parent} does not exist")
     refuse_overwriting_inputs([("--output", output)], traces)
+    from servetrace.analysis.slices import parse_slice, slice_figures
     from servetrace.render.series import MAX_POINTS
 
     views = []
@@ -48,7 +53,10 @@ def report(
         for note in notes:
             warn(note)
         # The page stays light with several traces: they share the scatter budget.
-        views.append(TraceView(trace, analysis, events, points=MAX_POINTS // len(traces)))
+        per_slice = slice_figures(analysis, parse_slice(slice_), events=events) if slice_ else None
+        views.append(
+            TraceView(trace, analysis, events, points=MAX_POINTS // len(traces), slices=per_slice)
+        )
     comparisons = []
     if len(views) > 1:
         from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS

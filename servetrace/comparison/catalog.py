@@ -15,6 +15,9 @@ A key is ``metric.stat``:
   per-request goodput target (``ttft<=200ms``…); the fraction is over completed requests,
   as ``servetrace analyze`` reports it (cancelled requests are ``cancelled.fraction``);
 - ``cancelled.count`` / ``fraction``: cancelled requests, fraction of every valid request;
+- ``fluidity``: Etalon's fluidity-index of each completed request (1 − missed/total
+  per-token deadlines, ``servetrace.analysis.fluidity``; needs ``--fluidity`` targets),
+  any statistic of its distribution (``fluidity.p50>=0.9``; higher is better);
 - ``preemptions.count`` (preemption events), ``fraction`` (of requests preempted at
   least once), ``mean`` (preemptions per request), over every valid request.
 
@@ -42,7 +45,7 @@ from servetrace.stats.describe import STATISTICS, canonical_stat, is_statistic, 
 
 Better = Literal["lower", "higher"]
 Source = Literal["requests", "gaps", "summary"]
-Kind = Literal["latency", "rate", "outcome"]
+Kind = Literal["latency", "rate", "outcome", "index"]
 
 # Outcomes as servetrace.analysis.lifecycle names them.
 COMPLETED = "completed"
@@ -80,9 +83,14 @@ class MetricSpec:
             return "" if canonical_stat(stat) == "count" else self.unit
         return self.stat_units.get(stat, self.unit)
 
+    @property
+    def is_distribution(self) -> bool:
+        """One value per completed request (or gap): any statistic of a distribution."""
+        return self.kind in ("latency", "index")
+
     def accepts(self, stat: str) -> bool:
         stat = canonical_stat(stat)
-        if self.kind == "latency":
+        if self.is_distribution:
             return is_statistic(stat)
         return stat in self.stats
 
@@ -129,6 +137,16 @@ METRICS: dict[str, MetricSpec] = {
             ("requests_per_s", "fraction", "count"),
             "completed requests meeting every goodput target",
             {"requests_per_s": "req/s", "fraction": "", "count": ""},
+        ),
+        MetricSpec(
+            "fluidity",
+            "",
+            "higher",
+            "requests",
+            "fluidity_index",
+            "index",
+            (),
+            "Etalon's fluidity-index per completed request (needs --fluidity targets)",
         ),
         MetricSpec(
             "cancelled",
@@ -224,7 +242,7 @@ def get_metric(name: str) -> MetricSpec:
 
 
 def stats_help(spec: MetricSpec) -> str:
-    if spec.kind == "latency":
+    if spec.is_distribution:
         return "count, mean, std, min, max, p50, p90, p95, p99, p99_9 or any pNN"
     return ", ".join(spec.stats)
 
@@ -309,6 +327,13 @@ def metric_value(
     """
     spec = get_metric(metric)
     stat = check_stat(spec, stat)
+    if spec.kind == "index":
+        if spec.column not in analysis.requests.columns:
+            raise MetricUnavailable(
+                f"{spec.name}.{stat} needs per-token deadlines",
+                hint="give --fluidity ttft=500ms,tbt=50ms",
+            )
+        return statistic(latency_samples(analysis, spec), stat)
     if spec.kind == "latency":
         samples = latency_samples(analysis, spec)
         if samples.size == 0 and spec.source == "gaps":

@@ -198,7 +198,7 @@ def compare(
     keys = [
         (spec.name, stat)
         for spec in specs
-        for stat in (stat_names if spec.kind == "latency" else spec.stats)
+        for stat in (stat_names if spec.is_distribution else spec.stats)
     ]
     measured = measure_keys(ctx, keys)
     pop = ctx.population

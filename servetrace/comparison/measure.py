@@ -177,6 +177,8 @@ def _measure_latency(ctx: Context, spec: MetricSpec, stats: Sequence[str]) -> li
         per_request = (_array(pop.base, "itl_mean_ns"), _array(pop.cand, "itl_mean_ns"))
         _rank_test(ctx, spec, *per_request, pop.paired, "itl_mean_ns per request")
     else:
+        if spec.column not in pop.base.columns or spec.column not in pop.cand.columns:
+            raise MetricUnavailable(f"{spec.name} is not in both analyses ({spec.description})")
         b, c = _array(pop.base, spec.column), _array(pop.cand, spec.column)
         if (b.size or c.size) and np.isnan(b).all() and np.isnan(c).all():
             # e.g. queue_wait and prefill of client-side traces, which see no admission
@@ -314,7 +316,7 @@ def measure_keys(ctx: Context, keys: Sequence[tuple[str, str]]) -> list[Measured
     out: list[Measured] = []
     for name, stats in grouped.items():
         spec = get_metric(name)
-        if spec.kind == "latency":
+        if spec.is_distribution:
             try:
                 out.extend(_measure_latency(ctx, spec, stats))
             except MetricUnavailable as error:

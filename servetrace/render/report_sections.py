@@ -37,6 +37,7 @@ class TraceView:
     analysis: Analysis
     events: pl.DataFrame | pl.LazyFrame | None  # canonical events, for ticks and preemptions
     points: int = series.MAX_POINTS  # most points per scatter (several traces share a page)
+    slices: pl.DataFrame | None = None  # report --slice: analysis.slices.slice_figures
 
     @property
     def json(self) -> dict[str, Any]:
@@ -191,14 +192,19 @@ def over_time_section(view: TraceView, prefix: str) -> Section:
         f"requests arrived at {tput.get('requests_per_s') or 0:.2f} req/s on average."
     )
     note = None if view.events is not None else "Output tokens/s needs the trace's ticks."
+    drawn = [
+        (f"{prefix}rates", charts.rates_chart(over)),
+        (f"{prefix}levels", charts.levels_chart(over)),
+    ]
+    if view.slices is not None:  # --slice: the per-slice figures, on the same time axis
+        from servetrace.render.slice_charts import slices_chart
+
+        drawn.append((f"{prefix}slices", slices_chart(view.slices, over.origin_ns)))
     return Section(
         f"{prefix}over-time",
         title,
         sentence,
-        [
-            (f"{prefix}rates", charts.rates_chart(over)),
-            (f"{prefix}levels", charts.levels_chart(over)),
-        ],
+        drawn,
         note=(note or "") + f" Bins of {over.bin_ns / 1e9:g} s; levels are the peak in each bin.",
     )
 

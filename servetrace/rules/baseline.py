@@ -58,6 +58,9 @@ class ReportBaseline:
             if unit not in TIME_UNITS_NS:
                 raise self._broken(f"gives {spec.name} in unknown unit {unit!r}")
             return value * TIME_UNITS_NS[unit]
+        index = _mapping(_mapping(document.get("fluidity")).get("index"))
+        if spec.kind == "index" and stat in index:
+            return self._number(index[stat], where)
         throughput = _mapping(document.get("throughput"))
         if spec.name == "throughput" and stat in throughput:
             return self._number(throughput[stat], where)

@@ -178,7 +178,7 @@ def _metric(scan: _Scanner, expect: Expect | None) -> tuple[MetricSpec, str]:
             scan.pos,
             1,
             f"expected '.' and a statistic after {word!r} "
-            f"(e.g. {name}.{'p99' if spec.kind == 'latency' else spec.stats[0]})",
+            f"(e.g. {name}.{'p99' if spec.is_distribution else spec.stats[0]})",
         )
     scan.pos += 1
     found = scan.match(_STAT)

@@ -76,7 +76,7 @@ _STATUS: dict[Reason, Status] = {
 # Metrics only the server sees: a client logs neither admission nor preemption.
 SERVER_SIDE = ("queue_wait", "prefill", "requeued", "preemptions")
 # Metrics made of the time between output tokens.
-TOKEN_TIMED = ("itl", "itl_max")
+TOKEN_TIMED = ("itl", "itl_max", "fluidity")
 # Statistics over the trace window (first arrival to last terminal event).
 RATES = ("requests_per_s", "output_tokens_per_s", "total_tokens_per_s")
 
