@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 import numpy as np
 import polars as pl
 
+from servetrace.analysis import intervals, survival
 from servetrace.analysis.formula import FormulaReport, check_formula
 from servetrace.analysis.lifecycle import RULES, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
@@ -89,6 +90,9 @@ class Summary:
     arrival_known: bool
     ticks_available: bool
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # Kaplan–Meier estimates (analysis.survival) and percentile intervals (analysis.intervals)
+    survival: dict[str, dict[str, Any]] | None = None
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _ids(frame: pl.DataFrame) -> list[Any]:
@@ -313,6 +317,7 @@ def summarize(
         source = ",".join(sorted(str(v) for v in values)) or "server"
     good = goodput(completed, targets)
     met = good["requests_met"] if good else None
+    metrics = latency_distributions(completed, gaps)
     tolerance = formula_tolerance or (1_000_000, 0.01)
     notes = list(warnings)
     if 0 < completed.height < 100:
@@ -327,7 +332,7 @@ def summarize(
         outcomes=outcomes,
         cancelled_in=cancelled_in,
         violations=violations(timeline),
-        metrics=latency_distributions(completed, gaps),
+        metrics=metrics,
         tokens={
             "output_tokens": describe(completed["output_tokens"]),
             "prompt_tokens": describe(completed["prompt_tokens"]),
@@ -350,4 +355,8 @@ def summarize(
         arrival_known=arrival_known,
         ticks_available=ticks_available,
         warnings=tuple(notes),
+        survival=survival.estimate(
+            requests, metrics, timeline.trace_end_ns, timeline.has_admissions, arrival_known
+        ),
+        intervals=intervals.metric_intervals(completed, gaps),
     )

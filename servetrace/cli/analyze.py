@@ -34,6 +34,7 @@ from servetrace.render.summary import (
     render_markdown,
     render_table,
 )
+from servetrace.render.survival import survival_lines
 from servetrace.render.validate import validate_dict, validate_text
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
 
@@ -107,6 +108,15 @@ def analyze(
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
     plots: PlotsOpt = None,
+    censoring: Annotated[
+        bool,
+        typer.Option(
+            "--censoring",
+            help="Under the table: Kaplan–Meier TTFT, e2e and queue-wait p50/p90/p99 with "
+            "cancelled and in-flight requests censored, beside the completed-only figures "
+            "(always in the JSON as 'survival').",
+        ),
+    ] = False,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check."""
     _outputs(traces, ("--requests-out", requests_out), ("--quarantine-out", quarantine_out))
@@ -139,14 +149,20 @@ def analyze(
         out_console.out(render_csv(groups or {None: summary}, by, name), end="")
     elif fmt is SummaryFormat.markdown:
         text = render_markdown(summary, inputs, name)
+        text += "".join(f"- {line}\n" for line in survival_lines(summary.survival, censoring))
         for value, group in (groups or {}).items():
             text += "\n" + render_markdown(group, inputs, name, title=f"{by} = {value}")
+            text += "".join(f"- {line}\n" for line in survival_lines(group.survival, censoring))
         out_console.out(text + links, end="")
     else:
         out_console.print(render_table(summary, inputs, name))
+        for line in survival_lines(summary.survival, censoring):
+            out_console.print(line, markup=False, highlight=False)
         for value, group in (groups or {}).items():
             out_console.print()
             out_console.print(render_table(group, inputs, name, title=f"{by} = {value}"))
+            for line in survival_lines(group.survival, censoring):
+                out_console.print(line, markup=False, highlight=False)
     if strict and analysis.summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
