@@ -32,6 +32,7 @@ import numpy.typing as npt
 from scipy.stats import binom
 
 IntArray = npt.NDArray[np.int64]
+TIE_TOLERANCE = 1e-12
 
 
 def _largest_lower(n: IntArray, q: float, tail: float) -> IntArray:
@@ -67,7 +68,8 @@ def ranks(n: int | IntArray, q: float, confidence: float) -> tuple[IntArray, Int
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     sizes = np.atleast_1d(np.asarray(n, dtype=np.int64))
-    tail = (1.0 - confidence) / 2.0
+    # An exact tie (P(B ≥ 1) = 0.05 with α/2 = 0.05) qualifies, as in exact arithmetic.
+    tail = (1.0 - confidence) / 2.0 + TIE_TOLERANCE
     return _largest_lower(sizes, q, tail), _smallest_upper(sizes, q, tail)
 
 
