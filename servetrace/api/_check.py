@@ -77,6 +77,8 @@ def check(
     time_unit: str | None = None,
     event_map: Mapping[str, str] | None = None,
     from_format: str | None = None,
+    confidence: float | None = None,
+    allow_inconclusive: bool = False,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on a trace (the CI gate).
 
@@ -84,6 +86,10 @@ def check(
     ``[tool.servetrace]`` found from the working directory up, as the CLI finds it). The
     baseline is a trace, an ``Analysis``, the parsed JSON report of ``analyze --format
     json`` or a path to one; without it the config's baseline is used, if any.
+    ``confidence`` (default: the config's, else 0.95) is that of every interval: the
+    bootstrap of budgets and the percentile interval of SLOs. An SLO on a latency
+    percentile whose interval contains the limit is INCONCLUSIVE and fails the check
+    unless ``allow_inconclusive``.
     """
     settings = check_config(config)
     checked = list(settings.rules)
@@ -99,6 +105,8 @@ def check(
         require_number("seed", seed, 0, 2**64 - 1)
     if resamples is not None:
         require_number("resamples", resamples, 100, 10_000_000)
+    if confidence is not None:
+        require_number("confidence", confidence, 0.5, 0.999999)
     targets = (*settings.goodput, *as_targets(goodput))
     reading: dict[str, Any] = {
         "columns": columns,
@@ -144,6 +152,7 @@ def check(
         require_all=require_all or settings.require_all,
         seed=settings.seed if seed is None else int(seed),
         resamples=settings.resamples if resamples is None else int(resamples),
-        confidence=settings.confidence,
+        confidence=settings.confidence if confidence is None else float(confidence),
+        allow_inconclusive=allow_inconclusive,
     )
     return CheckResult(gate=gate, trace=label_of(trace), baseline=label, warnings=tuple(notes))
