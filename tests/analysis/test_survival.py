@@ -134,3 +134,19 @@ def test_json_block_and_the_named_bias() -> None:
 
     (line, *_) = survival_lines(summary.survival)
     assert "completed-only ttft p50 understates the censored estimate by 33%" in line
+
+
+def test_streamed_equals_in_memory(tmp_path) -> None:
+    from servetrace.analysis.streaming import analyze_streaming
+    from servetrace.sources.canonical import read_events
+
+    frame, _ = _trace(2, n=120)
+    path = tmp_path / "t.parquet"
+    frame.sort("ts", maintain_order=True).write_parquet(path)
+    whole = analyze_events(frame, AnalysisOptions()).summary
+    streamed = analyze_streaming(read_events([str(path)]), batch_rows=1000).summary
+    assert streamed.survival == whole.survival
+    for name, block in whole.intervals.items():
+        if name != "itl":  # streamed ITL keeps a histogram: no order statistics
+            assert streamed.intervals[name] == block, name
+    assert streamed.intervals["itl"]["unavailable"] == "streamed"
