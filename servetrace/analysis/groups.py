@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.analysis import grouped_censoring
 from servetrace.analysis.grouped_figures import (
     CONCURRENCY,
     G,
@@ -247,4 +248,5 @@ def summarize_groups(
             ticks_available=bool(flags[value]["ticks_available"]),
             warnings=tuple(notes),
         )
-    return result
+    last_events = {v: group_spans[v]["end"] for v in values}
+    return grouped_censoring.attach(result, requests, gaps, G, KEY, last_events, admissions)

@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 import numpy as np
 import polars as pl
 
+from servetrace.analysis import intervals, survival
 from servetrace.analysis.formula import FormulaReport, check_formula
 from servetrace.analysis.lifecycle import RULES, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
@@ -92,6 +93,9 @@ class Summary:
     # Where the throughput window came from: "trace" (first arrival → last terminal),
     # "declared" (the run's own duration: servetrace.runs.throughput), None (no window).
     window_source: str | None = None
+    # Kaplan–Meier estimates (analysis.survival) and percentile intervals (analysis.intervals)
+    survival: dict[str, dict[str, Any]] | None = None
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _ids(frame: pl.DataFrame) -> list[Any]:
@@ -316,6 +320,7 @@ def summarize(
         source = ",".join(sorted(str(v) for v in values)) or "server"
     good = goodput(completed, targets)
     met = good["requests_met"] if good else None
+    metrics = latency_distributions(completed, gaps)
     tolerance = formula_tolerance or (1_000_000, 0.01)
     notes = list(warnings)
     if 0 < completed.height < 100:
@@ -331,7 +336,7 @@ def summarize(
         outcomes=outcomes,
         cancelled_in=cancelled_in,
         violations=violations(timeline),
-        metrics=latency_distributions(completed, gaps),
+        metrics=metrics,
         tokens={
             "output_tokens": describe(completed["output_tokens"]),
             "prompt_tokens": describe(completed["prompt_tokens"]),
@@ -355,4 +360,8 @@ def summarize(
         ticks_available=ticks_available,
         warnings=tuple(notes),
         window_source="trace" if rates["window_s"] is not None else None,
+        survival=survival.estimate(
+            requests, metrics, timeline.trace_end_ns, timeline.has_admissions, arrival_known
+        ),
+        intervals=intervals.metric_intervals(completed, gaps),
     )

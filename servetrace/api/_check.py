@@ -78,6 +78,8 @@ def check(
     event_map: Mapping[str, str] | None = None,
     from_format: str | None = None,
     fluidity: str | None = None,
+    confidence: float | None = None,
+    allow_inconclusive: bool = False,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on a trace (the CI gate).
 
@@ -85,6 +87,10 @@ def check(
     ``[tool.servetrace]`` found from the working directory up, as the CLI finds it). The
     baseline is a trace, an ``Analysis``, the parsed JSON report of ``analyze --format
     json`` or a path to one; without it the config's baseline is used, if any.
+    ``confidence`` (default: the config's, else 0.95) is that of every interval: the
+    bootstrap of budgets and the percentile interval of SLOs. An SLO on a latency
+    percentile whose interval contains the limit is INCONCLUSIVE and fails the check
+    unless ``allow_inconclusive``.
     """
     settings = check_config(config)
     checked = list(settings.rules)
@@ -100,6 +106,8 @@ def check(
         require_number("seed", seed, 0, 2**64 - 1)
     if resamples is not None:
         require_number("resamples", resamples, 100, 10_000_000)
+    if confidence is not None:
+        require_number("confidence", confidence, 0.5, 0.999999)
     targets = (*settings.goodput, *as_targets(goodput))
     if fluidity is None and any(rule.metric == "fluidity" for rule in checked):
         raise UsageError(
@@ -152,6 +160,7 @@ def check(
         require_all=require_all or settings.require_all,
         seed=settings.seed if seed is None else int(seed),
         resamples=settings.resamples if resamples is None else int(resamples),
-        confidence=settings.confidence,
+        confidence=settings.confidence if confidence is None else float(confidence),
+        allow_inconclusive=allow_inconclusive,
     )
     return CheckResult(gate=gate, trace=label_of(trace), baseline=label, warnings=tuple(notes))

@@ -43,6 +43,7 @@ from servetrace.render.summary import (
     render_markdown,
     render_table,
 )
+from servetrace.render.survival import survival_lines
 from servetrace.render.time_report import lines as time_lines
 from servetrace.render.time_report import slice_csv, slice_markdown, slice_table, time_dict
 from servetrace.render.validate import validate_dict, validate_text
@@ -162,6 +163,15 @@ def analyze(
             help="Etalon's fluidity-index for per-token deadlines, e.g. 'ttft=500ms,tbt=50ms'."
         ),
     ] = None,
+    censoring: Annotated[
+        bool,
+        typer.Option(
+            "--censoring",
+            help="Under the table: Kaplan–Meier TTFT, e2e and queue-wait p50/p90/p99 with "
+            "cancelled and in-flight requests censored, beside the completed-only figures "
+            "(always in the JSON as 'survival').",
+        ),
+    ] = False,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check.
 
@@ -217,8 +227,10 @@ def analyze(
         text += "".join(f"- {line}\n" for line in time_lines(timed))
         if "slices" in timed:
             text += slice_markdown(timed["slices"])
+        text += "".join(f"- {line}\n" for line in survival_lines(summary.survival, censoring))
         for value, group in (groups or {}).items():
             text += "\n" + render_markdown(group, inputs, name, title=f"{by} = {value}")
+            text += "".join(f"- {line}\n" for line in survival_lines(group.survival, censoring))
         out_console.out(text + links, end="")
     else:
         out_console.print(render_table(summary, inputs, name))
@@ -226,9 +238,13 @@ def analyze(
             out_console.print(line, markup=False, highlight=False)
         if "slices" in timed:
             out_console.out(slice_table(timed["slices"]))
+        for line in survival_lines(summary.survival, censoring):
+            out_console.print(line, markup=False, highlight=False)
         for value, group in (groups or {}).items():
             out_console.print()
             out_console.print(render_table(group, inputs, name, title=f"{by} = {value}"))
+            for line in survival_lines(group.survival, censoring):
+                out_console.print(line, markup=False, highlight=False)
     if strict and analysis.summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 

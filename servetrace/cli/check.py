@@ -16,6 +16,7 @@ from servetrace.cli._options import (
     EventMapOpt,
     FromOpt,
     TimeUnitOpt,
+    in_range,
     reading,
 )
 from servetrace.errors import ExitCode
@@ -83,6 +84,22 @@ def check_command(
             help="Per-token deadlines behind fluidity.* rules, e.g. 'ttft=500ms,tbt=50ms'."
         ),
     ] = None,
+    confidence: Annotated[
+        float | None,
+        typer.Option(
+            help="Confidence of every interval: the bootstrap of budgets and the "
+            "order-statistic interval of percentile SLOs (default 0.95, or the config's).",
+            callback=in_range(0.5, 0.999999),
+        ),
+    ] = None,
+    allow_inconclusive: Annotated[
+        bool,
+        typer.Option(
+            "--allow-inconclusive",
+            help="Exit 0 when a percentile SLO is INCONCLUSIVE (its interval contains the "
+            "limit); by default an inconclusive rule fails the check (exit 1).",
+        ),
+    ] = False,
 ) -> None:
     """Check SLO rules and regression budgets; exit 0 all pass, 1 any failed."""
     if output is not None:
@@ -104,6 +121,8 @@ def check_command(
         seed=seed,
         resamples=resamples,
         fluidity=fluidity,
+        confidence=confidence,
+        allow_inconclusive=allow_inconclusive,
         **reading(column, time_unit, event_map, from_format),
     )
     for message in result.warnings:
@@ -114,7 +133,7 @@ def check_command(
     else:
         out_console.out(text, end="" if text.endswith("\n") else "\n")
         # Machine formats keep stdout clean; CI logs still show each failure in words.
-        for rule in (*result.failures, *result.skipped):
+        for rule in (*result.failures, *result.skipped, *result.gate.inconclusive):
             err_console.print(rule_line(rule), markup=False)
     if output:
         write_text(text, output)

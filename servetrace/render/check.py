@@ -32,12 +32,23 @@ from servetrace.rules.rules import RegressionRule, SloRule
 from servetrace.stats.verdicts import MIN_SAMPLES
 
 _NEGATION = {"<=": ">", "<": ">=", ">=": "<", ">": "<="}
-_WORD = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.SKIP: "SKIP"}
-_STYLE = {Status.PASS: "bold green", Status.FAIL: "bold red", Status.SKIP: "bold yellow"}
+_WORD = {
+    Status.PASS: "PASS",
+    Status.FAIL: "FAIL",
+    Status.SKIP: "SKIP",
+    Status.INCONCLUSIVE: "INCONCLUSIVE",
+}
+_STYLE = {
+    Status.PASS: "bold green",
+    Status.FAIL: "bold red",
+    Status.SKIP: "bold yellow",
+    Status.INCONCLUSIVE: "bold magenta",
+}
 _ICON = {
     Status.PASS: ":white_check_mark:",
     Status.FAIL: ":x:",
     Status.SKIP: ":fast_forward:",
+    Status.INCONCLUSIVE: ":grey_question:",
 }
 _CANNOT_PASS = "(a rule that cannot be checked does not pass)"
 
@@ -101,12 +112,38 @@ def rule_line(result: RuleResult) -> str:
         where = "" if side == "trace" else " in the baseline"
         return f"{word} {key}: unavailable{where}: {_unavailable(result, whose)}"
     rule = result.rule
+    if result.status is Status.INCONCLUSIVE and isinstance(rule, SloRule):
+        return inconclusive_line(result, rule)
     if isinstance(rule, SloRule):
         if result.value is None:
             return f"{word} {key}: no value: {_no_value(result, 'this trace')} {_CANNOT_PASS}"
         relation = rule.op if result.passed else _NEGATION[rule.op]
         return f"{word} {key}: {_fmt(result, result.value)} {relation} {_fmt(result, result.limit)}"
     return _regression_line(result, rule, word)
+
+
+def inconclusive_line(result: RuleResult, rule: SloRule) -> str:
+    """``INCONCLUSIVE ttft.p99: 1349 ms, 95% interval 1210–1480 ms contains 1400 ms …``."""
+    low, high = result.interval or (None, None)
+    n = result.interval_samples or 0
+    noun = "gap" if result.spec.source == "gaps" else "request"
+    samples = noun + "s"
+    span = (
+        f"{_fmt(result, low) if low is not None else 'unbounded'} to "
+        f"{_fmt(result, high) if high is not None else 'unbounded'}"
+    )
+    text = (
+        f"INCONCLUSIVE {rule.key}: {_fmt(result, result.value)}, "
+        f"{result.interval_confidence or 0.95:.0%} interval {span} contains "
+        f"{_fmt(result, result.limit)} "
+        f"({n:,} {noun if n == 1 else samples})"
+    )
+    if result.more_samples is None:
+        return text + "; no sample size decides it while the limit sits at this percentile"
+    return text + (
+        f"; about {result.more_samples:,} more {samples} would decide it (if the limit "
+        "keeps its place in the distribution)"
+    )
 
 
 def _regression_line(result: RuleResult, rule: RegressionRule, word: str) -> str:
@@ -151,14 +188,22 @@ def verdict_line(result: CheckResult) -> str:
     total = len(result.results)
     skipped = len(result.skipped)
     also = f", {skipped} skipped" if skipped else ""
+    undecided = len(result.inconclusive)
+    if undecided:
+        also += f", {undecided} inconclusive"
     if result.failures:
         return f"check failed: {len(result.failures)} of {total} rules{also}"
+    if undecided and not result.allow_inconclusive:
+        return (
+            f"check failed: {undecided} of {total} rules inconclusive (an interval that "
+            "contains the limit does not pass; --allow-inconclusive lets it)"
+        )
     if not result.passed:
         return (
             f"check failed: {skipped} of {total} rules skipped, and --require-all "
             "needs every rule checked"
         )
-    return f"check passed: {total - skipped} of {total} rules{also}"
+    return f"check passed: {total - skipped - undecided} of {total} rules{also}"
 
 
 def method_line(result: CheckResult) -> str | None:
@@ -206,6 +251,23 @@ def rule_dict(result: RuleResult) -> dict[str, Any]:
         "message": rule_line(result),
         "status": result.status.value,
         "reason": result.reason.value,
+        **_interval_keys(result),
+    }
+
+
+def _interval_keys(result: RuleResult) -> dict[str, Any]:
+    """An INCONCLUSIVE rule's interval (reporting unit) and the samples that would decide.
+
+    Only on those rules: a decisive rule's JSON is what it was before intervals.
+    """
+    if result.status is not Status.INCONCLUSIVE or result.interval is None:
+        return {}
+    low, high = result.interval
+    return {
+        "interval": [shown(result, low), shown(result, high)],
+        "interval_confidence": result.interval_confidence,
+        "interval_samples": result.interval_samples,
+        "more_samples": result.more_samples,
     }
 
 
@@ -230,6 +292,14 @@ def check_dict(
             "notes": notes(result),
             "require_all": result.require_all,
             "skipped": len(result.skipped),
+            **(
+                {
+                    "inconclusive": len(result.inconclusive),
+                    "allow_inconclusive": result.allow_inconclusive,
+                }
+                if result.inconclusive
+                else {}
+            ),
         }
     )
 
@@ -297,9 +367,9 @@ def check_markdown(result: CheckResult) -> str:
             f"{_significant(rule)} |"
         )
     lines.append("")
-    for rule in result.skipped:
-        lines.append(f"> {_ICON[Status.SKIP]} {rule_line(rule)}")
-    if result.skipped:
+    for rule in (*result.skipped, *result.inconclusive):
+        lines.append(f"> {_ICON[rule.status]} {rule_line(rule)}")
+    if result.skipped or result.inconclusive:
         lines.append("")
     method = method_line(result)
     if method:
@@ -323,7 +393,12 @@ def check_junit(result: CheckResult, *, name: str = "servetrace check") -> str:
     A skipped rule is a ``skipped`` test case, or a failure under ``require_all``.
     """
     skipped_fail = result.require_all
-    failures = len(result.failures) + (len(result.skipped) if skipped_fail else 0)
+    undecided_fail = not result.allow_inconclusive
+    failures = (
+        len(result.failures)
+        + (len(result.skipped) if skipped_fail else 0)
+        + (len(result.inconclusive) if undecided_fail else 0)
+    )
     skipped = 0 if skipped_fail else len(result.skipped)
     total = str(len(result.results))
     suites = ET.Element("testsuites", name=name, tests=total, failures=str(failures), errors="0")
@@ -350,7 +425,11 @@ def check_junit(result: CheckResult, *, name: str = "servetrace check") -> str:
             suite, "testcase", classname=f"servetrace.rules.{rule.kind}", name=str(rule.rule)
         )
         line = rule_line(rule)
-        if rule.status is Status.FAIL or (rule.status is Status.SKIP and skipped_fail):
+        if (
+            rule.status is Status.FAIL
+            or (rule.status is Status.SKIP and skipped_fail)
+            or (rule.status is Status.INCONCLUSIVE and undecided_fail)
+        ):
             failure = ET.SubElement(case, "failure", message=line, type=rule.kind)
             failure.text = line
         elif rule.status is Status.SKIP:

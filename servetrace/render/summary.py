@@ -23,6 +23,7 @@ from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.render._json import clean
 from servetrace.render.naming import display_name
+from servetrace.render.survival import ci95_dict, survival_dict
 from servetrace.stats.describe import STATISTICS
 from servetrace.units import NS_PER_MS, TIME_UNITS
 
@@ -98,6 +99,10 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
         display_name(spec.name, naming): distribution_ms(summary.metrics[spec.name])
         for spec in LATENCY_METRICS
     }
+    for spec in LATENCY_METRICS:  # the percentile intervals ride along (add-only)
+        metrics[display_name(spec.name, naming)]["ci95"] = ci95_dict(
+            summary.intervals.get(spec.name)
+        )
     cancelled = dict(summary.cancelled)
     cancelled["time_to_cancel"] = distribution_ms(cancelled.pop("time_to_cancel_ns"))
     in_flight = dict(summary.in_flight)
@@ -135,6 +140,7 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
         "in_flight": in_flight,
         "leaked_state": summary.leaked_state,
         "warnings": list(summary.warnings),
+        "survival": survival_dict(summary.survival, naming),
     }
 
 

@@ -37,6 +37,12 @@ from servetrace.rules.baseline import ReportBaseline, as_report
 from servetrace.rules.config import option_problems
 from servetrace.rules.grammar import parse_rules
 from servetrace.rules.outcome import Reason, Side, Status, TraceFacts, missing_reason, precheck
+from servetrace.rules.percentile_gate import (
+    PercentileInterval,
+    decide,
+    more_samples,
+    percentile_interval,
+)
 from servetrace.rules.rules import RegressionRule, Rule, RuleKind, SloRule
 from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
 from servetrace.stats.ratio import DEFAULT_CONFIDENCE
@@ -69,6 +75,12 @@ class RuleResult:
     p_value: float | None = None
     samples: int | None = None
     missing_in: Side | None = None
+    # SLOs on a latency percentile: its interval (ns; None ends are unbounded), the
+    # samples behind it, and (INCONCLUSIVE) how many more would decide it.
+    interval: tuple[float | None, float | None] | None = None
+    interval_samples: int | None = None
+    more_samples: int | None = None
+    interval_confidence: float | None = None
 
     @property
     def kind(self) -> RuleKind:
@@ -97,10 +109,15 @@ class CheckResult:
     require_all: bool = False
     workload: WorkloadMatch | None = None
     notes: tuple[Skipped, ...] = ()
+    allow_inconclusive: bool = False
 
     @property
     def failures(self) -> tuple[RuleResult, ...]:
         return tuple(r for r in self.results if r.status is Status.FAIL)
+
+    @property
+    def inconclusive(self) -> tuple[RuleResult, ...]:
+        return tuple(r for r in self.results if r.status is Status.INCONCLUSIVE)
 
     @property
     def skipped(self) -> tuple[RuleResult, ...]:
@@ -108,7 +125,11 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
-        return not self.failures and not (self.require_all and self.skipped)
+        return (
+            not self.failures
+            and not (self.require_all and self.skipped)
+            and not (self.inconclusive and not self.allow_inconclusive)
+        )
 
 
 # --------------------------------------------------------------------------- facts
@@ -186,6 +207,7 @@ def evaluate(
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     pair_on: str | None = None,
+    allow_inconclusive: bool = False,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on one trace.
 
@@ -262,7 +284,8 @@ def evaluate(
     results = []
     for rule in checked:
         if isinstance(rule, SloRule):
-            results.append(_slo_result(rule, observed[rule.key]))
+            band = percentile_interval(analysis, rule, confidence)
+            results.append(_slo_result(rule, observed[rule.key], band))
         else:
             results.append(
                 _regression_result(
@@ -283,6 +306,7 @@ def evaluate(
         require_all=require_all,
         workload=workload,
         notes=tuple(notes),
+        allow_inconclusive=allow_inconclusive,
     )
 
 
@@ -321,13 +345,28 @@ def _baseline_observer(
     return observe
 
 
-def _slo_result(rule: SloRule, observed: _Observed) -> RuleResult:
+def _slo_result(
+    rule: SloRule, observed: _Observed, band: PercentileInterval | None = None
+) -> RuleResult:
     value, limit = observed.value, rule.limit
     if value is None:
         reason = observed.reason or Reason.METRIC_MISSING
         return RuleResult(rule, reason.status, reason, None, limit, missing_in="trace")
     reason = Reason.WITHIN if OPERATORS[rule.op](value, limit) else Reason.BEYOND
-    return RuleResult(rule, reason.status, reason, value, limit)
+    if band is None:
+        return RuleResult(rule, reason.status, reason, value, limit)
+    reason = decide(rule, band)  # decisive: the point rule's answer, else UNDECIDED
+    return RuleResult(
+        rule,
+        reason.status,
+        reason,
+        value,
+        limit,
+        interval=(band.low, band.high),
+        interval_samples=band.n,
+        more_samples=more_samples(band) if reason is Reason.UNDECIDED else None,
+        interval_confidence=band.confidence,
+    )
 
 
 def _regression_result(

@@ -16,6 +16,10 @@ the reason decides the state, by one rule:
   (``prompt_unknown``); completed requests none of which has the metric (``tpot`` of
   one-token answers: ``metric_missing``). A skipped rule passes the check unless
   ``require_all`` (``--require-all``) asks for every rule to be checked.
+
+A fourth state, **INCONCLUSIVE** (``undecided``), belongs to SLOs on a latency
+percentile whose confidence interval contains the limit (``rules.percentile_gate``); it
+fails the check unless ``allow_inconclusive`` (``--allow-inconclusive``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class Status(str, Enum):
     PASS = "pass"
     FAIL = "fail"
     SKIP = "skip"
+    # The percentile's confidence interval straddles the SLO limit (rules.percentile_gate).
+    INCONCLUSIVE = "inconclusive"
 
 
 class Reason(str, Enum):
@@ -51,6 +57,8 @@ class Reason(str, Enum):
     ARRIVAL_UNKNOWN = "arrival_unknown"
     PROMPT_UNKNOWN = "prompt_unknown"
     METRIC_MISSING = "metric_missing"
+    # INCONCLUSIVE
+    UNDECIDED = "undecided"  # the percentile's interval contains the limit
 
     @property
     def status(self) -> Status:
@@ -72,6 +80,7 @@ _STATUS: dict[Reason, Status] = {
         ),
         Status.SKIP,
     ),
+    Reason.UNDECIDED: Status.INCONCLUSIVE,
 }
 # Metrics only the server sees: a client logs neither admission nor preemption.
 SERVER_SIDE = ("queue_wait", "prefill", "requeued", "preemptions")

@@ -33,6 +33,8 @@ def _without_itl(analysis: Analysis) -> dict[str, Any]:
     """The whole summary but the pooled ITL (and the warning that it was binned)."""
     summary = dataclasses.asdict(analysis.summary)
     summary["metrics"] = {k: v for k, v in summary["metrics"].items() if k != "itl"}
+    # A batched engine keeps no ITL gaps to pick order statistics from: its interval is null.
+    summary["intervals"] = {k: v for k, v in summary["intervals"].items() if k != "itl"}
     summary["warnings"] = tuple(w for w in summary["warnings"] if "log histogram" not in w)
     return summary
 

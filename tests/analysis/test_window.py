@@ -84,7 +84,12 @@ def test_streamed_window_equals_in_memory(tmp_path: Path) -> None:
     synthetic_events(300, cancelled=10).sort("ts").write_parquet(trace)
     args = (str(trace), "--window", "3:9", "--slice", "1s")
     memory = _run(*args, "--no-streaming")
-    assert memory == _run(*args, "--streaming", "--batch-rows", "1000")
+    streamed = _run(*args, "--streaming", "--batch-rows", "1000")
+    # A batched engine keeps no ITL gaps to pick order statistics from: that interval alone
+    # is null there (with its reason); every other figure is the same.
+    for report in (memory, streamed):
+        report["metrics"]["itl"].pop("ci95", None)
+    assert memory == streamed
     assert memory["slices"][0]["start_s"] == 3.0
 
 

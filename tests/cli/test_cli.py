@@ -82,7 +82,10 @@ def test_analyze_json_contract(mixed: Path) -> None:
         "p99",
         "p99_9",
         "max",
+        "ci95",  # added by issue 12 (add-only): the percentile intervals
     }
+    assert set(report["survival"]) == {"ttft", "e2e", "queue_wait"}
+    assert report["survival"]["ttft"]["estimator"] == "kaplan-meier"
     assert ttft["count"] == 2 and ttft["mean"] == pytest.approx(70.0)
     for name in ("queue_wait", "prefill", "ttft", "decode", "response", "e2e", "itl", "tpot"):
         assert report["metrics"][name]["unit"] == "ms"

@@ -231,11 +231,14 @@ def test_streamed_equals_in_memory(rows: list[dict[str, Any]], batch_rows: int) 
         try:
             streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
         except NotTimeOrdered as error:
-            # Only a request with a row after its end can stop the batched path, and then
-            # the message must not claim that the (sorted) log is unsorted.
-            assert _finished_then_more(rows), error.message
+            # A row that comes after its request finished (an event past the end, or a row
+            # with no timestamp) stops the batched pass; the message must not claim that
+            # the (sorted) log is unsorted, and what users run (dispatch: the partitioned
+            # engine) must still give the in-memory answer.
             assert "comes after the request finished" in error.message
             assert "sort it by ts" not in (error.hint or "")
+            rescued = analyze_paths([path], streaming=True, batch_rows=max(batch_rows, 1000))
+            assert rescued.requests_out().equals(whole.requests_out())
             return
     assert streamed.requests_out().equals(whole.requests_out())
     memory, batched = _report(whole), _report(streamed)
@@ -250,7 +253,10 @@ def test_streamed_equals_in_memory(rows: list[dict[str, Any]], batch_rows: int) 
             continue
         for stat in ("count", "min", "max"):
             assert got[stat] == stats[stat], stat
-        # The gaps fit the exact budget: the streamed distribution is the in-memory one.
+        # The gaps fit the exact budget: the streamed distribution is the in-memory one
+        # (its order-statistic interval alone is null when streamed: no gaps are kept).
+        got, stats = dict(got), dict(stats)
+        got.pop("ci95", None), stats.pop("ci95", None)
         assert got == stats, name
 
 

@@ -1,0 +1,93 @@
+"""Distribution-free intervals for every percentile of the report (``stats.order_ci``).
+
+For each latency metric and each reported percentile (p50, p90, p95, p99, p99.9): the
+order statistics ``X_(l)``, ``X_(u)`` of the same samples the percentile describes
+(completed requests; ``itl``: every pooled gap), in ns. A bound the sample is too small
+for is None; ``needed`` is then the sample size that would give both bounds. A streamed
+trace keeps ITL as a histogram, not as order statistics: its ITL has no interval
+(``unavailable: "streamed"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.stats.order_ci import needed_for_bounds, ranks
+
+PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
+CONFIDENCE = 0.95
+
+
+def order_statistics(values: pl.Series, wanted: dict[str, int]) -> dict[str, float]:
+    """``X_(r)`` (1-based) of the non-null values for each named rank, selected by Polars.
+
+    ``quantile(interpolation="lower")`` takes the element at ``⌊q·(n − 1)⌋``; asking for
+    ``q = (r − 0.5)/(n − 1)`` lands on ``r − 1`` whatever the float rounding.
+    """
+    column = pl.col("v")
+    n = values.len()
+    exprs = {}
+    for name, rank in wanted.items():
+        if rank >= n:
+            exprs[name] = column.max().cast(pl.Float64)
+        elif rank <= 1:
+            exprs[name] = column.min().cast(pl.Float64)
+        else:
+            q = (rank - 0.5) / (n - 1)
+            exprs[name] = column.quantile(q, interpolation="lower").cast(pl.Float64)
+    return values.rename("v").to_frame().select(**exprs).row(0, named=True)
+
+
+def percentile_intervals(values: pl.Series, confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """``{pNN: [lo, hi] | None}`` plus ``needed`` (per pNN, when a bound is missing)."""
+    values = values.drop_nulls()
+    if values.dtype.is_float():
+        values = values.drop_nans()
+    n = values.len()
+    out: dict[str, Any] = {}
+    needed: dict[str, int] = {}
+    wanted: dict[str, int] = {}
+    for name, q in PERCENTILES.items():
+        if n == 0:
+            out[name] = None
+            continue
+        low, high = ranks(n, q, confidence)
+        lo, hi = int(low[0]), int(high[0])
+        if lo >= 1:
+            wanted[f"{name}:lo"] = lo
+        if hi <= n:
+            wanted[f"{name}:hi"] = hi
+        if lo < 1 or hi > n:
+            needed[name] = needed_for_bounds(q, confidence)
+    picked = order_statistics(values, wanted) if wanted else {}
+    for name in PERCENTILES:
+        if n == 0:
+            continue
+        bounds = [picked.get(f"{name}:lo"), picked.get(f"{name}:hi")]
+        out[name] = None if bounds == [None, None] else bounds
+    return {"confidence": confidence, "n": n, "intervals": out, "needed": needed}
+
+
+def metric_intervals(
+    completed: pl.DataFrame, gaps: pl.DataFrame | dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The intervals of every latency metric (ns)."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in LATENCY_METRICS:
+        if spec.per == "gap":
+            if isinstance(gaps, dict):
+                out[spec.name] = {
+                    "confidence": CONFIDENCE,
+                    "n": gaps.get("count") or 0,
+                    "intervals": dict.fromkeys(PERCENTILES),
+                    "needed": {},
+                    "unavailable": "streamed",
+                }
+                continue
+            out[spec.name] = percentile_intervals(gaps[spec.column])
+        else:
+            out[spec.name] = percentile_intervals(completed[spec.column])
+    return out
