@@ -194,17 +194,7 @@ def _folder_runs(folder: Path, depth: int = 0) -> list[RunSource] | None:
         else:
             found.extend(_summary_sources(path, kind))
     if notes and found:
-        first = found[0]
-        found[0] = RunSource(
-            paths=first.paths,
-            fmt=first.fmt,
-            texts=first.texts,
-            benchmark=first.benchmark,
-            summary=first.summary,
-            summary_only=first.summary_only,
-            notes=(*first.notes, *notes),
-            summary_row=first.summary_row,
-        )
+        found[0] = replace(found[0], notes=(*found[0].notes, *notes))
     return found or None
 
 
@@ -325,15 +315,5 @@ def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSo
             else "servetrace reads canonical traces and the exports listed by --from",
         )
     if notes and sources:
-        first = sources[0]
-        sources[0] = RunSource(
-            paths=first.paths,
-            fmt=first.fmt,
-            texts=first.texts,
-            benchmark=first.benchmark,
-            summary=first.summary,
-            summary_only=first.summary_only,
-            notes=(*first.notes, *notes),
-            summary_row=first.summary_row,
-        )
+        sources[0] = replace(sources[0], notes=(*sources[0].notes, *notes))
     return sources
