@@ -39,6 +39,7 @@ from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
     TraceFacts,
+    admission_warnings,
     build_timeline,
     has_invalid,
     quarantined_rows,
@@ -218,6 +219,7 @@ def _analyze_partitioned(
         formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
         warnings=[
             *span_warnings(timeline),
+            *admission_warnings(timeline),
             *_histogram_warning(merged.itl, merged.itl_by.values()),
         ],
     )
