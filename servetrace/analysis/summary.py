@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.errors import ERRORED, error_counts, errored_report
 from servetrace.analysis.formula import FormulaReport, check_formula
 from servetrace.analysis.lifecycle import RULES, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
@@ -89,6 +90,9 @@ class Summary:
     arrival_known: bool
     ticks_available: bool
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # issue 9: failed requests by code, and what they delivered before failing
+    errors: dict[str, int] = field(default_factory=dict)
+    errored: dict[str, Any] = field(default_factory=dict)
 
 
 def _ids(frame: pl.DataFrame) -> list[Any]:
@@ -299,7 +303,7 @@ def summarize(
     completed = requests.filter(pl.col("outcome") == "completed")
     outcomes = {
         name: int((requests["outcome"] == name).sum())
-        for name in ("completed", "cancelled", "in_flight")
+        for name in ("completed", "cancelled", "in_flight", ERRORED)
     }
     cancelled_in = {
         name: int((requests["cancelled_in"] == name).sum())
@@ -350,4 +354,6 @@ def summarize(
         arrival_known=arrival_known,
         ticks_available=ticks_available,
         warnings=tuple(notes),
+        errors=error_counts(requests),
+        errored=errored_report(requests),
     )

@@ -23,6 +23,12 @@ from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.render._json import clean
 from servetrace.render.naming import display_name
+from servetrace.render.outcomes import (
+    errored_lines,
+    errored_part,
+    outcome_csv_rows,
+    outcome_keys,
+)
 from servetrace.stats.describe import STATISTICS
 from servetrace.units import NS_PER_MS, TIME_UNITS
 
@@ -133,6 +139,7 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
         "in_flight": in_flight,
         "leaked_state": summary.leaked_state,
         "warnings": list(summary.warnings),
+        **outcome_keys(summary),
     }
 
 
@@ -217,7 +224,8 @@ def _accounting_line(summary: Summary) -> str:
     a, o = summary.accounting, summary.outcomes
     return (
         f"{a.requests:,} requests ({a.rows:,} rows): {o['completed']:,} completed, "
-        f"{o['cancelled']:,} cancelled, {o['in_flight']:,} in flight, "
+        + errored_part(summary)
+        + f"{o['cancelled']:,} cancelled, {o['in_flight']:,} in flight, "
         f"{a.requests_invalid:,} invalid ({a.rows_quarantined:,} rows quarantined)"
     )
 
@@ -251,6 +259,7 @@ def _lines(summary: Summary) -> list[str]:
             if c.get(f"{name}_mean") is not None
         ]
         lines.append("concurrency: " + ", ".join(parts))
+    lines.extend(errored_lines(summary))
     ci = {k: v for k, v in summary.cancelled_in.items() if v}
     if summary.outcomes["cancelled"]:
         tokens = summary.cancelled["output_tokens_delivered"]
@@ -364,4 +373,6 @@ def render_csv(groups: Mapping[object, Summary], by: str | None, naming: str = "
                 ([value] if by else [])
                 + [display_name(spec.name, naming), "ms", *(clean(stats[k]) for k in STAT_KEYS)]
             )
+        for row in outcome_csv_rows(summary):
+            writer.writerow(([value] if by else []) + row)
     return out.getvalue()

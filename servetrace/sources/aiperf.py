@@ -24,9 +24,11 @@ Mapping:
   ``output_tokens`` = ``output_sequence_length`` (includes reasoning tokens, as AIPerf's
   inter_token_latency does), else ``output_token_count``, else usage;
 - a chunk's token count is not recorded: every tick carries ``tokens=1``;
-- cancelled (``error.code`` 499) and failed records end with ``cancellation`` at
-  ``cancellation_time_ns`` / ``request_end_ns``. Older AIPerf wrote no end time for them;
-  the cancellation is then placed at start + the delay stated in the error message
+- records with an ``error.code`` other than 499 failed: they end with ``error`` (errored,
+  not cancelled) even when ``metadata.was_cancelled`` is set; cancelled ones (499, or
+  ``was_cancelled`` without a code) with ``cancellation``, at ``cancellation_time_ns`` /
+  ``request_end_ns``. Older AIPerf wrote no end time for them; the end is then placed at
+  start + the delay stated in the error message
   (``terminal_known=False``). AIPerf 0.13 stamps a cancelled record's ``request_start_ns``
   when it is cancelled, not when it is sent: the importer detects this (the raw export's
   perf clock, or ``trace_data.request_send_start_ns`` earlier than the start) and moves
@@ -580,7 +582,13 @@ def _requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.
             delay_ns=_message_delay_ns(pl.col("error")),
         )
         .with_columns(
-            terminal=pl.when(failed).then(pl.lit("cancellation")).otherwise(pl.lit("completion")),
+            # The code decides (issue 9): 499 is the client closing the request, any
+            # other code a failure, whatever metadata.was_cancelled says.
+            terminal=pl.when(pl.col("error_code").is_not_null() & (pl.col("error_code") != 499))
+            .then(pl.lit("error"))
+            .when(failed)
+            .then(pl.lit("cancellation"))
+            .otherwise(pl.lit("completion")),
             terminal_ns=pl.max_horizontal(
                 pl.when(failed)
                 .then(
@@ -624,7 +632,7 @@ def _message_delay_ns(message: pl.Expr) -> pl.Expr:
 
 def _explain(frame: pl.DataFrame, notes: Notes) -> None:
     """Warnings for what the importer had to decide."""
-    failed = frame.filter(pl.col("terminal") == "cancellation")
+    failed = frame.filter(pl.col("terminal").is_in(["cancellation", "error"]))
     completed = frame.filter(pl.col("terminal") == "completion")
     no_ticks = completed.filter(pl.col("ticks_ns").is_null()).height
     if no_ticks:
@@ -676,6 +684,15 @@ def _explain(frame: pl.DataFrame, notes: Notes) -> None:
             f"at cancellation (an AIPerf 0.13 quirk, detected from {how}); their arrival was "
             "moved back by the measured time to cancel"
         )
+    errored = frame.filter(pl.col("terminal") == "error")
+    if errored.height:
+        codes = errored.group_by("error_code").len().sort("error_code")
+        notes.add(
+            f"{count_phrase(errored.height, 'record')} failed with an error code other than 499 "
+            "("
+            + ", ".join(f"{n} × {c}" for c, n in codes.iter_rows())
+            + "): each ends with an 'error' (errored, not cancelled); 499 stays a cancellation"
+        )
     guessed = failed.filter(~pl.col("terminal_known"))
     from_message = guessed.filter(pl.col("delay_ns").is_not_null()).height
     if from_message:
@@ -687,7 +704,7 @@ def _explain(frame: pl.DataFrame, notes: Notes) -> None:
     if guessed.height - from_message:
         notes.add(
             f"{count_phrase(guessed.height - from_message, 'failed record')} have no end time; "
-            "the cancellation is placed at their last known time (terminal_known=False)"
+            "their end is placed at their last known time (terminal_known=False)"
         )
     phases = frame.filter(pl.col("phase").is_not_null() & (pl.col("phase") != "profiling"))
     if phases.height:
