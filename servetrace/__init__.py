@@ -9,7 +9,8 @@ and ``servetrace --help`` do not pay for Polars and the analysis modules:
 - ``check(trace, rules, **options) -> CheckResult``
   (the packages doing those jobs are ``servetrace.comparison`` and ``servetrace.rules``,
   so that no subpackage import can shadow these functions);
-- ``read_events(paths, **options) -> polars.DataFrame`` of canonical events.
+- ``read_events(paths, **options) -> polars.DataFrame`` of canonical events;
+- ``capacity(runs, goodput=..., attainment=0.9) -> CapacityReport`` of a load sweep.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "Comparison",
     "__version__",
     "analyze",
+    "capacity",
     "check",
     "compare",
     "read_events",
@@ -41,6 +43,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         CheckResult,
         Comparison,
         analyze,
+        capacity,
         check,
         compare,
         read_events,

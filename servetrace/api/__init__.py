@@ -16,6 +16,7 @@ This module is a thin adapter over ``sources``, ``analysis``, ``compare`` and ``
 from __future__ import annotations
 
 from servetrace.api._analyze import Analysis, analyze, read_events
+from servetrace.api._capacity import capacity
 from servetrace.api._check import CheckResult, check, check_config
 from servetrace.api._compare import Comparison, compare
 
@@ -24,6 +25,7 @@ __all__ = [
     "CheckResult",
     "Comparison",
     "analyze",
+    "capacity",
     "check",
     "check_config",
     "compare",

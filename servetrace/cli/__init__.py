@@ -18,6 +18,7 @@ os.environ.setdefault(
 )
 
 from servetrace.cli import analyze as _analyze  # noqa: F401  (registers commands)
+from servetrace.cli import capacity as _capacity  # noqa: F401
 from servetrace.cli import check as _check  # noqa: F401
 from servetrace.cli import compare as _compare  # noqa: F401
 from servetrace.cli import imports as _imports  # noqa: F401
