@@ -10,6 +10,7 @@ from typing import Any
 
 from servetrace.analysis.errors import code_label, errors_phrase
 from servetrace.analysis.summary import Summary
+from servetrace.analysis.unavailable import phrase, unavailable
 from servetrace.render._json import clean
 from servetrace.stats.describe import STATISTICS
 from servetrace.units import NS_PER_MS
@@ -34,7 +35,7 @@ def outcome_keys(summary: Summary) -> dict[str, Any]:
     return {
         "errors": dict(summary.errors),
         "errored": errored,
-        "unavailable": dict(getattr(summary, "unavailable", {}) or {}),
+        "unavailable": unavailable(summary),
     }
 
 
@@ -64,3 +65,13 @@ def outcome_csv_rows(summary: Summary) -> list[list[Any]]:
     for code, n in summary.errors.items():
         rows.append([f"errors[{code_label(code)}]", "requests", n, *blanks])
     return rows
+
+
+def hidden_metrics(summary: Summary) -> set[str]:
+    """Table rows that carry no information: metrics the trace cannot express."""
+    return set(unavailable(summary))
+
+
+def unavailable_caption(summary: Summary) -> str:
+    reasons = {k: v for k, v in unavailable(summary).items() if k != "throughput"}
+    return f"; unavailable: {phrase(reasons)}" if reasons else ""

@@ -26,8 +26,10 @@ from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
     errored_lines,
     errored_part,
+    hidden_metrics,
     outcome_csv_rows,
     outcome_keys,
+    unavailable_caption,
 )
 from servetrace.stats.describe import STATISTICS
 from servetrace.units import NS_PER_MS, TIME_UNITS
@@ -189,9 +191,10 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
     rows = []
+    hidden = hidden_metrics(summary)
     for spec in LATENCY_METRICS:
         stats = distribution_ms(summary.metrics[spec.name])
-        if not stats["count"]:
+        if not stats["count"] or spec.name in hidden:
             continue
         rows.append([display_name(spec.name, naming), *(_fmt(stats[k]) for k in TABLE_STATS)])
     return rows
@@ -327,7 +330,8 @@ def render_table(
             "itl pools every gap"
             if summary.metrics["itl"]["count"]
             else "no per-token times in this trace, so no itl"
-        ),
+        )
+        + unavailable_caption(summary),
         title_justify="left",
         caption_justify="left",
     )
