@@ -12,7 +12,8 @@ and ``servetrace --help`` do not pay for Polars and the analysis modules:
 - ``check(trace, rules, **options) -> CheckResult``
   (the packages doing those jobs are ``servetrace.comparison`` and ``servetrace.rules``,
   so that no subpackage import can shadow these functions);
-- ``read_events(paths, **options) -> polars.DataFrame`` of canonical events.
+- ``read_events(paths, **options) -> polars.DataFrame`` of canonical events;
+- ``capacity(runs, goodput=..., attainment=0.9) -> CapacityReport`` of a load sweep.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "Runs",
     "__version__",
     "analyze",
+    "capacity",
     "check",
     "compare",
     "read_events",
@@ -46,6 +48,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports
         Comparison,
         Runs,
         analyze,
+        capacity,
         check,
         compare,
         read_events,

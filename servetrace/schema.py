@@ -19,10 +19,13 @@ EVENT_KINDS: tuple[str, ...] = (
     "preemption",
     "completion",
     "cancellation",
+    "error",
     "release",
 )
 EVENT_DTYPE = pl.Enum(list(EVENT_KINDS))
-TERMINAL_EVENTS: tuple[str, ...] = ("completion", "cancellation")
+# ``error``: the request failed (HTTP 429, timeout, engine error), with ``error_code`` /
+# ``error_type`` attributes; additive to schema v1 (issue 9). Not a cancellation.
+TERMINAL_EVENTS: tuple[str, ...] = ("completion", "cancellation", "error")
 TICK_EVENTS: tuple[str, ...] = ("first_token", "token")
 
 # Well-known spellings from engines and clients, mapped onto the canonical kinds.
@@ -65,6 +68,8 @@ EVENT_ALIASES: dict[str, str] = {
     "canceled": "cancellation",
     "cancelled": "cancellation",
     "cancel": "cancellation",
+    "errored": "error",
+    "failed": "error",
     "freed": "release",
     "released": "release",
     "free": "release",

@@ -153,7 +153,7 @@ def test_streaming_ignores_unplaceable_rows_for_trace_facts(tmp_path: Path) -> N
     assert (
         streamed.summary.outcomes
         == whole.summary.outcomes
-        == {"completed": 1, "cancelled": 1, "in_flight": 0}
+        == {"completed": 1, "cancelled": 1, "in_flight": 0, "errored": 0}
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis import grouped_censoring
+from servetrace.analysis.errors import ERRORED, error_counts_by, errored_report
 from servetrace.analysis.grouped_figures import (
     CONCURRENCY,
     G,
@@ -91,6 +92,13 @@ def _ended(
     )
     empty = {"count": 0, "tokens": 0, "with_error": 0}
     return {v: counts.get(v, empty) for v in values}, examples(of)
+
+
+def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict[str, Any]]:
+    """``summary.errored`` per group: one partition of the (few) errored requests."""
+    errored = requests.filter(pl.col("outcome") == ERRORED)
+    parts = {k[0]: v for k, v in errored.partition_by(G, as_dict=True).items()}
+    return {v: errored_report(parts.get(v, errored.clear())) for v in values}
 
 
 def _pair_counts(requests: pl.DataFrame, column: str) -> dict[tuple[Any, Any], int]:
@@ -176,6 +184,8 @@ def summarize_groups(
     leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
     leaked_ids = examples(leaked_rows)
     outcome_counts = _pair_counts(requests, "outcome")
+    errors_by = error_counts_by(requests, G)
+    errored_by = _errored_by(requests, values)
     stages = _pair_counts(requests, "cancelled_in")
     result: dict[Any, Summary] = {}
     for value in values:
@@ -211,7 +221,7 @@ def summarize_groups(
             ),
             outcomes={
                 n: outcome_counts.get((value, n), 0)
-                for n in ("completed", "cancelled", "in_flight")
+                for n in ("completed", "cancelled", "in_flight", ERRORED)
             },
             cancelled_in={
                 n: stages.get((value, n), 0)
@@ -247,6 +257,8 @@ def summarize_groups(
             arrival_known=known[value],
             ticks_available=bool(flags[value]["ticks_available"]),
             warnings=tuple(notes),
+            errors=errors_by.get(value, {}),
+            errored=errored_by[value],
         )
     last_events = {v: group_spans[v]["end"] for v in values}
     return grouped_censoring.attach(result, requests, gaps, G, KEY, last_events, admissions)

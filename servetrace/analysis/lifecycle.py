@@ -4,7 +4,7 @@
 arrival → QUEUED → admission → RUNNING → first_token → DECODING → completion
             ↑                     │                        │
             └──── preemption ─────┴────────────────────────┘
-any non-terminal state → cancellation;   terminal → release (optional)
+any non-terminal state → cancellation or error;   terminal → release (optional)
 ```
 
 The trace is split once into *ticks* (``first_token``/``token`` rows, the bulk of any log)
@@ -60,14 +60,14 @@ RULES: dict[str, str] = {
     "event_before_arrival": "an event precedes the request's arrival",
     "duplicate_first_token": "request has more than one first_token event",
     "token_before_first_token": "a token event precedes the first_token event",
-    "duplicate_terminal": "request has more than one completion/cancellation",
-    "event_after_terminal": "an event other than release follows completion/cancellation",
+    "duplicate_terminal": "request has more than one completion/cancellation/error",
+    "event_after_terminal": "an event other than release follows completion/cancellation/error",
     "token_before_admission": "first token before the request was admitted",
     "admission_while_not_queued": "admission while the request was not queued",
     "preemption_while_not_running": "preemption while the request was not running",
     "token_while_queued": "a token was emitted while the request was queued (preempted)",
     "completion_without_tokens": "completion with no output token",
-    "release_before_terminal": "release before completion/cancellation",
+    "release_before_terminal": "release before completion/cancellation/error",
     "duplicate_release": "request has more than one release event",
 }
 ROW_RULES = ("missing_request_id", "missing_event", "missing_timestamp")
@@ -481,6 +481,8 @@ def _requests(
             .then(pl.lit("completed"))
             .when(pl.col("terminal_event") == "cancellation")
             .then(pl.lit("cancelled"))
+            .when(pl.col("terminal_event") == "error")
+            .then(pl.lit("errored"))
             .otherwise(pl.lit("in_flight"))
             .alias("outcome"),
         )

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis import intervals, survival
+from servetrace.analysis.errors import ERRORED, error_counts, errored_report
 from servetrace.analysis.formula import FormulaReport, check_formula
 from servetrace.analysis.lifecycle import RULES, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
@@ -96,6 +97,9 @@ class Summary:
     # Kaplan–Meier estimates (analysis.survival) and percentile intervals (analysis.intervals)
     survival: dict[str, dict[str, Any]] | None = None
     intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # issue 9: failed requests by code, and what they delivered before failing
+    errors: dict[str, int] = field(default_factory=dict)
+    errored: dict[str, Any] = field(default_factory=dict)
 
 
 def _ids(frame: pl.DataFrame) -> list[Any]:
@@ -306,7 +310,7 @@ def summarize(
     completed = requests.filter(pl.col("outcome") == "completed")
     outcomes = {
         name: int((requests["outcome"] == name).sum())
-        for name in ("completed", "cancelled", "in_flight")
+        for name in ("completed", "cancelled", "in_flight", ERRORED)
     }
     cancelled_in = {
         name: int((requests["cancelled_in"] == name).sum())
@@ -364,4 +368,6 @@ def summarize(
             requests, metrics, timeline.trace_end_ns, timeline.has_admissions, arrival_known
         ),
         intervals=intervals.metric_intervals(completed, gaps),
+        errors=error_counts(requests),
+        errored=errored_report(requests),
     )

@@ -32,6 +32,7 @@ _HOME = {
     "Comparison": "_compare",
     "compare": "_compare",
     "Runs": "servetrace.runs.model",
+    "capacity": "_capacity",
 }
 
 
@@ -41,6 +42,7 @@ def _module(home: str) -> str:
 
 if TYPE_CHECKING:
     from servetrace.api._analyze import Analysis, analyze, read_events
+    from servetrace.api._capacity import capacity
     from servetrace.api._check import CheckResult, check, check_config
     from servetrace.api._compare import Comparison, compare
     from servetrace.runs.model import Runs
@@ -51,6 +53,7 @@ __all__ = [
     "Comparison",
     "Runs",
     "analyze",
+    "capacity",
     "check",
     "check_config",
     "compare",

@@ -25,7 +25,7 @@ from servetrace.errors import UsageError
 from servetrace.render.summary import report_dict
 from servetrace.render.time_report import time_dict
 from servetrace.rules.grammar import parse_goodput_target
-from servetrace.sources import detect
+from servetrace.sources import detect, requests_table
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.canonical import read_events as scan_events
 from servetrace.sources.registry import import_file
@@ -118,8 +118,16 @@ def as_targets(goodput: GoodputLike) -> tuple[GoodputTarget, ...]:
     return tuple(t if isinstance(t, GoodputTarget) else parse_goodput_target(t) for t in goodput)
 
 
-def _imported(paths: list[Path], fmt: str) -> tuple[pl.DataFrame, tuple[str, ...]]:
-    results = [import_file(path, fmt) for path in paths]
+def _imported(
+    paths: list[Path],
+    fmt: str,
+    columns: Mapping[str, str] | None = None,
+    time_unit: str | None = None,
+) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    if fmt == requests_table.FORMAT:  # the one importer whose columns the user names
+        results = [requests_table.read(path, columns, time_unit) for path in paths]
+    else:
+        results = [import_file(path, fmt) for path in paths]
     notes = tuple(f"{r.path}: {message}" for r in results for message in r.warnings)
     return pl.concat([r.events for r in results], how="diagonal_relaxed"), notes
 
@@ -141,7 +149,7 @@ def read_events(
     texts = path_texts(paths)
     fmt, resolved = detect.inputs(texts, from_format)
     if fmt is not None:
-        events, notes = _imported(resolved, fmt)
+        events, notes = _imported(resolved, fmt, columns, time_unit)
         for note in notes:
             log.warning(note)
         return events
@@ -273,7 +281,7 @@ def _analyze_in_time(
             steady_state,
         )
     else:
-        imported, notes = _imported(resolved, fmt)
+        imported, notes = _imported(resolved, fmt, columns, time_unit)
 
         def scan() -> pl.LazyFrame:
             return imported.lazy()

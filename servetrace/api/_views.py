@@ -32,7 +32,7 @@ def _scan(
     fmt, paths = detect.inputs(traces, from_format)
     if fmt is None:
         return read_events(traces, _ingest(columns, time_unit, event_map))
-    events, notes = _imported(paths, fmt)
+    events, notes = _imported(paths, fmt, columns, time_unit)
     for note in notes:
         log.warning("%s", note)
     return events

@@ -33,6 +33,10 @@ declare(
             "servetrace.cli.analyze",
             "Check schema and lifecycle rules only; exit 1 if any request is invalid.",
         ),
+        "capacity": (
+            "servetrace.cli.capacity",
+            "Capacity from a sweep: the highest offered rate whose SLO attainment meets the bar.",
+        ),
         "check": (
             "servetrace.cli.check",
             "Check SLO rules and regression budgets; exit 0 all pass, 1 any failed.",

@@ -83,8 +83,9 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         help="Read another tool's export: aiperf, genai-perf, vllm-bench, "
-        "guidellm, llmperf, otlp, sglang, trtllm, mlcommons (default: canonical trace, "
-        "or detected from content).",
+        "guidellm, llmperf, otlp, sglang, trtllm, mlcommons, or requests (one row per "
+        "request, columns named with --column arrival=... ttft=... e2e=...) (default: "
+        "canonical trace, or detected from content).",
     ),
 ]
 GoodputOpt = Annotated[

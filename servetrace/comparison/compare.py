@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.memory import Analysis
+from servetrace.analysis.unavailable import unavailable
 from servetrace.comparison.attribution import Tradeoff, decompose, length_buckets, tradeoff
 from servetrace.comparison.catalog import (
     DEFAULT_COMPARE_METRICS,
@@ -99,6 +100,8 @@ class Comparison:
     measured: tuple[Measured, ...] = field(repr=False, default=())
     # Did both runs declare the same offered load (comparison.load)? None: not asked.
     load: LoadMatch | None = None
+    # issue 9: metrics a side cannot express, with the reason (``analysis/unavailable.py``)
+    unavailable: dict[str, str] = field(default_factory=dict)
 
     @property
     def significant(self) -> pl.DataFrame:
@@ -222,4 +225,19 @@ def compare(
         min_change=min_change,
         max_resample_size=max_resample_size,
         measured=tuple(measured),
+        unavailable=_unavailable(base, cand),
     )
+
+
+def _unavailable(base: Analysis, cand: Analysis) -> dict[str, str]:
+    """Metrics either trace cannot express; a reason true of one side only names it."""
+    left, right = unavailable(base.summary), unavailable(cand.summary)
+    out: dict[str, str] = {}
+    for name in (*left, *(k for k in right if k not in left)):
+        if name in left and name in right:
+            out[name] = left[name]
+        else:
+            out[name] = f"{left.get(name) or right[name]}: " + (
+                "baseline" if name in left else "candidate"
+            )
+    return out

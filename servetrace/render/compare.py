@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
+from servetrace.analysis.unavailable import phrase
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
 from servetrace.render.compare_many import candidate_verdict
@@ -96,6 +97,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "load": {c.candidate_label: load_dict(c.load) for c in comparisons},
             "verdicts": [candidate_verdict(c) for c in comparisons],
             "rows": [row for c in comparisons for row in _rows(c)],
+            "unavailable": {c.candidate_label: dict(c.unavailable) for c in comparisons},
             "tests": [row for c in comparisons for row in c.tests.iter_rows(named=True)],
             "decomposition": {c.candidate_label: display_decomposition(c) for c in comparisons},
             "buckets": {c.candidate_label: display_buckets(c) for c in comparisons},
@@ -130,6 +132,8 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     hidden: list[str] = []
     for row in _rows(comparison):
+        if row["metric"] in comparison.unavailable and not row["significant"]:
+            continue  # not "no significant change": the trace cannot say (own line)
         if not row["significant"] and not verbose:
             hidden.append(_key(row))
             continue
@@ -146,6 +150,11 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
             _p(row["p_value"]),
         )
     return (table if table.row_count else None), hidden
+
+
+def unavailable_line(comparison: Comparison) -> str:
+    """``Unavailable: itl (request-level export), preemptions (client trace)``."""
+    return "Unavailable: " + phrase(comparison.unavailable)
 
 
 def _hidden_line(hidden: Sequence[str], total: int) -> str:
@@ -253,6 +262,8 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
             parts.append(table)
         if hidden:
             parts.append(Text(_hidden_line(hidden, comparison.rows.height)))
+        if comparison.unavailable:
+            parts.append(Text(unavailable_line(comparison)))
         tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
         if tradeoff:
             parts.append(Text(""))
@@ -333,6 +344,8 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             lines.append(f"**Load:** {mark}{_md(load_message(comparison.load))}")
             lines.append("")
         rows = _rows(comparison)
+        gone = comparison.unavailable
+        rows = [r for r in rows if r["significant"] or r["metric"] not in gone]
         shown = [r for r in rows if r["significant"] or verbose]
         hidden = [_key(r) for r in rows if not (r["significant"] or verbose)]
         if shown:
@@ -351,6 +364,9 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             lines.append("")
         if hidden:
             lines.append(_hidden_line([f"`{h}`" for h in hidden], len(rows)))
+            lines.append("")
+        if gone:
+            lines.append(unavailable_line(comparison))
             lines.append("")
         tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
         if tradeoff:

@@ -23,6 +23,14 @@ from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.render._json import clean
 from servetrace.render.naming import display_name
+from servetrace.render.outcomes import (
+    errored_lines,
+    errored_part,
+    hidden_metrics,
+    outcome_csv_rows,
+    outcome_keys,
+    unavailable_caption,
+)
 from servetrace.render.survival import ci95_dict, survival_dict
 from servetrace.stats.describe import STATISTICS
 from servetrace.units import NS_PER_MS, TIME_UNITS
@@ -141,6 +149,7 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
         "leaked_state": summary.leaked_state,
         "warnings": list(summary.warnings),
         "survival": survival_dict(summary.survival, naming),
+        **outcome_keys(summary),
     }
 
 
@@ -190,9 +199,10 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
     rows = []
+    hidden = hidden_metrics(summary)
     for spec in LATENCY_METRICS:
         stats = distribution_ms(summary.metrics[spec.name])
-        if not stats["count"]:
+        if not stats["count"] or spec.name in hidden:
             continue
         rows.append([display_name(spec.name, naming), *(_fmt(stats[k]) for k in TABLE_STATS)])
     return rows
@@ -225,7 +235,8 @@ def _accounting_line(summary: Summary) -> str:
     a, o = summary.accounting, summary.outcomes
     return (
         f"{a.requests:,} requests ({a.rows:,} rows): {o['completed']:,} completed, "
-        f"{o['cancelled']:,} cancelled, {o['in_flight']:,} in flight, "
+        + errored_part(summary)
+        + f"{o['cancelled']:,} cancelled, {o['in_flight']:,} in flight, "
         f"{a.requests_invalid:,} invalid ({a.rows_quarantined:,} rows quarantined)"
     )
 
@@ -261,6 +272,7 @@ def _lines(summary: Summary) -> list[str]:
             if c.get(f"{name}_mean") is not None
         ]
         lines.append("concurrency: " + ", ".join(parts))
+    lines.extend(errored_lines(summary))
     ci = {k: v for k, v in summary.cancelled_in.items() if v}
     if summary.outcomes["cancelled"]:
         tokens = summary.cancelled["output_tokens_delivered"]
@@ -328,7 +340,8 @@ def render_table(
             "itl pools every gap"
             if summary.metrics["itl"]["count"]
             else "no per-token times in this trace, so no itl"
-        ),
+        )
+        + unavailable_caption(summary),
         title_justify="left",
         caption_justify="left",
     )
@@ -374,4 +387,6 @@ def render_csv(groups: Mapping[object, Summary], by: str | None, naming: str = "
                 ([value] if by else [])
                 + [display_name(spec.name, naming), "ms", *(clean(stats[k]) for k in STAT_KEYS)]
             )
+        for row in outcome_csv_rows(summary):
+            writer.writerow(([value] if by else []) + row)
     return out.getvalue()

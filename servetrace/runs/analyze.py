@@ -95,7 +95,9 @@ def _trace_part(source: RunSource, settings: Settings) -> _Part:
             settings.by,
         )
     else:
-        events, read_notes = _imported(list(source.paths), source.fmt)
+        events, read_notes = _imported(
+            list(source.paths), source.fmt, settings.ingest.columns, settings.ingest.time_unit
+        )
         notes = (*notes, *read_notes)
         engine = memory.analyze_events(events, settings.options, inputs=tuple(texts))
     groups = memory.summarize_by(engine, settings.by, settings.options) if settings.by else None
@@ -165,7 +167,9 @@ def _events_of(source: RunSource, settings: Settings) -> list[pl.DataFrame]:
             return [trace.events.collect()]
         except pl.exceptions.PolarsError as error:
             raise memory.unreadable(trace, error) from None
-    events, _ = _imported(list(source.paths), source.fmt)
+    events, _ = _imported(
+        list(source.paths), source.fmt, settings.ingest.columns, settings.ingest.time_unit
+    )
     return (
         [frame for _, frame in _split_benchmarks(events)] if source.fmt == "guidellm" else [events]
     )

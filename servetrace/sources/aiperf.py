@@ -24,9 +24,11 @@ Mapping:
   ``output_tokens`` = ``output_sequence_length`` (includes reasoning tokens, as AIPerf's
   inter_token_latency does), else ``output_token_count``, else usage;
 - a chunk's token count is not recorded: every tick carries ``tokens=1``;
-- cancelled (``error.code`` 499) and failed records end with ``cancellation`` at
-  ``cancellation_time_ns`` / ``request_end_ns``. Older AIPerf wrote no end time for them;
-  the cancellation is then placed at start + the delay stated in the error message
+- records with an ``error.code`` other than 499 failed: they end with ``error`` (errored,
+  not cancelled) even when ``metadata.was_cancelled`` is set; cancelled ones (499, or
+  ``was_cancelled`` without a code) with ``cancellation``, at ``cancellation_time_ns`` /
+  ``request_end_ns``. Older AIPerf wrote no end time for them; the end is then placed at
+  start + the delay stated in the error message
   (``terminal_known=False``). AIPerf 0.13 stamps a cancelled record's ``request_start_ns``
   when it is cancelled, not when it is sent: the importer detects this (the raw export's
   perf clock, or ``trace_data.request_send_start_ns`` earlier than the start) and moves

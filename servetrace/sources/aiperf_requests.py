@@ -9,7 +9,9 @@ Mapping (see ``aiperf`` for the files):
   times are the ticks instead;
 - completion = ``request_end_ns`` / ``max_response_timestamp`` (the stream end);
   ``output_tokens`` = ``output_sequence_length``, else ``output_token_count``, else usage;
-- cancelled (``error.code`` 499) and failed records end with ``cancellation`` at
+- records with an ``error.code`` other than 499 failed: they end with ``error`` (errored,
+  not cancelled) even when ``metadata.was_cancelled`` is set; cancelled ones (499, or
+  ``was_cancelled`` without a code) with ``cancellation``; either at
   ``cancellation_time_ns`` / ``request_end_ns``, else at start + the delay stated in the
   error message, else at the start (``terminal_known=False``); a cancelled record whose
   start AIPerf 0.13 stamped at cancellation is moved back by the measured time to cancel.
@@ -131,7 +133,13 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
             delay_ns=_message_delay_ns(pl.col("error")),
         )
         .with_columns(
-            terminal=pl.when(failed).then(pl.lit("cancellation")).otherwise(pl.lit("completion")),
+            # The code decides (issue 9): 499 is the client closing the request, any
+            # other code a failure, whatever metadata.was_cancelled says.
+            terminal=pl.when(pl.col("error_code").is_not_null() & (pl.col("error_code") != 499))
+            .then(pl.lit("error"))
+            .when(failed)
+            .then(pl.lit("cancellation"))
+            .otherwise(pl.lit("completion")),
             terminal_ns=pl.max_horizontal(
                 pl.when(failed)
                 .then(
@@ -175,7 +183,7 @@ def _message_delay_ns(message: pl.Expr) -> pl.Expr:
 
 def _explain(frame: pl.DataFrame, notes: Notes) -> None:
     """Warnings for what the importer had to decide."""
-    failed = frame.filter(pl.col("terminal") == "cancellation")
+    failed = frame.filter(pl.col("terminal").is_in(["cancellation", "error"]))
     completed = frame.filter(pl.col("terminal") == "completion")
     no_ticks = completed.filter(pl.col("ticks_ns").is_null()).height
     if no_ticks:
@@ -227,6 +235,15 @@ def _explain(frame: pl.DataFrame, notes: Notes) -> None:
             f"at cancellation (an AIPerf 0.13 quirk, detected from {how}); their arrival was "
             "moved back by the measured time to cancel"
         )
+    errored = frame.filter(pl.col("terminal") == "error")
+    if errored.height:
+        codes = errored.group_by("error_code").len().sort("error_code")
+        notes.add(
+            f"{count_phrase(errored.height, 'record')} failed with an error code other than 499 "
+            "("
+            + ", ".join(f"{n} × {c}" for c, n in codes.iter_rows())
+            + "): each ends with an 'error' (errored, not cancelled); 499 stays a cancellation"
+        )
     guessed = failed.filter(~pl.col("terminal_known"))
     from_message = guessed.filter(pl.col("delay_ns").is_not_null()).height
     if from_message:
@@ -238,7 +255,7 @@ def _explain(frame: pl.DataFrame, notes: Notes) -> None:
     if guessed.height - from_message:
         notes.add(
             f"{count_phrase(guessed.height - from_message, 'failed record')} have no end time; "
-            "the cancellation is placed at their last known time (terminal_known=False)"
+            "their end is placed at their last known time (terminal_known=False)"
         )
     phases = frame.filter(pl.col("phase").is_not_null() & (pl.col("phase") != "profiling"))
     if phases.height:

@@ -91,6 +91,18 @@ class Notes:
             self.items.append(message)
 
 
+def error_type_of(text: pl.Expr, width: int = 80) -> pl.Expr:
+    """The last non-empty line of an error text (a traceback's exception line), shortened:
+    the code a failed request is counted under when the tool gives no numeric code."""
+    last = text.str.strip_chars().str.split("\n").list.last().str.strip_chars()
+    return (
+        pl.when(last.str.len_chars() > width)
+        .then(last.str.slice(0, width - 1) + pl.lit("…"))
+        .otherwise(last)
+        .alias("error_type")
+    )
+
+
 def count_phrase(count: int, singular: str, plural: str | None = None) -> str:
     return f"{count} {singular if count == 1 else (plural or singular + 's')}"
 

@@ -14,8 +14,8 @@ which ends at the last content chunk). Each tick carries ``tokens=1``. ``output_
 is the stream's ``usage.completion_tokens`` when the server sent usage, else null:
 GenAI-Perf counts output tokens by running a tokenizer over the text, which an importer
 cannot repeat, so the count then defaults to the number of content chunks.
-A request with responses but no content chunk ends with ``cancellation`` (its last
-response), one with no response at all has no terminal event (in flight).
+A request with responses but no content chunk ends with ``error`` (errored, not
+cancelled) at its last response, one with no response at all has no terminal event (in flight).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from servetrace.sources.reading import (
 )
 
 FORMAT = "genai-perf"
-_ATTRIBUTES = ("experiment",)
+_ATTRIBUTES = ("experiment", "error_type")
 _OUTPUTS = pl.List(pl.Struct({"response": pl.Utf8(), "text_output": pl.Utf8()}))
 
 
@@ -157,7 +157,7 @@ def read(path: str | Path) -> ImportResult:
             terminal=pl.when(pl.col("has_content"))
             .then(pl.lit("completion"))
             .when(pl.col("responses") > 0)
-            .then(pl.lit("cancellation")),
+            .then(pl.lit("error")),
             terminal_ns=pl.col("stream_end_ns"),
             terminal_known=pl.lit(True),
             error_code=pl.lit(None, dtype=pl.Int64),
@@ -165,13 +165,14 @@ def read(path: str | Path) -> ImportResult:
                 pl.lit("no content in any response")
             ),
         )
+        .with_columns(error_type=pl.col("error"))
     )
 
-    no_content = requests.filter(pl.col("terminal") == "cancellation").height
+    no_content = requests.filter(pl.col("terminal") == "error").height
     if no_content:
         notes.add(
             f"{count_phrase(no_content, 'request')} received responses without any content; "
-            "each ends with a 'cancellation' at its last response"
+            "each ends with an 'error' (errored, not cancelled) at its last response"
         )
     silent = requests.filter(pl.col("terminal").is_null()).height
     if silent:

@@ -18,7 +18,8 @@ This makes a **request-level** trace (``ticks_available=False``):
   ``last_token_ns`` attribute, so decode = last_token_ns - first token and TPOT =
   decode / (output_tokens - 1) can be computed, but there is no ITL distribution;
 - incomplete requests end with ``cancellation`` at ``request_end`` and errored ones with
-  ``cancellation`` plus their ``error`` text; both keep their partial ``output_tokens``
+  ``error`` (errored, not cancelled) plus their ``error`` text (its last line is the
+  ``error_type`` they are counted under); both keep their partial ``output_tokens``
   (on the cancellation row) and their first token when they got one.
 
 GuideLLM's own definitions differ from servetrace's: its ``time_per_output_token_ms`` is
@@ -35,7 +36,13 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
+from servetrace.sources.events import (
+    ImportResult,
+    Notes,
+    count_phrase,
+    error_type_of,
+    import_result,
+)
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import describe_json, load_document
 from servetrace.sources.times import float_to_ns
@@ -45,6 +52,7 @@ FORMAT = "guidellm"
 _STATUSES = ("successful", "incomplete", "errored")
 _ATTRIBUTES = (
     "status",
+    "error_type",
     "benchmark",
     "conversation_id",
     "last_token_ns",
@@ -135,31 +143,41 @@ def read(path: str | Path) -> ImportResult:
         )
     ns = {name: float_to_ns(pl.col(name), _NS_PER_S) for name in _TIMES}
     completed = pl.col("status") == "successful"
-    requests = frame.with_columns(
-        arrival_ns=pl.coalesce(ns["start"], ns["resolve_start"]),
-        first_ns=ns["first"],
-        last_token_ns=ns["last"],
-        end_ns=pl.coalesce(ns["end"], ns["resolve_end"]),
-        targeted_start_ns=ns["targeted"],
-    ).with_columns(
-        ticks_ns=pl.when(pl.col("first_ns").is_not_null()).then(pl.concat_list("first_ns")),
-        terminal=pl.when(completed).then(pl.lit("completion")).otherwise(pl.lit("cancellation")),
-        terminal_ns=pl.max_horizontal(
-            pl.coalesce("end_ns", "last_token_ns", "first_ns", "arrival_ns"),
-            pl.col("first_ns"),
-        ),
-        terminal_known=pl.col("end_ns").is_not_null(),
-        error_code=pl.lit(None, dtype=pl.Int64),
-        error=pl.when(completed)
-        .then(None)
-        .otherwise(
-            pl.col("error").fill_null(
-                pl.when(pl.col("status") == "incomplete")
-                .then(pl.lit("incomplete (cancelled)"))
-                .otherwise(pl.lit("errored"))
-            )
-        ),
-        status=pl.col("status").replace({"successful": "completed", "incomplete": "cancelled"}),
+    requests = (
+        frame.with_columns(
+            arrival_ns=pl.coalesce(ns["start"], ns["resolve_start"]),
+            first_ns=ns["first"],
+            last_token_ns=ns["last"],
+            end_ns=pl.coalesce(ns["end"], ns["resolve_end"]),
+            targeted_start_ns=ns["targeted"],
+        )
+        .with_columns(
+            ticks_ns=pl.when(pl.col("first_ns").is_not_null()).then(pl.concat_list("first_ns")),
+            terminal=pl.when(completed)
+            .then(pl.lit("completion"))
+            .when(pl.col("status") == "errored")
+            .then(pl.lit("error"))
+            .otherwise(pl.lit("cancellation")),
+            terminal_ns=pl.max_horizontal(
+                pl.coalesce("end_ns", "last_token_ns", "first_ns", "arrival_ns"),
+                pl.col("first_ns"),
+            ),
+            terminal_known=pl.col("end_ns").is_not_null(),
+            error_code=pl.lit(None, dtype=pl.Int64),
+            error=pl.when(completed)
+            .then(None)
+            .otherwise(
+                pl.col("error").fill_null(
+                    pl.when(pl.col("status") == "incomplete")
+                    .then(pl.lit("incomplete (cancelled)"))
+                    .otherwise(pl.lit("errored"))
+                )
+            ),
+            status=pl.col("status").replace({"successful": "completed", "incomplete": "cancelled"}),
+        )
+        .with_columns(
+            error_type=pl.when(pl.col("status") == "errored").then(error_type_of(pl.col("error")))
+        )
     )
 
     notes.add(
@@ -167,11 +185,14 @@ def read(path: str | Path) -> ImportResult:
         "(the first token) per request; TTFT, decode (last_token_ns - first token) and TPOT "
         "are available, the ITL distribution is not"
     )
-    for status, label in (("cancelled", "incomplete (cancelled)"), ("errored", "errored")):
+    for status, label, event in (
+        ("cancelled", "incomplete (cancelled)", "a 'cancellation'"),
+        ("errored", "errored", "an 'error' (errored, not cancelled)"),
+    ):
         count = requests.filter(pl.col("status") == status).height
         if count:
             notes.add(
-                f"{count_phrase(count, 'request')} {label}: each ends with a 'cancellation' "
+                f"{count_phrase(count, 'request')} {label}: each ends with {event} "
                 "and keeps its partial output_tokens and first token when it had one"
             )
     unknown_end = requests.filter(~pl.col("terminal_known")).height

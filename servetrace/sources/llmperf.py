@@ -15,10 +15,12 @@ distribution), and a ``completion`` at ``end_to_end_latency_s`` with ``output_to
 ``number_output_tokens``. TTFT, e2e and TPOT = (e2e - TTFT)/(N - 1) can be computed; the
 last-token time is not recorded, so TPOT here includes the stream's closing.
 
-An error row ends with ``cancellation`` and keeps ``error_code`` and ``error``; rows that
+An error row ends with an ``error`` event (an errored request, not a cancellation: the
+client gave up on nothing, the server refused or failed) and keeps ``error_code`` and
+``error``; rows that
 carry latencies (e.g. -100 "Output too few tokens") keep their first token and end time,
 rows with zero latencies (HTTP 429) were never served: their zeros mean "not measured",
-so they get no first token and a cancellation at their send (``terminal_known=False``).
+so they get no first token and their error at their send (``terminal_known=False``).
 
 LLMPerf's ``inter_token_latency_s`` is not servetrace's ITL nor TPOT: it is the sum of the
 client's chunk gaps *including TTFT* divided by the output token count; it is kept per
@@ -118,7 +120,7 @@ def read(path: str | Path) -> ImportResult:
         end_ns=float_to_ns(pl.col("e2e_s"), _NS_PER_S),
     ).with_columns(
         ticks_ns=pl.when(pl.col("first_ns").is_not_null()).then(pl.concat_list("first_ns")),
-        terminal=pl.when(failed).then(pl.lit("cancellation")).otherwise(pl.lit("completion")),
+        terminal=pl.when(failed).then(pl.lit("error")).otherwise(pl.lit("completion")),
         terminal_ns=pl.max_horizontal(
             pl.when(served).then(pl.col("end_ns")).otherwise(pl.lit(0, dtype=pl.Int64)),
             pl.col("first_ns"),
@@ -156,7 +158,7 @@ def read(path: str | Path) -> ImportResult:
     )
     for code, count, unserved in codes.iter_rows():
         detail = (
-            "with zero latencies (never served: no first token, cancellation at the send, "
+            "with zero latencies (never served: no first token, the error at the send, "
             "terminal_known=False)"
             if unserved == count
             else "that keep their latencies"
@@ -164,8 +166,9 @@ def read(path: str | Path) -> ImportResult:
             else f"({unserved} with zero latencies)"
         )
         notes.add(
-            f"{count_phrase(count, 'row')} with error_code {code} {detail}; they end with a "
-            "'cancellation' and are left out of latency statistics, as LLMPerf does"
+            f"{count_phrase(count, 'row')} with error_code {code} {detail}; they end with an "
+            "'error' (errored, not cancelled) and are left out of latency statistics, as "
+            "LLMPerf does"
         )
 
     return import_result(

@@ -23,9 +23,10 @@ chunk's time, so ITL is available. Mapping per ``sample_uuid``:
 - ``sample.issued`` → arrival; ``sample.recv_first`` → first token;
   ``sample.recv_non_first`` → tokens; ``sample.complete`` → completion;
 - an error row (``error.*`` / ``error``) for the sample, then its completion → an
-  **errored** request: ``cancellation`` at the completion with ``error`` (the message)
-  and the ``error_type`` attribute (schema v1 has no errored terminal yet: issue 9 adds
-  it); its chunks received before the error are kept;
+  **errored** request: ``error`` at the completion (not a cancellation) with ``error``
+  (the message) and the ``error_type`` attribute it is counted under; its chunks
+  received before the error are kept; an error row whose type is a cancellation
+  (``asyncio.CancelledError``) is the client's cancellation, so → ``cancellation``;
 - a completed sample without chunks (not streamed) gets its one tick at the completion
   (``first_token_known=False``, TTFT = e2e).
 
@@ -245,6 +246,8 @@ def _requests(path: Path, per_sample: pl.DataFrame, notes: Notes) -> pl.DataFram
             "affected",
         )
     errored = pl.col("error_ns").is_not_null()
+    # asyncio.CancelledError: the client cancelled the sample; it did not fail.
+    cancelled = pl.col("error_type").str.contains("(?i)cancel").fill_null(False)
     done = pl.col("complete_ns").is_not_null()
     no_chunks = pl.col("chunks_ns").list.len() == 0
     requests = per_sample.with_columns(
@@ -253,8 +256,10 @@ def _requests(path: Path, per_sample: pl.DataFrame, notes: Notes) -> pl.DataFram
         ticks_ns=pl.when(no_chunks & done & ~errored)
         .then(pl.concat_list(pl.col("complete_ns")))
         .otherwise(pl.col("chunks_ns")),
-        terminal=pl.when(errored)
+        terminal=pl.when(errored & cancelled)
         .then(pl.lit("cancellation"))
+        .when(errored)
+        .then(pl.lit("error"))
         .when(done)
         .then(pl.lit("completion")),
         terminal_ns=pl.when(errored)
@@ -301,12 +306,12 @@ def _report(requests: pl.DataFrame, notes: Notes) -> None:
         "chunk is one tick of one token, so TPOT and ITL are per chunk; prompt lengths are "
         "not stored; admission is not seen by a client (queue wait and prefill unavailable)"
     )
-    errored = requests.filter(pl.col("error_ns").is_not_null()).height
+    errored = requests.filter(pl.col("terminal") == "error").height
     if errored:
         notes.add(
             f"{count_phrase(errored, 'sample')} failed (an error row, then completion): each "
-            "is an errored request ending with 'cancellation', its message in 'error' and "
-            "'error_type' (schema v1 has no errored terminal yet)"
+            "is an errored request ending with an 'error' (not a cancellation), its message in "
+            "'error', counted by its 'error_type'"
         )
     unstreamed = requests.filter(
         ~pl.col("first_token_known") & (pl.col("terminal") == "completion")

@@ -30,6 +30,7 @@ from servetrace.schema import (
     MAX_COUNT,
     REQUIRED_COLUMNS,
 )
+from servetrace.sources.workload_files import per_request_hint, workload_error
 from servetrace.units import TIME_UNITS
 
 COUNT_COLUMNS = ("tokens", "prompt_tokens", "output_tokens")
@@ -73,11 +74,16 @@ def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> 
             + ", ".join(repr(c) for c in missing)
         )
     if problems:
-        listed = ", ".join(found) if found else "none"
+        workload = workload_error(path, found, bool(options.columns))
+        if workload is not None:
+            raise workload
+        listed = ", ".join(found[:20]) if found else "none"
+        if len(found) > 20:  # a JSON object keyed by request id has one "column" per request
+            listed += f", … ({len(found):,} in all)"
         hint_pairs = " ".join(f"--column {c}=NAME" for c in missing) or "--column KEY=NAME"
         raise InputError(
             f"{path}: " + "; ".join(problems) + f" (found: {listed})",
-            hint=f"map them with {hint_pairs}",
+            hint=f"map them with {hint_pairs}" + per_request_hint(found, missing),
         )
     return frame
 

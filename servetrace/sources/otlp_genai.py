@@ -18,9 +18,9 @@ Mapping:
 - a span without ``time_to_first_chunk`` (not streamed) delivers everything at its end:
   its first token is placed at the end (``first_token_known=False``) and counted in the
   warnings;
-- status ERROR → ``cancellation`` at the end with ``error`` = ``error.type`` (or the
-  status message): an errored request (schema v1 has no errored terminal: issue 9 adds
-  it); a finish reason of ``abort``/``cancelled`` → ``cancellation``.
+- status ERROR → ``error`` at the end (an errored request, not a cancellation) with
+  ``error`` and ``error_type`` = ``error.type`` (or the status message); a finish
+  reason of ``abort``/``cancelled`` → ``cancellation``.
 
 Not expressible: admission (the conventions have no queue time: queue wait and prefill
 are unavailable), per-token times (no ITL distribution), the time of the last token
@@ -179,7 +179,9 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         .when(~errored & ~cancelled)
         .then(pl.concat_list(end))
         .otherwise(pl.lit([], dtype=pl.List(pl.Int64))),
-        terminal=pl.when(errored | cancelled)
+        terminal=pl.when(errored)
+        .then(pl.lit("error"))
+        .when(cancelled)
         .then(pl.lit("cancellation"))
         .otherwise(pl.lit("completion")),
         terminal_ns=end,
@@ -210,8 +212,7 @@ def _report(requests: pl.DataFrame, notes: Notes) -> None:
     if errored:
         notes.add(
             f"{count_phrase(errored, 'span')} ended with status ERROR: each is an errored "
-            "request, ending with 'cancellation' and its error.type in 'error' (schema v1 has "
-            "no errored terminal yet)"
+            "request, ending with an 'error' (not a cancellation), counted by its error.type"
         )
     kinds = set(requests["span_kind"].to_list())
     if "server" in kinds and len(kinds) > 1:

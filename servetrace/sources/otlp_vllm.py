@@ -25,8 +25,8 @@ Mapping (the issue's, all in integer ns, each duration rounded once):
   never after completion): decode and TPOT are vLLM's, ``delivery_tail`` is the output
   processing after the last token;
 - a finish reason ``abort`` (``gen_ai.response.finish_reasons``, written by newer vLLM
-  and forks) → ``cancellation`` at arrival + e2e; ``error`` → ``cancellation`` with the
-  reason in ``error`` (schema v1 has no errored terminal yet: issue 9 adds it).
+  and forks) → ``cancellation`` at arrival + e2e; ``error`` → ``error`` (an errored
+  request, not a cancellation) with the reason in ``error`` and ``error_type``.
 
 Older and newer spellings are accepted: ``gen_ai.usage.input_tokens``/``output_tokens``
 for the usage, ``gen_ai.response.time_to_first_chunk`` for TTFT, ``gen_ai.response.id``
@@ -213,7 +213,9 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
             .then(pl.concat_list(pl.col("first_ns")))
             .otherwise(pl.lit([], dtype=pl.List(pl.Int64))),
             last_token_ns=pl.min_horizontal(pl.col("first_ns") + _ns("decode_s"), terminal_ns),
-            terminal=pl.when(cancelled | errored)
+            terminal=pl.when(errored)
+            .then(pl.lit("error"))
+            .when(cancelled)
             .then(pl.lit("cancellation"))
             .otherwise(pl.lit("completion")),
             terminal_known=pl.lit(True),

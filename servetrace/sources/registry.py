@@ -41,6 +41,7 @@ from servetrace.sources import (
     llmperf,
     mlcommons,
     otlp,
+    requests_table,
     sglang,
     sniff,
     trtllm,
@@ -65,6 +66,8 @@ FORMATS: dict[str, Importer] = {
     sglang.FORMAT: sglang.read,
     trtllm.FORMAT: trtllm.read,
     mlcommons.FORMAT: mlcommons.read,
+    # one row per request, columns named with --column (never detected from content)
+    requests_table.FORMAT: requests_table.read,
 }
 
 # Formats whose first JSON value says what they are (JSON Lines or appended documents).

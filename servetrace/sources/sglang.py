@@ -38,8 +38,11 @@ a calibrated offset), converted to ns by rounding once; resolution ≈ 1 µs (fl
   ``response_sent_to_client_ts``, else arrival + ``e2e_latency``); the last token is
   ``scheduler_completion_time`` where SGLang writes it (``last_token_ns``), else the
   finish time: SGLang's own decode and TPOT run to the finish;
-- ``finish_reason.type == "abort"`` → ``cancellation`` (with its ``status_code`` and
-  ``message`` as ``error_code``/``error`` when it carries one).
+- ``finish_reason.type == "abort"`` with a ``status_code`` other than 499 (SGLang's
+  rejection of a request, e.g. 400 for a prompt too long, 503 when overloaded) → ``error``
+  (an errored request, not a cancellation); an abort without one (the client went away)
+  or with 499 → ``cancellation``; ``status_code`` and ``message`` are kept as
+  ``error_code``/``error``.
 
 Not expressible: per-token times (a request-level trace: TPOT exact, no ITL
 distribution); preemption **times**: ``total_retractions`` is a count only, kept as the
@@ -255,6 +258,7 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
     by_queue = _ns("to_scheduler") + _ns("queue")
     admission = pl.coalesce(_ns("forward_entry"), by_inference, by_queue)
     aborted = pl.col("finish_reason").str.to_lowercase() == "abort"
+    failed = aborted & pl.col("abort_status").is_not_null() & (pl.col("abort_status") != 499)
     first = _ns("first")
     return frame.with_columns(
         arrival_ns=arrival,
@@ -274,7 +278,9 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         ticks_ns=pl.when(first.is_not_null())
         .then(pl.concat_list(first))
         .otherwise(pl.lit([], dtype=pl.List(pl.Int64))),
-        terminal=pl.when(aborted.fill_null(False))
+        terminal=pl.when(failed.fill_null(False))
+        .then(pl.lit("error"))
+        .when(aborted.fill_null(False))
         .then(pl.lit("cancellation"))
         .otherwise(pl.lit("completion")),
         terminal_ns=finished,

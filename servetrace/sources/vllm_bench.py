@@ -16,9 +16,11 @@ then False and every request's times are relative to its own send); first token 
 ns, summed in integers); completion = the last tick. A chunk's token count is not
 recorded: every tick carries ``tokens=1`` and ``output_tokens`` on the completion row is
 ``output_lens[i]`` (``len(itls) == output_lens - 2`` means one chunk carried two tokens).
-A failed request (non-empty ``errors[i]``, or no first token) ends with ``cancellation``
-at its last known time with ``terminal_known=False`` and the error text: vLLM does not
-record when it failed. Admission does not exist in a client-side file.
+A failed request (non-empty ``errors[i]``, or no first token) ends with ``error`` (an
+errored request, not a cancellation) at its last known time with ``terminal_known=False``,
+the error text in ``error`` and its last line (the exception, e.g. ``ClientResponseError:
+429``) as ``error_type``, the code it is counted under: vLLM does not record when it
+failed. Admission does not exist in a client-side file.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
+from servetrace.sources.events import (
+    ImportResult,
+    Notes,
+    count_phrase,
+    error_type_of,
+    import_result,
+)
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import load_document
 from servetrace.sources.times import cumulative_ticks, float_to_ns
@@ -127,7 +135,7 @@ def read(path: str | Path) -> ImportResult:
         .with_columns(
             terminal=pl.when(pl.col("completed"))
             .then(pl.lit("completion"))
-            .otherwise(pl.lit("cancellation")),
+            .otherwise(pl.lit("error")),
             terminal_ns=pl.when(pl.col("completed"))
             .then(
                 pl.max_horizontal(
@@ -144,15 +152,16 @@ def read(path: str | Path) -> ImportResult:
             .then(None)
             .otherwise(pl.col("error").fill_null("no output token received")),
         )
+        .with_columns(error_type=error_type_of(pl.col("error")))
     )
 
     completed = requests.filter(pl.col("completed"))
     failed = count - completed.height
     if failed:
         notes.add(
-            f"{count_phrase(failed, 'request')} failed or produced no output; each ends with a "
-            "'cancellation' at its last known time (terminal_known=False, vLLM does not "
-            "record when a request failed) and keeps its error text in 'error'"
+            f"{count_phrase(failed, 'request')} failed or produced no output; each ends with an "
+            "'error' (errored, not cancelled) at its last known time (terminal_known=False, "
+            "vLLM does not record when a request failed) and keeps its error text in 'error'"
         )
     chunks = completed.select(
         fewer=(pl.col("itls_s").list.len() + 1 < pl.col("output_lens")).sum(),
@@ -179,6 +188,7 @@ def read(path: str | Path) -> ImportResult:
         tool_summary=_summary(doc),
         ticks_available=True,
         arrival_known=arrival_known,
+        attributes=["error_type"],
     )
 
 

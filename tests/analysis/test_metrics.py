@@ -143,7 +143,7 @@ def test_cancellation_reports_its_state(name, request_rows, state, reached) -> N
         assert r["ttft_ns"] == 20 * MS
     summary = analysis.summary
     assert summary.cancelled_in[state] == 1
-    assert summary.outcomes == {"completed": 1, "cancelled": 1, "in_flight": 0}
+    assert summary.outcomes == {"completed": 1, "cancelled": 1, "in_flight": 0, "errored": 0}
     # latency statistics describe completed requests only
     assert summary.metrics["ttft"]["count"] == 1
 

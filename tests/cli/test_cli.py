@@ -65,7 +65,7 @@ def test_analyze_json_contract(mixed: Path) -> None:
         "requests_valid": 4,
         "requests_invalid": 1,
     }
-    assert report["outcomes"] == {"completed": 2, "cancelled": 1, "in_flight": 1}
+    assert report["outcomes"] == {"completed": 2, "cancelled": 1, "in_flight": 1, "errored": 0}
     assert report["cancelled_in"]["prefill"] == 1
     assert report["violations"]["token_before_admission"]["examples"] == ["bad"]
     ttft = report["metrics"]["ttft"]

@@ -46,6 +46,7 @@ def test_every_declared_summary_is_its_commands_docstring() -> None:
     assert set(LAZY_COMMANDS) == {
         "analyze",
         "validate",
+        "capacity",
         "check",
         "compare",
         "import",

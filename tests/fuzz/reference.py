@@ -25,10 +25,11 @@ RANK = {
     "preemption": 4,
     "completion": 5,
     "cancellation": 6,
-    "release": 7,
+    "error": 7,
+    "release": 8,
 }
 TICKS = ("first_token", "token")
-TERMINAL = ("completion", "cancellation")
+TERMINAL = ("completion", "cancellation", "error")
 CANONICAL = ("request_id", "event", "ts", "tokens", "prompt_tokens", "output_tokens")
 
 # README rule table, in priority order (the first rule broken is the one reported).
@@ -112,6 +113,7 @@ def _state_walk(req: Request, queued_after_arrival: bool) -> tuple[set[str], dic
             "preemption": QUEUED,
             "completion": TERMINATED,
             "cancellation": TERMINATED,
+            "error": TERMINATED,
             "release": RELEASED,
         }[e]
     # token_while_queued: a tick after a preemption and before the next admission.
@@ -188,9 +190,12 @@ def _metrics(req: Request, facts: dict, trace_end: int, attributes: list[str]) -
 
     arrival, admission = ts("arrival"), ts("admission")
     terminal = min(req.of(*TERMINAL), key=_order) if req.of(*TERMINAL) else None
-    outcome = {"completion": "completed", "cancellation": "cancelled", None: "in_flight"}[
-        terminal["event"] if terminal else None
-    ]
+    outcome = {
+        "completion": "completed",
+        "cancellation": "cancelled",
+        "error": "errored",
+        None: "in_flight",
+    }[terminal["event"] if terminal else None]
     tick_rows = req.of(*TICKS)
     tick_ts = sorted(r["ts"] for r in tick_rows)
     first = tick_ts[0] if tick_ts else None
@@ -289,7 +294,7 @@ class Reference:
         }
 
     def outcomes(self) -> dict[str, int]:
-        out = {"completed": 0, "cancelled": 0, "in_flight": 0}
+        out = {"completed": 0, "cancelled": 0, "in_flight": 0, "errored": 0}
         for r in self.valid:
             out[r.metrics["outcome"]] += 1
         return out

@@ -1,7 +1,7 @@
 """Hypothesis strategies: random valid event logs, then a few small corruptions.
 
 Valid requests cover server-side lifecycles (queued, prefill, decode, preempted and
-re-admitted, cancelled in every state, in flight, released or not) and client-side
+re-admitted, cancelled or errored in every state, in flight, released or not) and client-side
 ones (no admission), multi-token chunks and equal timestamps written in any order.
 Corruptions are what real logs suffer: a lost row, a duplicated row, a row written with
 another request's time, a stray admission, a row missing a field, a zero-token chunk, a
@@ -44,7 +44,7 @@ def request_rows(draw: st.DrawFn, rid: str, server: bool) -> list[dict[str, Any]
             policy=draw(POLICIES),
         )
     ]
-    outcome = draw(st.sampled_from(["completion", "cancellation", "in_flight"]))
+    outcome = draw(st.sampled_from(["completion", "cancellation", "error", "in_flight"]))
     # Where the story stops (cancellation or end of trace): how far it got.
     stages = ["queued", "prefill", "decode", "requeued"] if server else ["running", "decode"]
     stop = draw(st.sampled_from(stages)) if outcome != "completion" else "decode"

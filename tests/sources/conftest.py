@@ -45,7 +45,7 @@ VLLM_DEEPSEEK_INF = (
 LLMPERF = REAL / "llmperf-leaderboard" / "individual"
 
 TICKS = ("first_token", "token")
-TERMINALS = ("completion", "cancellation")
+TERMINALS = ("completion", "cancellation", "error")
 MS = 1e6
 
 
@@ -174,7 +174,8 @@ def analyze_or_skip(events: pl.DataFrame) -> Any:
 def assert_lifecycle_is_plausible(events: pl.DataFrame) -> None:
     """No fabricated events: the invariants every import must satisfy."""
     kinds = set(events["event"].unique().to_list())
-    assert kinds <= {"arrival", "first_token", "token", "completion", "cancellation"}, kinds
+    terminals = {"completion", "cancellation", "error"}
+    assert kinds <= {"arrival", "first_token", "token", *terminals}, kinds
     assert "admission" not in kinds
     assert events["source"].unique().to_list() == ["client"]
     per = events.group_by("request_id").agg(

@@ -89,7 +89,15 @@ def canonical(reqs: list[Req], base_ns: int, *, admissions: bool = True) -> pl.D
                 output_tokens=r.output if done else None,
             )
         )
-    return events(*rows).with_columns(pl.col("ts") + base_ns)
+    errored = [r.rid for r in reqs if r.outcome == "errored"]
+    # An errored request ends with the terminal ``error`` event (issue 9), not a cancellation.
+    return events(*rows).with_columns(
+        pl.col("ts") + base_ns,
+        pl.when(pl.col("request_id").is_in(errored) & (pl.col("event") == "cancellation"))
+        .then(pl.lit("error"))
+        .otherwise(pl.col("event"))
+        .alias("event"),
+    )
 
 
 def _ns(ms: float, base_ns: int) -> int:

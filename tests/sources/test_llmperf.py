@@ -58,7 +58,7 @@ def test_llmperf_error_rate_agrees(run: llmperf.ImportResult) -> None:
     summary = run.tool_summary
     assert summary is not None
     rows = per_request(run.events)
-    errors = rows.filter(pl.col("terminal") == "cancellation").height
+    errors = rows.filter(pl.col("terminal") == "error").height
     assert errors == summary["results_number_errors"]
     assert errors / rows.height == pytest.approx(summary["results_error_rate"], abs=1e-12)
 
@@ -110,7 +110,7 @@ def test_llmperf_is_request_level_with_one_tick_per_request(run: llmperf.ImportR
 def test_llmperf_429_rows_are_errors_not_zero_latency() -> None:
     result = llmperf.read(LLMPERF / "lepton_7b.json")
     rows = per_request(result.events)
-    rejected = rows.filter(pl.col("terminal") == "cancellation")
+    rejected = rows.filter(pl.col("terminal") == "error")
     assert rejected.height == 130
     assert rejected["ticks"].is_null().all()  # no first token at "0 s"
     assert rejected["reported"].is_null().all()  # not the file's meaningless 1 token
@@ -124,10 +124,10 @@ def test_llmperf_429_rows_are_errors_not_zero_latency() -> None:
 
 def test_llmperf_error_rows_with_latencies_keep_them() -> None:
     """Bedrock's -100 "Output too few tokens" rows were served: they keep first token and
-    end time, end in a cancellation, and stay out of the completed statistics."""
+    end time, end in an error (errored, not cancelled), and stay out of the completed statistics."""
     raw = read_json(LLMPERF / "bedrock_13b.json")
     result = llmperf.read(LLMPERF / "bedrock_13b.json")
-    rows = per_request(result.events).filter(pl.col("terminal") == "cancellation")
+    rows = per_request(result.events).filter(pl.col("terminal") == "error")
     assert rows.height == 97
     assert (rows["ticks"] == 1).all()
     for row in rows.head(10).iter_rows(named=True):

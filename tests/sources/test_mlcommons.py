@@ -37,7 +37,9 @@ def test_round_trip_every_chunk(tmp_path: Path, schema: str) -> None:
     assert_same_requests(result.events, truth, CLIENT_METRICS, tolerance_ns=1)
     got = request_metrics(result.events)
     r4 = got.filter(pl.col("request_id") == "r4").row(0, named=True)
-    assert r4["outcome"] == "cancelled"
+    # issue 9: a failed sample is errored, not cancelled; r3 (CancelledError) is cancelled
+    assert r4["outcome"] == "errored"
+    assert got.filter(pl.col("request_id") == "r3")["outcome"].item() == "cancelled"
     assert r4["error_type"] == "aiohttp.ClientResponseError"
     assert r4["error"] == "aiohttp.ClientResponseError: 500 Internal Server Error"
     assert r4["e2e_ns"] == round((361.0 - 35.125) * 1e6)

@@ -42,7 +42,7 @@ def test_vllm_round_trip_completed_cancelled_errored(tmp_path: Path) -> None:
     assert_same_requests(result.events, canonical(reqs, WALL_NS), LATENCIES, tolerance_ns=1)
     got = request_metrics(result.events)
     r4 = got.filter(pl.col("request_id") == "r4").row(0, named=True)
-    assert r4["outcome"] == "cancelled" and r4["error"] == "finish reason error"
+    assert r4["outcome"] == "errored" and r4["error"] == "finish reason error"
     r3 = got.filter(pl.col("request_id") == "r3").row(0, named=True)
     assert r3["outcome"] == "cancelled" and r3["error"] is None
 
@@ -118,7 +118,7 @@ def test_genai_round_trip(tmp_path: Path) -> None:
     assert got["queue_wait_ns"].null_count() == got.height  # unavailable, not zero
     assert got["prefill_ns"].null_count() == got.height
     r4 = got.filter(pl.col("request_id") == "r4").row(0, named=True)
-    assert r4["outcome"] == "cancelled" and r4["error"] == "APIConnectionError"
+    assert r4["outcome"] == "errored" and r4["error"] == "APIConnectionError"
     assert r4["ttft_ns"] == round((330.0 - 35.125) * 1e6)
     r3 = got.filter(pl.col("request_id") == "r3").row(0, named=True)
     assert r3["outcome"] == "cancelled" and r3["e2e_ns"] == 380_000_000

@@ -69,6 +69,7 @@ def test_registry_lists_every_format() -> None:
         "sglang",
         "trtllm",
         "mlcommons",
+        "requests",  # issue 9: one row per request, columns named with --column
     ]
 
 

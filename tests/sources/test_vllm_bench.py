@@ -162,7 +162,7 @@ def _file(**arrays: Any) -> dict[str, Any]:
 
 def test_vllm_bench_start_times_and_a_failed_request(tmp_path: Path) -> None:
     """Newer vLLM saves start_times (perf_counter seconds): arrivals become known. A
-    failed request (non-empty errors[i], ttft 0, no itls) ends in a flagged cancellation."""
+    failed request (non-empty errors[i], ttft 0, no itls) ends in a flagged error (issue 9)."""
     doc = _file(
         start_times=[1000.0, 1000.25, 1000.5],
         ttfts=[0.1, 0.0, 0.2],
@@ -176,7 +176,7 @@ def test_vllm_bench_start_times_and_a_failed_request(tmp_path: Path) -> None:
     rows = per_request(result.events).sort("request_id")
     assert rows["arrival_ns"].to_list() == [1_000_000_000_000, 1_000_250_000_000, 1_000_500_000_000]
     failed = rows.filter(pl.col("request_id") == "1").row(0, named=True)
-    assert failed["terminal"] == "cancellation" and failed["ticks"] is None
+    assert failed["terminal"] == "error" and failed["ticks"] is None
     assert failed["reported"] is None and failed["e2e_ns"] == 0
     failed_rows = result.events.filter(pl.col("request_id") == "1")
     assert failed_rows["error"].str.contains("ServerDisconnectedError").all()

@@ -1,0 +1,63 @@
+"""Metrics a trace cannot express (issue 9, item 5): *unavailable*, with the reason.
+
+A client sees no admission (no ``queue_wait``/``prefill``) and no preemption (no
+``requeued``/``preemptions``); a request-level export has no per-token times (no
+``itl``); a source whose last token is its end has no separate completion time (an
+all-zero ``delivery_tail``); a trace without send times has no throughput window. The
+reason codes are those ``check`` SKIPs with (``rules/outcome.py``'s ``Reason`` values and
+its metric sets), so analyze, compare and check give the same reason for the same gap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The codes of rules/outcome.Reason (kept as plain strings: analysis does not import the
+# gate); rules/outcome.py checks that they agree (tests/analysis/test_unavailable.py).
+CLIENT_TRACE = "client_trace"
+NO_TOKEN_TIMES = "no_token_times"
+ARRIVAL_UNKNOWN = "arrival_unknown"
+NO_COMPLETION_TIME = "no_completion_time"
+
+SERVER_SIDE = ("queue_wait", "prefill", "requeued", "preemptions")
+TOKEN_TIMED = ("itl",)
+WORDS = {
+    CLIENT_TRACE: "client trace",
+    NO_TOKEN_TIMES: "request-level export",
+    ARRIVAL_UNKNOWN: "no send times",
+    NO_COMPLETION_TIME: "no completion time apart from the last token",
+}
+
+
+def _client(summary: Any) -> bool:
+    return "client" in str(summary.source).split(",")
+
+
+def unavailable_reasons(summary: Any) -> dict[str, str]:
+    """``{metric: reason code}`` of the metrics ``summary``'s trace cannot express."""
+    out: dict[str, str] = {}
+    metrics = summary.metrics
+    if _client(summary):
+        for name in SERVER_SIDE:
+            if name == "requeued" and metrics.get(name, {}).get("max"):
+                continue  # a client trace that does carry preemptions (converted) keeps it
+            out[name] = CLIENT_TRACE
+        tail = metrics.get("delivery_tail", {})
+        if tail.get("count") and not tail.get("max"):
+            out["delivery_tail"] = NO_COMPLETION_TIME
+    if not summary.ticks_available:
+        for name in TOKEN_TIMED:
+            out[name] = NO_TOKEN_TIMES
+    if not summary.arrival_known:
+        out["throughput"] = ARRIVAL_UNKNOWN
+    return out
+
+
+def unavailable(summary: Any) -> dict[str, str]:
+    """``{metric: reason in words}`` (``itl: request-level export``)."""
+    return {name: WORDS[code] for name, code in unavailable_reasons(summary).items()}
+
+
+def phrase(reasons: dict[str, str]) -> str:
+    """``itl (request-level export), preemptions (client trace)``."""
+    return ", ".join(f"{name} ({why})" for name, why in reasons.items())

@@ -1,0 +1,238 @@
+"""Render a sweep's capacity report (``analysis/capacity.py``): table, JSON, Markdown, CSV.
+
+Times arrive in ns and leave in ms; rates are req/s and tok/s.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from servetrace import SCHEMA_VERSION, __version__
+from servetrace.analysis.capacity import CURVE_METRICS, Capacity, CapacityReport, CurvePoint
+from servetrace.render._json import clean
+from servetrace.units import NS_PER_MS
+
+DENOMINATOR = "completed + errored requests (client cancellations and in-flight left out)"
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value / NS_PER_MS
+
+
+def _rate(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value == float("inf"):
+        return "inf"
+    return f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def run_dict(point: CurvePoint, frontier: tuple[str, ...] | None) -> dict[str, Any]:
+    return {
+        "label": point.label,
+        "offered_rate": "inf" if point.offered_rate == float("inf") else clean(point.offered_rate),
+        "requests_per_s": clean(point.requests_per_s),
+        "output_tokens_per_s": clean(point.output_tokens_per_s),
+        "latency_ms": {k: clean(_ms(v)) for k, v in point.latency_ns.items()},
+        "completed": point.completed,
+        "errored": point.errored,
+        "answered": point.answered,
+        "met": point.met,
+        "attainment": clean(point.attainment),
+        "attainment_by_target": {k: clean(v) for k, v in point.attainment_by_target.items()},
+        "gpus": point.gpus,
+        "output_tokens_per_s_per_gpu": clean(point.tokens_per_s_per_gpu),
+        "output_tokens_per_s_per_user": clean(point.tokens_per_s_per_user),
+        "pareto": None if frontier is None else point.label in frontier,
+    }
+
+
+def capacity_dict(cap: Capacity | None) -> dict[str, Any] | None:
+    if cap is None:
+        return None
+    return {
+        "definition": "highest offered rate whose SLO attainment >= required (DistServe)",
+        "required": cap.required,
+        "requests_per_s": clean(cap.rate),
+        "bound": cap.bound,
+        "bracket": list(cap.bracket) if cap.bracket else None,
+        "unavailable": cap.reason,
+        "notes": list(cap.notes),
+    }
+
+
+def report_dict(report: CapacityReport) -> dict[str, Any]:
+    return {
+        "servetrace_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "targets": list(report.targets),
+        "attainment_denominator": DENOMINATOR,
+        "unit": {
+            "offered_rate": "req/s",
+            "requests_per_s": "req/s",
+            "output_tokens_per_s": "tok/s",
+            "latency_ms": "ms",
+            "output_tokens_per_s_per_user": "tok/s (1 / median TPOT)",
+        },
+        "runs": [run_dict(p, report.frontier) for p in report.curve],
+        "capacity": capacity_dict(report.capacity),
+        "pareto_frontier": list(report.frontier) if report.frontier is not None else None,
+        "pareto_unavailable": report.frontier_unavailable,
+        "notes": list(report.notes),
+    }
+
+
+def capacity_line(report: CapacityReport) -> str | None:
+    cap = report.capacity
+    if cap is None:
+        return None
+    slo = " and ".join(report.targets)
+    head = f"capacity at {cap.required:.0%} SLO attainment ({slo}): "
+    if cap.rate is None:
+        return head + f"unavailable: {cap.reason}"
+    by = {p.label: p for p in report.curve}
+    if cap.bound == "interpolated" and cap.bracket:
+        low, high = (by[name] for name in cap.bracket)
+        return head + (
+            f"{cap.rate:,.2f} req/s, linearly interpolated between {low.label} "
+            f"({_rate(low.offered_rate)} req/s, {_share(low.attainment)}) and {high.label} "
+            f"({_rate(high.offered_rate)} req/s, {_share(high.attainment)})"
+        )
+    if cap.bound == "lower":
+        return head + (
+            f"at least {cap.rate:,.2f} req/s (even the highest offered rate meets the SLO; "
+            "sweep higher to find the limit)"
+        )
+    return head + f"{cap.rate:,.2f} req/s (a run sits exactly at the threshold)"
+
+
+def _lines(report: CapacityReport) -> list[str]:
+    lines = []
+    line = capacity_line(report)
+    if line:
+        lines.append(line)
+    if report.targets:
+        lines.append(f"attainment = requests meeting every target / ({DENOMINATOR})")
+    if report.frontier is not None:
+        lines.append(
+            "Pareto frontier (output tok/s per GPU vs per user): " + ", ".join(report.frontier)
+        )
+    elif report.frontier_unavailable:
+        lines.append(f"Pareto frontier unavailable: {report.frontier_unavailable}")
+    if report.capacity:
+        lines.extend(report.capacity.notes)
+    lines.extend(report.notes)
+    return lines
+
+
+def _header(report: CapacityReport) -> list[str]:
+    head = ["run", "offered req/s", "req/s", "out tok/s"]
+    head += [f"{m} {s}" for m, s in CURVE_METRICS]
+    head += ["errored", "attainment"]
+    if report.frontier is not None:
+        head += ["tok/s/GPU", "tok/s/user", "pareto"]
+    return head
+
+
+def _rows(report: CapacityReport) -> list[list[str]]:
+    rows = []
+    for p in report.curve:
+        row = [
+            p.label,
+            _rate(p.offered_rate),
+            _rate(p.requests_per_s),
+            _num(p.output_tokens_per_s, 0),
+            *(_num(_ms(p.latency_ns[f"{m}_{s}"]), 2) for m, s in CURVE_METRICS),
+            f"{p.errored:,}",
+            _share(p.attainment),
+        ]
+        if report.frontier is not None:
+            row += [
+                _num(p.tokens_per_s_per_gpu, 0),
+                _num(p.tokens_per_s_per_user, 1),
+                "★" if p.label in report.frontier else "",
+            ]
+        rows.append(row)
+    return rows
+
+
+def render_table(report: CapacityReport) -> Group:
+    table = Table(
+        title="throughput–latency curve by offered load",
+        caption="latencies in ms over completed requests; attainment over completed + errored",
+        title_justify="left",
+        caption_justify="left",
+    )
+    for i, name in enumerate(_header(report)):
+        table.add_column(name, justify="left" if i == 0 else "right", style="bold" if not i else "")
+    for row in _rows(report):
+        table.add_row(*row)
+    return Group(table, Text("\n".join(_lines(report))))
+
+
+def render_markdown(report: CapacityReport) -> str:
+    out = io.StringIO()
+    out.write("### servetrace: capacity\n\n")
+    head = _header(report)
+    out.write("| " + " | ".join(head) + " |\n")
+    out.write("|---|" + "---:|" * (len(head) - 1) + "\n")
+    for row in _rows(report):
+        out.write("| " + " | ".join(row) + " |\n")
+    out.write("\n")
+    for line in _lines(report):
+        out.write(f"- {line}\n")
+    return out.getvalue()
+
+
+def render_csv(report: CapacityReport) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    keys = [f"{m}_{s}_ms" for m, s in CURVE_METRICS]
+    writer.writerow(
+        [
+            "label",
+            "offered_rate",
+            "requests_per_s",
+            "output_tokens_per_s",
+            *keys,
+            "completed",
+            "errored",
+            "attainment",
+            "gpus",
+            "output_tokens_per_s_per_gpu",
+            "output_tokens_per_s_per_user",
+        ]
+    )
+    for p in report.curve:
+        writer.writerow(
+            [
+                p.label,
+                clean(p.offered_rate),
+                clean(p.requests_per_s),
+                clean(p.output_tokens_per_s),
+                *(clean(_ms(p.latency_ns[f"{m}_{s}"])) for m, s in CURVE_METRICS),
+                p.completed,
+                p.errored,
+                clean(p.attainment),
+                p.gpus,
+                clean(p.tokens_per_s_per_gpu),
+                clean(p.tokens_per_s_per_user),
+            ]
+        )
+    return out.getvalue()
