@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import polars as pl
 import typer
@@ -26,6 +26,15 @@ from servetrace.cli._options import (
     goodput_targets,
     in_range,
     reading,
+)
+from servetrace.cli._scale import (
+    Engine,
+    EngineOpt,
+    PartialOutOpt,
+    RayAddressOpt,
+    check_outputs,
+    shard_analysis,
+    write_requests,
 )
 from servetrace.errors import ExitCode, UsageError
 from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
@@ -172,11 +181,42 @@ def analyze(
             "(always in the JSON as 'survival').",
         ),
     ] = False,
+    partial_out: PartialOutOpt = None,
+    engine: EngineOpt = Engine.local,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check.
 
     Several runs (tool exports, run folders, a sweep folder) give one row per run."""
-    _outputs(traces, ("--requests-out", requests_out), ("--quarantine-out", quarantine_out))
+    check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
+    if partial_out is not None:
+        return _shard(
+            traces,
+            partial_out,
+            fmt,
+            requests_out,
+            quarantine_out,
+            by,
+            goodput,
+            strict,
+            naming,
+            formula_abs_tol_ms,
+            formula_rel_tol,
+            column,
+            time_unit,
+            event_map,
+            from_format,
+            censoring,
+            refused={
+                "--window": window is not None,
+                "--steady-state": steady_state,
+                "--slice": slice_ is not None,
+                "--fluidity": fluidity is not None,
+                "--pool": pool,
+                "--plots": plots is not None,
+                "--streaming": streaming is True,
+            },
+        )
     result = analyze_trace(
         traces,
         by=by,
@@ -192,6 +232,8 @@ def analyze(
         **reading(column, time_unit, event_map, from_format),
         labels=label,
         pool=pool,
+        engine=engine.value,
+        ray_address=ray_address,
     )
     if isinstance(result, Runs):
         _runs_output(result, fmt, requests_out, quarantine_out, plots)
@@ -201,21 +243,99 @@ def analyze(
         ):
             raise typer.Exit(int(ExitCode.CHECK_FAILED))
         return
-    analysis = result
+    _render(
+        result,
+        traces,
+        fmt,
+        requests_out,
+        quarantine_out,
+        by,
+        strict,
+        naming,
+        plots,
+        censoring,
+        reading(column, time_unit, event_map, from_format),
+        engine,
+        ray_address,
+    )
+
+
+def _shard(
+    traces: list[str],
+    partial_out: Path,
+    fmt: SummaryFormat,
+    requests_out: Path | None,
+    quarantine_out: Path | None,
+    by: str | None,
+    goodput: list[str] | None,
+    strict: bool,
+    naming: Naming,
+    formula_abs_tol_ms: float,
+    formula_rel_tol: float,
+    column: list[str] | None,
+    time_unit: str | None,
+    event_map: list[str] | None,
+    from_format: str | None,
+    censoring: bool,
+    refused: dict[str, bool],
+) -> None:
+    """``--partial-out``: the shard's partial written, and its report as usual."""
+    from servetrace.analysis.memory import AnalysisOptions
+    from servetrace.api._analyze import _ingest
+
+    read = reading(column, time_unit, event_map, from_format)
+    options = AnalysisOptions(
+        goodput=goodput_targets(goodput),
+        formula_abs_tol_ns=round(formula_abs_tol_ms * NS_PER_MS),
+        formula_rel_tol=formula_rel_tol,
+    )
+    ingest = _ingest(read["columns"], read["time_unit"], read["event_map"])
+    analysis = shard_analysis(
+        traces, partial_out, options, by, ingest, read["from_format"], refused
+    )
+    _render(
+        analysis,
+        traces,
+        fmt,
+        requests_out,
+        quarantine_out,
+        by,
+        strict,
+        naming,
+        None,
+        censoring,
+        read,
+        Engine.local,
+        None,
+    )
+
+
+def _render(
+    analysis: Analysis,
+    traces: list[str],
+    fmt: SummaryFormat,
+    requests_out: Path | None,
+    quarantine_out: Path | None,
+    by: str | None,
+    strict: bool,
+    naming: Naming,
+    plots: Path | None,
+    censoring: bool,
+    read: dict[str, Any],
+    engine: Engine,
+    ray_address: str | None,
+) -> None:
+    """One analysed trace: its warnings, outputs and report."""
     _report_warnings(analysis)
     timed = time_dict(analysis.engine, analysis.window, analysis.slices, analysis.fluidity)
     if requests_out:
-        write_frame(analysis.requests, requests_out)
+        write_requests(analysis.requests, requests_out, engine, ray_address)
     if quarantine_out:
         write_frame(analysis.quarantine, quarantine_out)
     groups = analysis.groups
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
-    links = (
-        analysis_plots(analysis, plots, traces, reading(column, time_unit, event_map, from_format))
-        if plots
-        else ""
-    )
+    links = analysis_plots(analysis, plots, traces, read) if plots else ""
     if fmt is SummaryFormat.json:
         out_console.out(render_json(analysis.to_dict(name)))
     elif fmt is SummaryFormat.csv and "slices" in timed:
