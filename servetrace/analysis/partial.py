@@ -232,8 +232,8 @@ def _overlap(partials: Sequence[Partial]) -> None:
     where = " and ".join(partials[p].inputs[0] if partials[p].inputs else "?" for p in first["_p"])
     examples = ", ".join(repr(v) for v in shared["request_id"].head(EXAMPLE_IDS).to_list())
     raise InputError(
-        f"{shared.height:,} request id{'s' if shared.height > 1 else ''} occur in more than "
-        f"one partial (e.g. {examples}; {first['request_id']!r} in {where}): the shards "
+        f"{shared.height:,} request id{'s occur' if shared.height > 1 else ' occurs'} in more "
+        f"than one partial (e.g. {examples}; {first['request_id']!r} in {where}): the shards "
         "were not split by request, so each would report half a request as a whole one",
         hint="shard the trace by request_id (e.g. hash(request_id) mod N), or analyse the "
         "files together as one trace",

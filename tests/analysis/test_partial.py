@@ -185,7 +185,7 @@ def test_a_request_in_two_partials_is_refused_naming_how_many() -> None:
     frame = events(*[make_request(f"r{i}", admission=1, first=2, complete=3) for i in range(6)])
     first, second = frame.head(10), frame.tail(frame.height - 10)  # a cut in time, not by id
     first, second = (normalise(f.lazy(), "t").collect() for f in (first, second))
-    with pytest.raises(InputError, match=r"request ids? occur in more than one partial") as err:
+    with pytest.raises(InputError, match=r"request ids? occurs? in more than one partial") as err:
         combine([partial_of(first, ("early",)), partial_of(second, ("late",))])
     assert "shard the trace by request_id" in (err.value.hint or "")
     assert "early and late" in err.value.message
