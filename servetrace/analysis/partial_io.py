@@ -185,16 +185,21 @@ def read_partial(path: str | os.PathLike[str]) -> Partial:
     return _build(where, manifest, tables)
 
 
-def _replace_directory(target: Path, write: Callable[[Path], None]) -> None:
-    """Write a directory beside ``target``, then swap it in (a reader never sees half)."""
-    target = Path(os.path.realpath(target))
-    if target.exists() and not (target.is_dir() and is_partial(target)):
+def check_partial_output(path: Path, flag: str) -> None:
+    """Refuse, before any work, a partial output that cannot or must not be written."""
+    if path.exists() and not (path.is_dir() and is_partial(path)):
         raise UsageError(
-            f"{target}: exists and is not a partial; refusing to replace it",
+            f"{flag} {path}: exists and is not a partial; refusing to replace it",
             hint="name a new directory (or an old partial to overwrite)",
         )
-    if not target.parent.is_dir():
-        raise UsageError(f"{target}: directory {target.parent} does not exist")
+    if not path.absolute().parent.is_dir():
+        raise UsageError(f"{flag} {path}: directory {path.absolute().parent} does not exist")
+
+
+def _replace_directory(target: Path, write: Callable[[Path], None]) -> None:
+    """Write a directory beside ``target``, then swap it in (a reader never sees half)."""
+    check_partial_output(target, "output")
+    target = Path(os.path.realpath(target))
     fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     old: Path | None = None
     try:

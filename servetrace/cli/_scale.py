@@ -63,6 +63,10 @@ def check_outputs(
     else:
         check_frame_output(requests_out, "--requests-out")
     check_frame_output(quarantine_out, "--quarantine-out")
+    if partial_out is not None:
+        from servetrace.analysis.partial_io import check_partial_output
+
+        check_partial_output(partial_out, "--partial-out")
     refuse_overwriting_inputs(
         [
             ("--requests-out", requests_out),

@@ -80,6 +80,9 @@ def merge(
         raise InputError(f"{', '.join(partials)}: no partial found")
     traces = [str(p) for p in found]
     if output is not None:
+        from servetrace.analysis.partial_io import check_partial_output
+
+        check_partial_output(output, "--output")
         refuse_overwriting_inputs([("--output", output)], traces)
         if any(Path(output).resolve() == p.resolve() for p in found):
             raise UsageError(f"--output {output}: is one of the partials merged")
