@@ -163,6 +163,22 @@ def _kernel(label: str, exact_gaps: int) -> Any:
     return kernel
 
 
+def _reachable(address: str) -> None:
+    """Fail in seconds, not after Ray's minutes of retries, when nothing listens there."""
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", "local": Ray's own lookup
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=3).close()
+    except OSError as error:
+        raise UsageError(
+            f"--ray-address {address}: nothing answers there ({error.strerror or error})",
+            hint="start the cluster (ray start --head) or unset RAY_ADDRESS for a local Ray",
+        ) from None
+
+
 def _ray(address: str | None) -> Any:
     """Ray, connected: ``address``, else ``RAY_ADDRESS``, else a local Ray (2 CPUs at most
     of this machine's, no dashboard)."""
@@ -178,6 +194,8 @@ def _ray(address: str | None) -> Any:
         ) from None
     if not ray.is_initialized():
         target = address or os.environ.get("RAY_ADDRESS") or None
+        if target is not None:
+            _reachable(target)
         options: dict[str, Any] = {"log_to_driver": False, "logging_level": "error"}
         if target is None:
             options.update(include_dashboard=False)

@@ -110,3 +110,14 @@ def test_a_bad_row_on_a_worker_is_one_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown event name 'teleport'") as err:
         _ray(path)
     assert "--event-map" in (err.value.hint or "")
+
+
+def test_an_address_where_nothing_listens_fails_fast() -> None:
+    import socket
+
+    with socket.socket() as free:  # a port nothing listens on once closed
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(UsageError, match="nothing answers there"):
+        ray_engine._reachable(f"127.0.0.1:{port}")
+    ray_engine._reachable("auto")  # Ray's own lookup: not checked here
