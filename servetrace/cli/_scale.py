@@ -80,22 +80,27 @@ def check_outputs(
 def shard_analysis(
     traces: list[str],
     partial_out: Path,
-    options: Any,
+    goodput: Any,
+    formula_abs_tol_ns: int,
+    formula_rel_tol: float,
     by: str | None,
-    ingest: Any,
-    from_format: str | None,
+    read: dict[str, Any],
     refused: dict[str, bool],
 ) -> Any:
     """Analyse one shard: write its partial, report it (the partial's own analysis)."""
     from servetrace.analysis import memory
     from servetrace.analysis.partial import finish
     from servetrace.analysis.partial_io import write_partial
-    from servetrace.api._analyze import Analysis
+    from servetrace.api._analyze import Analysis, _ingest
     from servetrace.api._partials import refuse_with_partial, shard_partial
 
     for flag, given in refused.items():
         refuse_with_partial(flag, given)
-    partial = shard_partial(traces, ingest, from_format)
+    options = memory.AnalysisOptions(
+        goodput=goodput, formula_abs_tol_ns=formula_abs_tol_ns, formula_rel_tol=formula_rel_tol
+    )
+    ingest = _ingest(read["columns"], read["time_unit"], read["event_map"])
+    partial = shard_partial(traces, ingest, read["from_format"])
     write_partial(partial, partial_out)
     engine = finish(partial, options)
     groups = memory.summarize_by(engine, by, options) if by else None

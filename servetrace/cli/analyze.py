@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import polars as pl
 import typer
@@ -189,51 +189,45 @@ def analyze(
 
     Several runs (tool exports, run folders, a sweep folder) give one row per run."""
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
-    if partial_out is not None:
-        return _shard(
+    restricted = {
+        "--window": window is not None,
+        "--steady-state": steady_state,
+        "--slice": slice_ is not None,
+        "--fluidity": fluidity is not None,
+        "--pool": pool,
+        "--plots": plots is not None,
+        "--streaming": streaming is True,
+    }
+    result = (
+        shard_analysis(
             traces,
             partial_out,
-            fmt,
-            requests_out,
-            quarantine_out,
-            by,
-            goodput,
-            strict,
-            naming,
-            formula_abs_tol_ms,
+            goodput_targets(goodput),
+            round(formula_abs_tol_ms * NS_PER_MS),
             formula_rel_tol,
-            column,
-            time_unit,
-            event_map,
-            from_format,
-            censoring,
-            refused={
-                "--window": window is not None,
-                "--steady-state": steady_state,
-                "--slice": slice_ is not None,
-                "--fluidity": fluidity is not None,
-                "--pool": pool,
-                "--plots": plots is not None,
-                "--streaming": streaming is True,
-            },
+            by,
+            reading(column, time_unit, event_map, from_format),
+            restricted,
         )
-    result = analyze_trace(
-        traces,
-        by=by,
-        goodput=goodput_targets(goodput),
-        formula_abs_tol_ns=round(formula_abs_tol_ms * NS_PER_MS),
-        formula_rel_tol=formula_rel_tol,
-        streaming=streaming,
-        batch_rows=batch_rows,
-        window=window,
-        steady_state=steady_state,
-        slice_ns=parse_slice(slice_) if slice_ is not None else None,
-        fluidity=fluidity,
-        **reading(column, time_unit, event_map, from_format),
-        labels=label,
-        pool=pool,
-        engine=engine.value,
-        ray_address=ray_address,
+        if partial_out is not None
+        else analyze_trace(
+            traces,
+            by=by,
+            goodput=goodput_targets(goodput),
+            formula_abs_tol_ns=round(formula_abs_tol_ms * NS_PER_MS),
+            formula_rel_tol=formula_rel_tol,
+            streaming=streaming,
+            batch_rows=batch_rows,
+            window=window,
+            steady_state=steady_state,
+            slice_ns=parse_slice(slice_) if slice_ is not None else None,
+            fluidity=fluidity,
+            **reading(column, time_unit, event_map, from_format),
+            labels=label,
+            pool=pool,
+            engine=engine.value,
+            ray_address=ray_address,
+        )
     )
     if isinstance(result, Runs):
         _runs_output(result, fmt, requests_out, quarantine_out, plots)
@@ -243,89 +237,7 @@ def analyze(
         ):
             raise typer.Exit(int(ExitCode.CHECK_FAILED))
         return
-    _render(
-        result,
-        traces,
-        fmt,
-        requests_out,
-        quarantine_out,
-        by,
-        strict,
-        naming,
-        plots,
-        censoring,
-        reading(column, time_unit, event_map, from_format),
-        engine,
-        ray_address,
-    )
-
-
-def _shard(
-    traces: list[str],
-    partial_out: Path,
-    fmt: SummaryFormat,
-    requests_out: Path | None,
-    quarantine_out: Path | None,
-    by: str | None,
-    goodput: list[str] | None,
-    strict: bool,
-    naming: Naming,
-    formula_abs_tol_ms: float,
-    formula_rel_tol: float,
-    column: list[str] | None,
-    time_unit: str | None,
-    event_map: list[str] | None,
-    from_format: str | None,
-    censoring: bool,
-    refused: dict[str, bool],
-) -> None:
-    """``--partial-out``: the shard's partial written, and its report as usual."""
-    from servetrace.analysis.memory import AnalysisOptions
-    from servetrace.api._analyze import _ingest
-
-    read = reading(column, time_unit, event_map, from_format)
-    options = AnalysisOptions(
-        goodput=goodput_targets(goodput),
-        formula_abs_tol_ns=round(formula_abs_tol_ms * NS_PER_MS),
-        formula_rel_tol=formula_rel_tol,
-    )
-    ingest = _ingest(read["columns"], read["time_unit"], read["event_map"])
-    analysis = shard_analysis(
-        traces, partial_out, options, by, ingest, read["from_format"], refused
-    )
-    _render(
-        analysis,
-        traces,
-        fmt,
-        requests_out,
-        quarantine_out,
-        by,
-        strict,
-        naming,
-        None,
-        censoring,
-        read,
-        Engine.local,
-        None,
-    )
-
-
-def _render(
-    analysis: Analysis,
-    traces: list[str],
-    fmt: SummaryFormat,
-    requests_out: Path | None,
-    quarantine_out: Path | None,
-    by: str | None,
-    strict: bool,
-    naming: Naming,
-    plots: Path | None,
-    censoring: bool,
-    read: dict[str, Any],
-    engine: Engine,
-    ray_address: str | None,
-) -> None:
-    """One analysed trace: its warnings, outputs and report."""
+    analysis = result
     _report_warnings(analysis)
     timed = time_dict(analysis.engine, analysis.window, analysis.slices, analysis.fluidity)
     if requests_out:
@@ -335,7 +247,11 @@ def _render(
     groups = analysis.groups
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
-    links = analysis_plots(analysis, plots, traces, read) if plots else ""
+    links = (
+        analysis_plots(analysis, plots, traces, reading(column, time_unit, event_map, from_format))
+        if plots
+        else ""
+    )
     if fmt is SummaryFormat.json:
         out_console.out(render_json(analysis.to_dict(name)))
     elif fmt is SummaryFormat.csv and "slices" in timed:
