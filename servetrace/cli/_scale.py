@@ -60,6 +60,12 @@ def check_outputs(
                 "Parquet dataset (no suffix)",
                 hint="for example --requests-out requests/",
             )
+        if requests_out is not None and requests_out.is_dir() and any(requests_out.iterdir()):
+            raise UsageError(
+                f"--requests-out {requests_out}: is not empty; the dataset would mix with "
+                "what is there",
+                hint="name a new or empty directory",
+            )
     else:
         check_frame_output(requests_out, "--requests-out")
     check_frame_output(quarantine_out, "--quarantine-out")
