@@ -121,3 +121,13 @@ def analysis_elsewhere(
             )
         groups = memory.summarize_by(result, by, options)
     return Analysis(engine=result, by=by, groups=groups, fluidity=options.fluidity)
+
+
+def refuse_partials(texts: Sequence[str], why: str) -> None:
+    """A command that needs the events themselves, given a partial: say so (exit 2)."""
+    for text in texts:
+        if partial_paths([text]) is not None:
+            raise UsageError(
+                f"{text}: is a partial (per-request results), not events; {why}",
+                hint="give the trace itself; analyze, merge, compare and check take partials",
+            )

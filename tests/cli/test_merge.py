@@ -153,3 +153,14 @@ def test_partial_out_refuses_what_a_partial_cannot_hold(tmp_path: Path) -> None:
     done = runner.invoke(app, ["analyze", trace, "--partial-out", str(here)])
     assert done.exit_code == 2 and "not a partial" in done.stderr
     assert (here / "notes.txt").read_text() == "mine"
+
+
+def test_commands_that_need_the_events_refuse_a_partial(tmp_path: Path) -> None:
+    partial = _partials(_split(SAMPLES / "worked_example.parquet", tmp_path, 1), tmp_path)[0]
+    for command in (
+        ["report", partial, "-o", str(tmp_path / "r.html")],
+        ["timeline", partial, "-o", str(tmp_path / "t.json")],
+    ):
+        done = runner.invoke(app, command)
+        assert done.exit_code == 2, (command, done.stderr)
+        assert "is a partial (per-request results), not events" in done.stderr
