@@ -20,6 +20,7 @@ from servetrace.analysis.slices import slice_figures
 from servetrace.analysis.summary import GoodputTarget, Summary
 from servetrace.analysis.window import Window, WindowSpec
 from servetrace.analysis.window import restrict as restrict_to
+from servetrace.api import _partials
 from servetrace.api._time import windowed
 from servetrace.errors import UsageError
 from servetrace.render.summary import report_dict
@@ -186,6 +187,8 @@ def analyze(
     steady_state: bool = False,
     slice_ns: int | None = None,
     fluidity: str | FluidityTargets | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> Analysis | Runs:
     """Analyse one trace or one run — or several runs, one ``Run`` each.
 
@@ -219,7 +222,19 @@ def analyze(
         fluidity=parse_targets(fluidity) if isinstance(fluidity, str) else fluidity,
     )
     texts = path_texts(paths)
-    if window is not None or steady_state or slice_ns is not None:
+    restricted = window is not None or steady_state or slice_ns is not None
+    if engine != "local" or _partials.partial_paths(texts) is not None:
+        return _partials.analysis_elsewhere(
+            texts,
+            options,
+            by,
+            engine,
+            ray_address,
+            restricted or pool,
+            _ingest(columns, time_unit, event_map),
+            from_format,
+        )
+    if restricted:
         # Time restrictions describe one trace's timeline: one run at a time.
         return _analyze_in_time(
             texts,

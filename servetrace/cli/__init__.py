@@ -50,6 +50,10 @@ declare(
             "Convert an AIPerf, GenAI-Perf, vLLM bench, GuideLLM, LLMPerf, OTLP spans, "
             "SGLang, TensorRT-LLM or MLCommons endpoints export.",
         ),
+        "merge": (
+            "servetrace.cli.merge",
+            "Merge partial results of request-split shards into the report of the whole trace.",
+        ),
         "report": (
             "servetrace.cli.report",
             "Write an offline HTML report: summary, CDFs, load over time, slowest requests, "

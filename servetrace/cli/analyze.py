@@ -27,6 +27,15 @@ from servetrace.cli._options import (
     in_range,
     reading,
 )
+from servetrace.cli._scale import (
+    Engine,
+    EngineOpt,
+    PartialOutOpt,
+    RayAddressOpt,
+    check_outputs,
+    shard_analysis,
+    write_requests,
+)
 from servetrace.errors import ExitCode, UsageError
 from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.render.naming import Naming
@@ -172,26 +181,53 @@ def analyze(
             "(always in the JSON as 'survival').",
         ),
     ] = False,
+    partial_out: PartialOutOpt = None,
+    engine: EngineOpt = Engine.local,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check.
 
     Several runs (tool exports, run folders, a sweep folder) give one row per run."""
-    _outputs(traces, ("--requests-out", requests_out), ("--quarantine-out", quarantine_out))
-    result = analyze_trace(
-        traces,
-        by=by,
-        goodput=goodput_targets(goodput),
-        formula_abs_tol_ns=round(formula_abs_tol_ms * NS_PER_MS),
-        formula_rel_tol=formula_rel_tol,
-        streaming=streaming,
-        batch_rows=batch_rows,
-        window=window,
-        steady_state=steady_state,
-        slice_ns=parse_slice(slice_) if slice_ is not None else None,
-        fluidity=fluidity,
-        **reading(column, time_unit, event_map, from_format),
-        labels=label,
-        pool=pool,
+    check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
+    restricted = {
+        "--window": window is not None,
+        "--steady-state": steady_state,
+        "--slice": slice_ is not None,
+        "--fluidity": fluidity is not None,
+        "--pool": pool,
+        "--plots": plots is not None,
+        "--streaming": streaming is True,
+    }
+    result = (
+        shard_analysis(
+            traces,
+            partial_out,
+            goodput_targets(goodput),
+            round(formula_abs_tol_ms * NS_PER_MS),
+            formula_rel_tol,
+            by,
+            reading(column, time_unit, event_map, from_format),
+            restricted,
+        )
+        if partial_out is not None
+        else analyze_trace(
+            traces,
+            by=by,
+            goodput=goodput_targets(goodput),
+            formula_abs_tol_ns=round(formula_abs_tol_ms * NS_PER_MS),
+            formula_rel_tol=formula_rel_tol,
+            streaming=streaming,
+            batch_rows=batch_rows,
+            window=window,
+            steady_state=steady_state,
+            slice_ns=parse_slice(slice_) if slice_ is not None else None,
+            fluidity=fluidity,
+            **reading(column, time_unit, event_map, from_format),
+            labels=label,
+            pool=pool,
+            engine=engine.value,
+            ray_address=ray_address,
+        )
     )
     if isinstance(result, Runs):
         _runs_output(result, fmt, requests_out, quarantine_out, plots)
@@ -205,7 +241,7 @@ def analyze(
     _report_warnings(analysis)
     timed = time_dict(analysis.engine, analysis.window, analysis.slices, analysis.fluidity)
     if requests_out:
-        write_frame(analysis.requests, requests_out)
+        write_requests(analysis.requests, requests_out, engine, ray_address)
     if quarantine_out:
         write_frame(analysis.quarantine, quarantine_out)
     groups = analysis.groups

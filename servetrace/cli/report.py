@@ -42,6 +42,11 @@ def report(
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: directory {output.parent} does not exist")
     refuse_overwriting_inputs([("--output", output)], traces)
+    from servetrace.api._partials import refuse_partials
+
+    refuse_partials(
+        traces, "report draws the load over time and the slowest requests from the events"
+    )
     from servetrace.analysis.slices import parse_slice, slice_figures
     from servetrace.render.series import MAX_POINTS
 

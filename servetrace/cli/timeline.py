@@ -52,6 +52,9 @@ def timeline(
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: directory {output.parent} does not exist")
     refuse_overwriting_inputs([("--output", output)], traces)
+    from servetrace.api._partials import refuse_partials
+
+    refuse_partials(traces, "a timeline lays out each request's events")
     options = TimelineOptions(
         requests=parse_ids(requests),
         window_ns=parse_window(window) if window else None,

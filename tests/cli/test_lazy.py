@@ -50,6 +50,7 @@ def test_every_declared_summary_is_its_commands_docstring() -> None:
         "check",
         "compare",
         "import",
+        "merge",
         "report",
         "simulate",
         "timeline",
@@ -116,7 +117,7 @@ def test_analyze_loads_no_other_command() -> None:
         "except SystemExit as done:\n"
         "    assert done.code in (0, None), done.code\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('altair', 'pandas') or m.startswith(('servetrace.cli.', "
+        "('altair', 'pandas', 'ray') or m.startswith(('servetrace.cli.', "
         "'servetrace.comparison.compare', 'servetrace.stats.rank_tests', "
         "'servetrace.sim', 'servetrace.render.report')))))\n"
     )
@@ -131,6 +132,7 @@ def test_analyze_loads_no_other_command() -> None:
         "servetrace.cli._lazy",
         "servetrace.cli._events",
         "servetrace.cli._options",
+        "servetrace.cli._scale",  # --engine/--partial-out options; Ray only with --engine ray
     }
 
 

@@ -1,0 +1,257 @@
+"""The on-disk (and on-the-wire) form of a ``partial.Partial``: docs/partials.md.
+
+A partial is a **directory** of Parquet files and a ``manifest.json``: each table keeps
+its own schema (a shard's attribute columns, the raw rows of deferred requests), any
+Parquet reader opens every part, and the manifest — format name, version, trace span,
+flags, counts of every table, the ITL sums — is checked before anything is merged, so a
+truncated, foreign or newer partial is an ``InputError`` naming the file, never a wrong
+report. The Ray engine ships the same tables as Arrow IPC buffers (``to_record``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from servetrace.analysis.histogram import RESOLUTION, LogHistogram
+from servetrace.analysis.partial import FORMAT, TIMELINE_COLUMNS, VERSION, Partial
+from servetrace.errors import InputError, UsageError
+
+MANIFEST = "manifest.json"
+TABLES = ("timeline", "requests", "transitions", "gaps", "histogram", "deferred", "quarantine")
+REQUIRED_COLUMNS = {
+    "timeline": TIMELINE_COLUMNS,
+    "requests": ("_key", "request_id", "outcome", "arrival_ns"),
+    "transitions": ("_key", "ts", "d_queued", "d_running", "d_in_system"),
+    "gaps": ("_key", "itl_ns"),
+    "histogram": ("b", "n", "lo", "hi"),
+    "deferred": ("request_id", "event", "ts"),
+    "quarantine": ("rule",),
+}
+
+
+def manifest_of(part: Partial) -> dict[str, Any]:
+    from servetrace import SCHEMA_VERSION, __version__
+
+    hist = part.histogram
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "servetrace": __version__,
+        "event_schema": SCHEMA_VERSION,
+        "inputs": list(part.inputs),
+        "trace": {
+            "start_ns": part.start_ns,
+            "end_ns": part.end_ns,
+            "has_releases": part.has_releases,
+        },
+        "attributes": list(part.attributes),
+        "itl": {
+            "kind": "exact" if hist is None else "histogram",
+            "count": part.gap_count,
+            # Exact integer sums (text: Σv² outgrows 64 bits); null for exact gaps.
+            "sum": None if hist is None else str(hist.total),
+            "sum_sq": None if hist is None else str(hist.total_sq),
+            "resolution": RESOLUTION,
+        },
+        "rows": {name: _table(part, name).height for name in TABLES},
+        "warnings": list(part.warnings),
+    }
+
+
+def _table(part: Partial, name: str) -> pl.DataFrame:
+    if name == "histogram":
+        if part.histogram is None:
+            return pl.DataFrame(schema=dict.fromkeys(("b", "n", "lo", "hi"), pl.Int64))
+        return part.histogram.buckets.sort("b")
+    frame: pl.DataFrame = getattr(part, name)
+    return frame
+
+
+def _bad(where: str, what: str) -> InputError:
+    return InputError(
+        f"{where}: not a servetrace partial: {what}",
+        hint="partials are written by 'servetrace analyze SHARD --partial-out DIR' or "
+        "'servetrace merge … -o DIR' (docs/partials.md)",
+    )
+
+
+def _check_manifest(where: str, manifest: Any) -> dict[str, Any]:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise _bad(where, f"its {MANIFEST} does not say format {FORMAT!r}")
+    version = manifest.get("version")
+    if version != VERSION:
+        raise InputError(
+            f"{where}: partial format version {version!r}; this servetrace reads version {VERSION}",
+            hint="merge partials written by the same servetrace version",
+        )
+    try:
+        trace, itl, rows = manifest["trace"], manifest["itl"], manifest["rows"]
+        for name in TABLES:
+            int(rows[name])
+        int(itl["count"])
+        if itl["kind"] not in ("exact", "histogram") or itl["resolution"] != RESOLUTION:
+            raise ValueError("itl")
+        for key in ("start_ns", "end_ns"):
+            if trace[key] is not None:
+                int(trace[key])
+        bool(trace["has_releases"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise _bad(where, f"its {MANIFEST} lacks or garbles {error}") from None
+    return manifest
+
+
+def _build(where: str, manifest: dict[str, Any], tables: dict[str, pl.DataFrame]) -> Partial:
+    for name, frame in tables.items():
+        missing = [c for c in REQUIRED_COLUMNS[name] if c not in frame.columns]
+        if missing:
+            raise _bad(where, f"table {name} has no column {', '.join(missing)}")
+        if frame.height != int(manifest["rows"][name]):
+            raise InputError(
+                f"{where}: table {name} has {frame.height:,} rows, its manifest says "
+                f"{int(manifest['rows'][name]):,}: the partial is incomplete",
+                hint="write the partial again",
+            )
+    itl = manifest["itl"]
+    histogram = None
+    if itl["kind"] == "histogram":
+        histogram = LogHistogram(
+            buckets=tables["histogram"].select(pl.col("b", "n", "lo", "hi").cast(pl.Int64)),
+            n=int(itl["count"]),
+            total=int(itl["sum"]),
+            total_sq=int(itl["sum_sq"]),
+        )
+        if int(tables["histogram"]["n"].sum()) != histogram.n:
+            raise _bad(where, "its histogram buckets do not add up to the ITL count")
+    elif tables["gaps"].height != int(itl["count"]):
+        raise _bad(where, "its gap table does not hold the ITL count")
+    trace = manifest["trace"]
+    return Partial(
+        inputs=tuple(str(i) for i in manifest.get("inputs", [])),
+        start_ns=trace["start_ns"],
+        end_ns=trace["end_ns"],
+        has_releases=bool(trace["has_releases"]),
+        timeline=tables["timeline"],
+        requests=tables["requests"],
+        transitions=tables["transitions"],
+        gaps=tables["gaps"].select(pl.col("_key", "itl_ns").cast(pl.Int64)),
+        histogram=histogram,
+        deferred=tables["deferred"],
+        quarantine=tables["quarantine"],
+        attributes=tuple(str(a) for a in manifest.get("attributes", [])),
+        warnings=tuple(str(w) for w in manifest.get("warnings", [])),
+    )
+
+
+# ------------------------------------------------------------------------------ files
+def is_partial(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a directory holding a partial's manifest."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+def read_partial(path: str | os.PathLike[str]) -> Partial:
+    """Read and check one partial directory; any problem is an ``InputError``."""
+    where = str(path)
+    directory = Path(path)
+    if not directory.is_dir():
+        raise _bad(where, "not a directory" if directory.exists() else "no such directory")
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _bad(where, f"no {MANIFEST}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _bad(where, f"cannot read {MANIFEST}: {error}") from None
+    manifest = _check_manifest(where, manifest)
+    tables = {}
+    for name in TABLES:
+        file = directory / f"{name}.parquet"
+        try:
+            tables[name] = pl.read_parquet(file)
+        except (OSError, pl.exceptions.PolarsError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else "unreadable"
+            raise InputError(
+                f"{file}: cannot read this part of the partial: {first}",
+                hint="write the partial again",
+            ) from None
+    return _build(where, manifest, tables)
+
+
+def check_partial_output(path: Path, flag: str) -> None:
+    """Refuse, before any work, a partial output that cannot or must not be written."""
+    if path.exists() and not (path.is_dir() and is_partial(path)):
+        raise UsageError(
+            f"{flag} {path}: exists and is not a partial; refusing to replace it",
+            hint="name a new directory (or an old partial to overwrite)",
+        )
+    if not path.absolute().parent.is_dir():
+        raise UsageError(f"{flag} {path}: directory {path.absolute().parent} does not exist")
+
+
+def _replace_directory(target: Path, write: Callable[[Path], None]) -> None:
+    """Write a directory beside ``target``, then swap it in (a reader never sees half)."""
+    check_partial_output(target, "output")
+    target = Path(os.path.realpath(target))
+    fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    old: Path | None = None
+    try:
+        write(fresh)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            os.replace(target, old / "partial")
+        os.replace(fresh, target)
+    except OSError as error:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise UsageError(f"{target}: cannot write: {error.strerror or error}") from None
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def write_partial(part: Partial, path: str | os.PathLike[str]) -> None:
+    """Write ``part`` as a partial directory at ``path`` (atomically replaced)."""
+
+    def write(directory: Path) -> None:
+        for name in TABLES:
+            _plain(_table(part, name)).write_parquet(directory / f"{name}.parquet")
+        text = json.dumps(manifest_of(part), indent=2, sort_keys=True)
+        (directory / MANIFEST).write_text(text + "\n", encoding="utf-8")
+
+    _replace_directory(Path(path), write)
+
+
+def _plain(frame: pl.DataFrame) -> pl.DataFrame:
+    """Enum and Categorical columns as text: any Parquet or Arrow reader, any engine."""
+    kinds = [c for c, t in frame.schema.items() if isinstance(t, (pl.Enum, pl.Categorical))]
+    return frame.with_columns(pl.col(c).cast(pl.String) for c in kinds) if kinds else frame
+
+
+# ------------------------------------------------------------------------- in memory
+def to_record(part: Partial) -> dict[str, bytes | str]:
+    """The partial as Arrow IPC buffers plus its manifest (what a Ray task returns)."""
+    record: dict[str, bytes | str] = {MANIFEST: json.dumps(manifest_of(part))}
+    for name in TABLES:
+        buffer = io.BytesIO()
+        _plain(_table(part, name)).write_ipc(buffer, compression="lz4")
+        record[name] = buffer.getvalue()
+    return record
+
+
+def from_record(record: dict[str, Any], where: str = "<ray partition>") -> Partial:
+    manifest = _check_manifest(where, json.loads(record[MANIFEST]))
+    tables = {}
+    for name in TABLES:
+        with contextlib.closing(io.BytesIO(record[name])) as buffer:
+            tables[name] = pl.read_ipc(buffer)
+    return _build(where, manifest, tables)

@@ -1,0 +1,125 @@
+"""What ``analyze --partial-out``, ``analyze --engine ray`` and ``merge`` add to the CLI."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from servetrace.errors import UsageError
+from servetrace.outputs import check_frame_output, refuse_overwriting_inputs
+
+
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
+EngineOpt = Annotated[
+    Engine,
+    typer.Option(
+        "--engine",
+        help="local: this machine (in memory, or streamed); ray: a Ray cluster reads a "
+        "Parquet dataset (local paths or object-store URIs), shuffles events by request_id "
+        "and runs the same kernel per partition (needs servetrace[ray]).",
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        help="Ray cluster for --engine ray (default: RAY_ADDRESS, else a local Ray).",
+    ),
+]
+PartialOutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--partial-out",
+        help="Also write this shard's mergeable partial result to this directory "
+        "(docs/partials.md); 'servetrace merge' combines partials of request-split shards.",
+    ),
+]
+
+
+def check_outputs(
+    traces: list[str],
+    engine: Engine,
+    requests_out: Path | None,
+    quarantine_out: Path | None,
+    partial_out: Path | None,
+) -> None:
+    """Refuse bad outputs before reading anything (a Ray --requests-out is a directory)."""
+    if engine is Engine.ray and partial_out is not None:
+        raise UsageError("--partial-out is for one shard on this machine, not --engine ray")
+    if engine is Engine.ray:
+        if requests_out is not None and requests_out.suffix:
+            raise UsageError(
+                f"--requests-out {requests_out}: with --engine ray this is a directory for a "
+                "Parquet dataset (no suffix)",
+                hint="for example --requests-out requests/",
+            )
+        if requests_out is not None and requests_out.is_dir() and any(requests_out.iterdir()):
+            raise UsageError(
+                f"--requests-out {requests_out}: is not empty; the dataset would mix with "
+                "what is there",
+                hint="name a new or empty directory",
+            )
+    else:
+        check_frame_output(requests_out, "--requests-out")
+    check_frame_output(quarantine_out, "--quarantine-out")
+    if partial_out is not None:
+        from servetrace.analysis.partial_io import check_partial_output
+
+        check_partial_output(partial_out, "--partial-out")
+    refuse_overwriting_inputs(
+        [
+            ("--requests-out", requests_out),
+            ("--quarantine-out", quarantine_out),
+            ("--partial-out", partial_out),
+        ],
+        traces,
+    )
+
+
+def shard_analysis(
+    traces: list[str],
+    partial_out: Path,
+    goodput: Any,
+    formula_abs_tol_ns: int,
+    formula_rel_tol: float,
+    by: str | None,
+    read: dict[str, Any],
+    refused: dict[str, bool],
+) -> Any:
+    """Analyse one shard: write its partial, report it (the partial's own analysis)."""
+    from servetrace.analysis import memory
+    from servetrace.analysis.partial import finish
+    from servetrace.analysis.partial_io import write_partial
+    from servetrace.api._analyze import Analysis, _ingest
+    from servetrace.api._partials import refuse_with_partial, shard_partial
+
+    for flag, given in refused.items():
+        refuse_with_partial(flag, given)
+    options = memory.AnalysisOptions(
+        goodput=goodput, formula_abs_tol_ns=formula_abs_tol_ns, formula_rel_tol=formula_rel_tol
+    )
+    ingest = _ingest(read["columns"], read["time_unit"], read["event_map"])
+    partial = shard_partial(traces, ingest, read["from_format"])
+    write_partial(partial, partial_out)
+    engine = finish(partial, options)
+    groups = memory.summarize_by(engine, by, options) if by else None
+    return Analysis(engine=engine, by=by, groups=groups)
+
+
+def write_requests(frame: Any, path: Path, engine: Engine, ray_address: str | None) -> None:
+    """A file by its suffix; with --engine ray a Parquet dataset written by the cluster."""
+    if engine is Engine.ray:
+        from servetrace.analysis.ray_engine import write_dataset
+
+        write_dataset(frame, str(path), ray_address)
+        return
+    from servetrace.outputs import write_frame
+
+    write_frame(frame, path)

@@ -1,0 +1,166 @@
+"""``analyze --partial-out`` and ``merge`` end to end: the merged report is the whole
+trace's, overlapping or foreign partials are exit 3 in one line, and compare/check take
+a merged partial as a trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from servetrace.cli import app
+
+SAMPLES = Path(__file__).parents[2] / "sample_traces"
+runner = CliRunner()
+
+
+def _split(source: Path, tmp_path: Path, n: int = 4) -> list[Path]:
+    frame = pl.read_parquet(source)
+    files = []
+    for i in range(n):
+        path = tmp_path / f"shard{i}.parquet"
+        frame.filter(pl.col("request_id").hash(seed=3) % n == i).write_parquet(path)
+        files.append(path)
+    return files
+
+
+def _partials(shards: list[Path], tmp_path: Path) -> list[str]:
+    out = []
+    for i, shard in enumerate(shards):
+        target = tmp_path / f"p{i}"
+        done = runner.invoke(
+            app, ["analyze", str(shard), "--partial-out", str(target), "-f", "json"]
+        )
+        assert done.exit_code == 0, done.stderr
+        alone = runner.invoke(app, ["analyze", str(shard), "-f", "json"])
+        assert json.loads(done.stdout) == json.loads(alone.stdout)  # the shard's own report
+        out.append(str(target))
+    return out
+
+
+def _without_inputs(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "inputs"}
+
+
+@pytest.mark.parametrize("name", ["realistic.parquet", "policy_fcfs.parquet"])
+def test_merge_of_four_shards_is_the_whole_report(name: str, tmp_path: Path) -> None:
+    shards = _split(SAMPLES / name, tmp_path)
+    partials = _partials(shards, tmp_path)
+    merged = runner.invoke(app, ["merge", *partials, "-f", "json", "--goodput", "ttft<=500ms"])
+    assert merged.exit_code == 0, merged.stderr
+    whole = runner.invoke(
+        app, ["analyze", str(SAMPLES / name), "-f", "json", "--goodput", "ttft<=500ms"]
+    )
+    got, expected = json.loads(merged.stdout), json.loads(whole.stdout)
+    assert got["inputs"] == [str(s) for s in shards]  # what the partials were made of
+    assert _without_inputs(got) == _without_inputs(expected)
+    # per-request rows too, and a glob of partials is the same merge
+    out = tmp_path / "requests.parquet"
+    again = runner.invoke(app, ["merge", str(tmp_path / "p*"), "--requests-out", str(out)])
+    assert again.exit_code == 0, again.stderr
+    ref = tmp_path / "ref.parquet"
+    runner.invoke(app, ["analyze", str(SAMPLES / name), "--requests-out", str(ref)])
+    assert pl.read_parquet(out).equals(pl.read_parquet(ref))
+
+
+def test_merge_output_is_a_trace_for_compare_and_check(tmp_path: Path) -> None:
+    fcfs, chunked = SAMPLES / "policy_fcfs.parquet", SAMPLES / "policy_chunked.parquet"
+    merged = tmp_path / "fcfs.partial"
+    done = runner.invoke(
+        app, ["merge", *_partials(_split(fcfs, tmp_path), tmp_path), "-o", str(merged)]
+    )
+    assert done.exit_code == 0, done.stderr
+    args = ["-f", "json", "--resamples", "200"]
+    via_partial = runner.invoke(app, ["compare", str(merged), str(chunked), *args])
+    direct = runner.invoke(app, ["compare", str(fcfs), str(chunked), *args])
+    assert via_partial.exit_code == direct.exit_code == 0, via_partial.stderr
+    a, b = json.loads(via_partial.stdout), json.loads(direct.stdout)
+    assert a["rows"] == b["rows"]
+    rule = ["--slo", "ttft.p99<=100s", "--max-regression", "ttft.p99:+5%", "-f", "json"]
+    check = runner.invoke(app, ["check", str(merged), "--baseline", str(fcfs), *rule])
+    assert check.exit_code == 0, check.stderr
+    assert json.loads(check.stdout)["passed"] is True
+    # merge takes a merged partial like any other; analyze reads it as the whole trace
+    shown = runner.invoke(app, ["analyze", str(merged), "-f", "json"])
+    whole = runner.invoke(app, ["analyze", str(fcfs), "-f", "json"])
+    assert _without_inputs(json.loads(shown.stdout)) == _without_inputs(json.loads(whole.stdout))
+
+
+def test_shards_cut_in_time_share_requests_and_are_refused(tmp_path: Path) -> None:
+    frame = pl.read_parquet(SAMPLES / "realistic.parquet").sort("ts")
+    half = frame.height // 2
+    partials = []
+    for i, part in enumerate((frame.head(half), frame.tail(frame.height - half))):
+        shard = tmp_path / f"t{i}.parquet"
+        part.write_parquet(shard)
+        target = tmp_path / f"t{i}"
+        assert (
+            runner.invoke(app, ["analyze", str(shard), "--partial-out", str(target)]).exit_code == 0
+        )
+        partials.append(str(target))
+    done = runner.invoke(app, ["merge", *partials])
+    assert done.exit_code == 3
+    first = done.stderr.splitlines()[0]
+    assert "in more than one partial" in first and "were not split by request" in first
+    assert "Traceback" not in done.stderr
+
+
+def test_a_foreign_or_broken_partial_is_exit_3_in_one_line(tmp_path: Path) -> None:
+    good = _partials(_split(SAMPLES / "worked_example.parquet", tmp_path, 1), tmp_path)[0]
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "manifest.json").write_text('{"format": "something-else"}')
+    garbled = tmp_path / "garbled"
+    garbled.mkdir()
+    (garbled / "manifest.json").write_text("{not json")
+    newer = tmp_path / "newer"
+    manifest = json.loads((Path(good) / "manifest.json").read_text())
+    newer.mkdir()
+    (newer / "manifest.json").write_text(json.dumps({**manifest, "version": 99}))
+    truncated = tmp_path / "truncated"
+    runner.invoke(app, ["merge", good, "-o", str(truncated)])
+    table = truncated / "requests.parquet"
+    pl.read_parquet(table).head(0).write_parquet(table)
+    cases = {
+        str(foreign): "not a servetrace partial",
+        str(garbled): "cannot read manifest.json",
+        str(newer): "partial format version 99",
+        str(truncated): "the partial is incomplete",
+        str(SAMPLES / "worked_example.parquet"): "not a servetrace partial",
+        str(tmp_path / "missing"): "no such directory",
+    }
+    for path, message in cases.items():
+        done = runner.invoke(app, ["merge", good, path])
+        assert done.exit_code == 3, (path, done.stderr)
+        assert message in done.stderr.splitlines()[0], (path, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_partial_out_refuses_what_a_partial_cannot_hold(tmp_path: Path) -> None:
+    trace = str(SAMPLES / "worked_example.parquet")
+    done = runner.invoke(
+        app, ["analyze", trace, "--partial-out", str(tmp_path / "p"), "--window", "0:10"]
+    )
+    assert done.exit_code == 2 and "--window cannot be combined with --partial-out" in done.stderr
+    assert not (tmp_path / "p").exists()
+    # never over an input, nor over a directory that is not a partial
+    here = tmp_path / "keep"
+    here.mkdir()
+    (here / "notes.txt").write_text("mine")
+    done = runner.invoke(app, ["analyze", trace, "--partial-out", str(here)])
+    assert done.exit_code == 2 and "not a partial" in done.stderr
+    assert (here / "notes.txt").read_text() == "mine"
+
+
+def test_commands_that_need_the_events_refuse_a_partial(tmp_path: Path) -> None:
+    partial = _partials(_split(SAMPLES / "worked_example.parquet", tmp_path, 1), tmp_path)[0]
+    for command in (
+        ["report", partial, "-o", str(tmp_path / "r.html")],
+        ["timeline", partial, "-o", str(tmp_path / "t.json")],
+    ):
+        done = runner.invoke(app, command)
+        assert done.exit_code == 2, (command, done.stderr)
+        assert "is a partial (per-request results), not events" in done.stderr
