@@ -14,7 +14,10 @@ requests are carried on. What is kept between batches is small and mergeable:
 Peak memory therefore grows with the batch size and the number of requests open at once,
 not with the length of the trace. The trace must be written in time order (as logs are);
 rows at equal timestamps may come in any order, because a request is finished only once
-the log has moved past the time of its terminal event (and release). A row of a request
+the log has moved past the time of its terminal event (and release). A row with no
+request id, event or timestamp belongs to no request: it is quarantined under its row
+rule with the batch it is read in, as in memory, and never finishes, reopens or places
+the request it names. A (placeable) row of a request
 that had already finished stops the batched path (``NotTimeOrdered``) with a message that
 says which: the log is not sorted by ts, or it is sorted and that request has an event
 after its end; ``dispatch`` then analyses the log partitioned by request
@@ -56,6 +59,10 @@ from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 from servetrace.sources.canonical import Trace
 
 DEFAULT_BATCH_ROWS = 2_000_000
+# Rows that can be placed in a request's story (``lifecycle.split_row_quarantine``).
+PLACEABLE = (
+    pl.col("request_id").is_not_null() & pl.col("event").is_not_null() & pl.col("ts").is_not_null()
+)
 
 
 def _finished(buffer: pl.DataFrame, needs_release: bool, frontier: int | None) -> pl.Series:
@@ -198,8 +205,13 @@ def _analyze_streaming(
     frontier: int | None = None  # the latest timestamp read so far
     in_time_order = True  # whether every timestamp read so far is >= the one before
     for batch in trace.events.collect_batches(chunk_size=batch_rows):
+        # A row with no request id, event or timestamp belongs to no request (a row rule,
+        # as in memory): quarantine it with this batch, never let it finish, reopen or
+        # place the request it names. The carry never holds such rows.
+        loose = batch.filter(~PLACEABLE)
+        if loose.height:
+            batch = batch.filter(PLACEABLE)
         buffer = batch if carry is None else pl.concat([carry, batch], how="vertical_relaxed")
-        unplaceable = buffer["request_id"].is_null()
         stamps = batch["ts"].drop_nulls()
         if stamps.len():
             in_time_order = (
@@ -213,13 +225,13 @@ def _analyze_streaming(
                 raise _late_row_error(trace, late, in_time_order)
         done = _finished(buffer, facts.has_releases, frontier)
         finished_ids = done if finished_ids is None else finished_ids.append(done)
-        finished = buffer.filter(pl.col("request_id").is_in(done.implode()) | unplaceable)
-        carry = buffer.filter(~pl.col("request_id").is_in(done.implode()) & ~unplaceable)
+        is_done = pl.col("request_id").is_in(done.implode())
+        finished, carry = buffer.filter(is_done), buffer.filter(~is_done)
         # Whether a request with neither admission nor output was queued depends on the
         # whole trace (lifecycle docstring): keep those few control rows to the end.
-        unplaced = pl.col("request_id").is_in(_unplaced(finished).implode()).fill_null(False)
+        unplaced = pl.col("request_id").is_in(_unplaced(finished).implode())
         deferred.append(finished.filter(unplaced))
-        process(finished.filter(~unplaced))
+        process(pl.concat([finished.filter(~unplaced), loose], how="vertical_relaxed"))
     # In flight at the end, never released, or invalid; and the deferred requests, queued
     # if any valid request of the trace was admitted.
     rest = [*deferred, *([carry] if carry is not None else [])]

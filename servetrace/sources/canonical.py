@@ -21,7 +21,7 @@ import polars as pl
 
 from servetrace.errors import InputError, UsageError
 from servetrace.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
-from servetrace.sources import paths, sniff, textcheck
+from servetrace.sources import parsed, paths, sniff, textcheck
 from servetrace.sources.normalise import COUNT_COLUMNS, IngestOptions, event_mapping, normalise
 from servetrace.sources.paths import hive_values
 
@@ -146,7 +146,8 @@ def _scan_csv(path: Path, text_columns: Sequence[str]) -> pl.LazyFrame:
             data = data.replace(b"\r", b"\n")
         frame = pl.read_csv(data, **options).lazy()  # type: ignore[arg-type]
     else:
-        frame = pl.scan_csv(path, glob=False, **options)  # type: ignore[arg-type]
+        scan = pl.scan_csv(path, glob=False, **options)  # type: ignore[arg-type]
+        frame = parsed.parse_once(scan, path)
     return _drop_blank_lines(frame, text_columns)
 
 
@@ -181,7 +182,7 @@ def _scan_ndjson(path: Path) -> pl.LazyFrame:
     if sniff.is_gzip(path) or sniff.has_bom(head) or paths.has_magic(str(path)):
         data = sniff.read_all(path).removeprefix(sniff.UTF8_BOM)
         return pl.read_ndjson(data, infer_schema_length=None).lazy()
-    return pl.scan_ndjson(path, infer_schema_length=None)
+    return parsed.parse_once(pl.scan_ndjson(path, infer_schema_length=None), path)
 
 
 def _read_problem(path: Path, error: Exception) -> InputError:
@@ -212,14 +213,12 @@ def scan_file(
 ) -> pl.LazyFrame:
     """One file as canonical events (lazy); ``partition`` adds its hive folder values.
 
-    Text files are parsed once in full here, so a broken line is reported now, naming
-    the line, rather than deep inside the analysis.
+    Text files are parsed once in full here (``parsed``), so a broken line is reported
+    now, naming the line, rather than deep inside the analysis.
     """
     text_columns = [options.columns.get(name, name) for name in ("request_id", "ts")]
     try:
         frame = _scan_file(path, text_columns)
-        if _sniff_format(path) in ("csv", "ndjson"):
-            frame.select(pl.all().null_count()).collect()
         if partition:
             present = set(frame.collect_schema().names())
             frame = frame.with_columns(
