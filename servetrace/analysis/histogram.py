@@ -185,7 +185,7 @@ class PooledGaps:
             return None
         if not self._frames:
             return pl.DataFrame(schema=schema)
-        return pl.concat(self._frames, how="vertical_relaxed")
+        return pl.concat(self._frames, how="vertical_relaxed").select(list(schema))
 
     def _spill(self) -> None:
         histogram = LogHistogram()
