@@ -216,7 +216,8 @@ def capacity(points: Sequence[CurvePoint], required: float) -> Capacity:
         notes.append(
             "attainment is not monotone in load: "
             + ", ".join(below)
-            + " miss the SLO below the capacity run"
+            + (" misses" if len(below) == 1 else " miss")
+            + " the SLO below the capacity run"
         )
     hit = placed[top]
     assert hit.offered_rate is not None and hit.attainment is not None

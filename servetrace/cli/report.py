@@ -61,8 +61,9 @@ def report(
     ] = None,
 ) -> None:
     """Write an offline HTML report: summary, CDFs, load over time, slowest requests,
-    formula residuals; with two or more traces, the comparison of each with the first;
-    for a sweep (a folder of runs, or --sweep), its curve and SLO attainment."""
+    formula residuals; with two or more traces, the comparison of each with the first.
+
+    A sweep (a folder of runs, or --sweep): its latency curve and SLO attainment by load."""
     from servetrace.render.report import TraceView, render_html, require_extra
 
     require_extra()
