@@ -72,6 +72,9 @@ def report(
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: directory {output.parent} does not exist")
     refuse_overwriting_inputs([("--output", output)], traces)
+    from servetrace.analysis.slices import parse_slice, slice_figures
+    from servetrace.render.series import MAX_POINTS
+
     read = reading(column, time_unit, event_map, from_format)
     if sweep or _holds_several_runs(traces, from_format):
         from servetrace.api._capacity import capacity
@@ -89,8 +92,6 @@ def report(
         write_text(html, output)
         err_console.print(f"wrote {output} ({len(html.encode()) / 1e6:.2f} MB)", markup=False)
         return
-    from servetrace.analysis.slices import parse_slice, slice_figures
-    from servetrace.render.series import MAX_POINTS
 
     views = []
     for trace in traces:
