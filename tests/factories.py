@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_events
 from tests.conftest import MS, SCHEMA, events, make_request
 
@@ -110,12 +109,21 @@ def synthetic(n: int = 200, **options: object) -> Analysis:
     return analyze_events(synthetic_events(n, **options))  # type: ignore[arg-type]
 
 
-def streamed(frame: pl.DataFrame, folder: Path, options: AnalysisOptions | None = None) -> Analysis:
-    """The streamed analysis of the events (written to Parquet, read in batches): it
-    keeps no per-gap samples, only an ITL histogram, as production does."""
+def streamed(
+    frame: pl.DataFrame,
+    folder: Path,
+    options: AnalysisOptions | None = None,
+    exact_gaps: int = 0,
+) -> Analysis:
+    """The streamed analysis of the events (written to Parquet, read in batches) past its
+    exact-gap budget (``exact_gaps=0``: every gap in the log histogram, as production is
+    beyond 4 million gaps): it keeps no per-gap samples, only an ITL histogram."""
+    from servetrace.analysis.streaming import analyze_streaming
+    from servetrace.sources.canonical import read_events
+
     path = folder / "trace.parquet"
     frame.sort("ts", maintain_order=True).write_parquet(path)
-    return analyze_paths([str(path)], options=options, streaming=True)
+    return analyze_streaming(read_events([str(path)]), options, exact_gaps=exact_gaps)
 
 
 def one_request(ttft_ms: float) -> Analysis:

@@ -102,6 +102,12 @@ class CapacityReport:
     frontier: tuple[str, ...] | None  # labels on the Pareto frontier, by tok/s/user
     frontier_unavailable: str | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # What reading the runs warned about (label: message), for the CLI's stderr.
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    # Several sweeps at once (one per configuration folder): capacity of each, in order;
+    # ``capacity`` is then None. The curve and the Pareto frontier span every run.
+    by_sweep: tuple[tuple[str, Capacity], ...] = field(default_factory=tuple)
+    sweep_of: Mapping[str, str] = field(default_factory=dict)  # run label -> sweep
 
 
 def _attainment(summary: Summary) -> tuple[int, int | None, float | None, dict[str, float | None]]:
@@ -126,8 +132,11 @@ def curve_point(run: RunPoint, gpus: int | None) -> CurvePoint:
     answered, met, share, per_target = _attainment(summary)
     t = summary.throughput
     req_ps, out_tps = t.get("requests_per_s"), t.get("output_tokens_per_s")
-    from_tool = req_ps is None and "request_throughput" in run.declared
-    if from_tool:
+    # Over the run's declared duration (the run model did it: no send times), or the
+    # tool's own figures when the caller gave a summary without any throughput.
+    from_tool = summary.window_source == "declared"
+    if req_ps is None and "request_throughput" in run.declared:
+        from_tool = True
         req_ps = run.declared.get("request_throughput")
         out_tps = run.declared.get("output_throughput")
     tpot_p50 = summary.metrics["tpot"].get("p50")
@@ -207,7 +216,8 @@ def capacity(points: Sequence[CurvePoint], required: float) -> Capacity:
         notes.append(
             "attainment is not monotone in load: "
             + ", ".join(below)
-            + " miss the SLO below the capacity run"
+            + (" misses" if len(below) == 1 else " miss")
+            + " the SLO below the capacity run"
         )
     hit = placed[top]
     assert hit.offered_rate is not None and hit.attainment is not None
@@ -262,18 +272,30 @@ def pareto_frontier(points: Sequence[CurvePoint]) -> tuple[str, ...]:
 
 
 def sweep(
-    runs: Sequence[RunPoint], attainment: float | None = 0.9, gpus: int | None = None
+    runs: Sequence[RunPoint],
+    attainment: float | None = 0.9,
+    gpus: int | None = None,
+    groups: Mapping[str, str] | None = None,
 ) -> CapacityReport:
-    """The curve, capacity at ``attainment`` (a share in (0, 1]) and the Pareto frontier."""
+    """The curve, capacity at ``attainment`` (a share in (0, 1]) and the Pareto frontier.
+
+    ``groups`` (run label → sweep name) splits the runs into several sweeps (one per
+    configuration): capacity is found per sweep, the frontier over all runs."""
     if not runs:
         raise UsageError("a sweep needs at least one run")
     if attainment is not None and not 0 < attainment <= 1:
         raise UsageError(f"attainment {attainment} is not a share in (0, 1]")
     if gpus is not None and gpus < 1:
         raise UsageError(f"gpus {gpus} is not a positive count")
+    order = {name: i for i, name in enumerate(dict.fromkeys((groups or {}).values()))}
     points = sorted(
         (curve_point(run, gpus) for run in runs),
-        key=lambda p: (p.offered_rate is None, p.offered_rate or 0.0, p.label),
+        key=lambda p: (
+            order.get((groups or {}).get(p.label, ""), 0),
+            p.offered_rate is None,
+            p.offered_rate or 0.0,
+            p.label,
+        ),
     )
     goods = [run.summary.goodput for run in runs]
     targets = tuple(goods[0]["targets"]) if goods[0] else ()
@@ -281,8 +303,16 @@ def sweep(
         raise UsageError("the runs of a sweep were analysed with different goodput targets")
     notes: list[str] = []
     cap: Capacity | None = None
+    names = list(dict.fromkeys(groups[p.label] for p in points)) if groups else []
+    by_sweep: list[tuple[str, Capacity]] = []
     if not targets:
         notes.append("no --goodput target: no SLO attainment, so no capacity")
+    elif attainment is not None and len(names) > 1:
+        assert groups is not None
+        by_sweep = [
+            (name, capacity([p for p in points if groups[p.label] == name], attainment))
+            for name in names
+        ]
     elif attainment is not None:
         cap = capacity(points, attainment)
     saturated = [
@@ -301,8 +331,8 @@ def sweep(
     declared = [p.label for p in points if p.throughput_declared]
     if declared:
         notes.append(
-            "throughput as the tool declared it (the trace has no send times): "
-            + ", ".join(declared)
+            "throughput over the run's declared duration, as the tool computed it (the "
+            "trace has no send times): " + ", ".join(declared)
         )
     missing = [p.label for p in points if p.gpus is None]
     if len(missing) == len(points):
@@ -311,4 +341,13 @@ def sweep(
         frontier, why = pareto_frontier(points), None
         if missing:
             notes.append("not on the Pareto frontier (GPU count unknown): " + ", ".join(missing))
-    return CapacityReport(targets, tuple(points), cap, frontier, why, tuple(notes))
+    return CapacityReport(
+        targets,
+        tuple(points),
+        cap,
+        frontier,
+        why,
+        tuple(notes),
+        by_sweep=tuple(by_sweep),
+        sweep_of=dict(groups) if len(names) > 1 and groups else {},
+    )

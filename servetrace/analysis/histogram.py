@@ -43,6 +43,8 @@ RELATIVE_BOUND = math.expm1(1 / (2 * RESOLUTION)) * (1 + 1 / (RESOLUTION - 2))
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
 
 Distribution = dict[str, float | int | None]
+# The gap frame of an engine (``metrics.gap_frame``): request key, gap.
+GAP_SCHEMA: dict[str, pl.DataType] = {"_key": pl.Int64(), "itl_ns": pl.Int64()}
 
 
 def _empty() -> Distribution:
@@ -142,6 +144,7 @@ class PooledGaps:
     def __init__(self, budget: GapBudget | None = None) -> None:
         self.budget = budget if budget is not None else GapBudget()
         self._exact: list[pl.Series] = []
+        self._frames: list[pl.DataFrame] = []  # add_frame: the gaps with their request keys
         self._held = 0
         self.histogram: LogHistogram | None = None
 
@@ -164,6 +167,26 @@ class PooledGaps:
         assert self.histogram is not None
         self.histogram.add(values)
 
+    def add_frame(self, gaps: pl.DataFrame, column: str = "itl_ns") -> None:
+        """Gaps with their request keys (a gap frame): kept whole while exact, so a
+        batched engine can hand on the very gap frame the in-memory engine has (the
+        frame's column shares the kept values' memory: no copy)."""
+        gaps = gaps.filter(pl.col(column).is_not_null())
+        if gaps.height == 0:
+            return
+        fits = self.budget.held + gaps.height <= self.budget.limit
+        if self.histogram is None and fits:
+            self._frames.append(gaps)
+        self.add(gaps[column])
+
+    def frame(self, schema: dict[str, pl.DataType]) -> pl.DataFrame | None:
+        """Every gap given to ``add_frame``, while exact; None once in the histogram."""
+        if self.histogram is not None:
+            return None
+        if not self._frames:
+            return pl.DataFrame(schema=schema)
+        return pl.concat(self._frames, how="vertical_relaxed").select(list(schema))
+
     def _spill(self) -> None:
         histogram = LogHistogram()
         if self._exact:
@@ -171,6 +194,7 @@ class PooledGaps:
         self.budget.held -= self._held
         self._held = 0
         self._exact = []
+        self._frames = []
         self.histogram = histogram
 
     def describe(self) -> Distribution:

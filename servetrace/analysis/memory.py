@@ -178,7 +178,14 @@ def summarize_by(
     if column not in requests.columns or column == KEY:
         available = ", ".join(c for c in requests.columns if not c.startswith("_"))
         raise UsageError(f"--by {column}: no such request column", hint=f"columns: {available}")
-    streamed = analysis.itl_by[1] if analysis.itl_by and analysis.itl_by[0] == column else None
+    # A batched engine keeps the gap frame (with request keys) while its gaps are exact:
+    # then --by splits it as in memory; beyond the budget, its per-group distributions.
+    kept_all = analysis.gaps.height >= (analysis.summary.metrics["itl"].get("count") or 0)
+    streamed = (
+        analysis.itl_by[1]
+        if analysis.itl_by and analysis.itl_by[0] == column and not kept_all
+        else None
+    )
     return summarize_groups(
         analysis.timeline,
         requests,

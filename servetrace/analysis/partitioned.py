@@ -34,7 +34,7 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.histogram import EXACT_GAPS, GapBudget, PooledGaps
+from servetrace.analysis.histogram import EXACT_GAPS, GAP_SCHEMA, GapBudget, PooledGaps
 from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
@@ -116,7 +116,6 @@ class _Merged:
         timeline = build_timeline(frame, self.attributes, self.facts)
         metrics = request_metrics(timeline, self.attributes)
         gaps = gap_frame(timeline, metrics)
-        self.itl.add(gaps["itl_ns"])
         if self.by is not None:
             grouped = gaps.join(metrics.select(KEY, self.by), on=KEY, how="left")
             for (value,), group in grouped.group_by(self.by):
@@ -129,6 +128,12 @@ class _Merged:
 
         def rekey(part: pl.DataFrame) -> pl.DataFrame:
             return part.join(renumber, on=KEY, how="left").drop(KEY).rename({"_new": KEY})
+
+        # Exact gaps are kept with their trace-wide keys: the in-memory gap frame.
+        if self.itl.exact:
+            self.itl.add_frame(rekey(gaps))
+        else:
+            self.itl.add(gaps["itl_ns"])
 
         self.parts.append(
             replace(
@@ -211,10 +216,11 @@ def _analyze_partitioned(
     requests = pl.concat(merged.requests, how="diagonal_relaxed").sort(
         "arrival_ns", "request_id", nulls_last=True
     )
+    exact = merged.itl.frame(GAP_SCHEMA)
     summary = summarize(
         timeline,
         requests,
-        merged.itl.describe(),
+        exact if exact is not None else merged.itl.describe(),
         targets=options.goodput,
         formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
         warnings=[
@@ -232,7 +238,7 @@ def _analyze_partitioned(
         inputs=trace.inputs,
         timeline=timeline,
         requests=requests,
-        gaps=pl.DataFrame(schema={KEY: pl.Int64, "itl_ns": pl.Int64}),
+        gaps=exact if exact is not None else pl.DataFrame(schema=GAP_SCHEMA),
         summary=summary,
         quarantine_rows=rows_out,
         attributes=tuple(attributes),

@@ -34,7 +34,13 @@ from dataclasses import replace
 import polars as pl
 
 from servetrace.analysis.fluidity import fluidity_columns
-from servetrace.analysis.histogram import EXACT_GAPS, RELATIVE_BOUND, GapBudget, PooledGaps
+from servetrace.analysis.histogram import (
+    EXACT_GAPS,
+    GAP_SCHEMA,
+    RELATIVE_BOUND,
+    GapBudget,
+    PooledGaps,
+)
 from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
@@ -172,7 +178,6 @@ def _analyze_streaming(
         if options.fluidity is not None:
             metrics = fluidity_columns(timeline, metrics, options.fluidity)
         gaps = gap_frame(timeline, metrics)
-        itl.add(gaps["itl_ns"])
         if by is not None:
             grouped = gaps.join(metrics.select(KEY, by), on=KEY, how="left")
             for (value,), group in grouped.group_by(by):
@@ -186,6 +191,13 @@ def _analyze_streaming(
 
         def rekey(part: pl.DataFrame) -> pl.DataFrame:
             return part.join(renumber, on=KEY, how="left").drop(KEY).rename({"_new": KEY})
+
+        # While every gap fits the exact budget keep them with their (trace-wide) keys:
+        # the result then carries the in-memory gap frame (intervals, --by, the CDF).
+        if itl.exact:
+            itl.add_frame(rekey(gaps))
+        else:
+            itl.add(gaps["itl_ns"])
 
         # The tick frame is the bulk of a batch: drop it once its gaps are counted.
         parts.append(
@@ -248,10 +260,11 @@ def _analyze_streaming(
     merged = pl.concat(requests, how="diagonal_relaxed").sort(
         "arrival_ns", "request_id", nulls_last=True
     )
+    exact = itl.frame(GAP_SCHEMA)
     summary = summarize(
         timeline,
         merged,
-        itl.describe(),
+        exact if exact is not None else itl.describe(),
         targets=options.goodput,
         formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
         warnings=[
@@ -269,7 +282,7 @@ def _analyze_streaming(
         inputs=trace.inputs,
         timeline=timeline,
         requests=merged,
-        gaps=pl.DataFrame(schema={KEY: pl.Int64, "itl_ns": pl.Int64}),
+        gaps=exact if exact is not None else pl.DataFrame(schema=GAP_SCHEMA),
         summary=summary,
         quarantine_rows=rows_out,
         attributes=tuple(attributes),

@@ -1,14 +1,20 @@
-"""``servetrace capacity`` from Python: analyse each run of a sweep, then the curve.
+"""``servetrace capacity`` from Python: the runs of a sweep through the run model, then
+the curve.
 
->>> runs = ["qps_1.json", "qps_4.json"]
->>> report = servetrace.capacity(runs, goodput="ttft<=200ms")  # doctest: +SKIP
+>>> report = servetrace.capacity(["sweep/"], goodput="ttft<=200ms")  # doctest: +SKIP
 >>> report.capacity.rate  # req/s  # doctest: +SKIP
 
-Each path is one run (never pooled). Its offered rate is the matching ``rates`` entry,
-else the rate the run's tool declared (``vllm bench serve``'s ``request_rate``), else
-unknown; where the trace gives no throughput (no send times), the tool's own
-``request_throughput`` / ``output_throughput`` are used and the report says so.
-Ready-made ``RunPoint`` values (e.g. from a run model) are taken as they are.
+Each argument is found and read exactly as ``analyze`` finds runs
+(``sources.runs.discover`` → ``runs.analyze.analyze_runs``): a result file is one run,
+a run folder or a sweep folder gives one run per export (vLLM's ``benchmark_results.json``
+and ``cumulative_results.md`` beside them are noted and skipped), and arguments are never
+pooled into one trace. Each run brings what it declares (``Run.declared``): the offered
+rate (``request_rate_per_s``), the GPUs (``gpus`` = tp × pp) and its label; throughput
+over the declared duration where the trace has no send times. ``rates`` (one per run,
+in the order the runs are found) replaces the declared rates; ``gpus`` replaces the
+declared GPU count (and the report says where they differed). A summary-only run has
+no per-request data, so no attainment: it is left out and named in the notes.
+Ready-made ``RunPoint`` values are taken as they are.
 """
 
 from __future__ import annotations
@@ -16,13 +22,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import PurePath
+from dataclasses import replace
 from typing import Any
 
+from servetrace.analysis import memory
 from servetrace.analysis.capacity import CapacityReport, RunPoint, sweep
-from servetrace.api._analyze import GoodputLike, analyze
+from servetrace.api._analyze import GoodputLike, _ingest, as_targets
 from servetrace.errors import UsageError
-from servetrace.sources import detect
 
 
 def parse_attainment(text: str | float) -> float:
@@ -37,70 +43,31 @@ def parse_attainment(text: str | float) -> float:
     return value
 
 
-_SUFFIXES = (".gz", ".zst", ".json", ".jsonl", ".parquet", ".csv", ".arrow", ".ipc", ".db")
+def _declared_gpus(declared: Mapping[str, Any]) -> int | None:
+    value = declared.get("gpus")
+    return int(value) if isinstance(value, int) and value > 0 else None
 
 
-def _stem(path: PurePath) -> str:
-    name = path.name
-    while True:
-        for suffix in _SUFFIXES:
-            if name.lower().endswith(suffix) and len(name) > len(suffix):
-                name = name[: -len(suffix)]
-                break
-        else:
-            return name
+def _rate_of(declared: Mapping[str, Any]) -> float | None:
+    value = declared.get("request_rate_per_s")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
-def _trim(stems: list[str]) -> list[str]:
-    """Drop the ``_``-separated words every stem shares at its start and at its end."""
-    words = [s.split("_") for s in stems]
-    lead = 0
-    while all(len(w) > lead for w in words) and len({w[lead] for w in words}) == 1:
-        lead += 1
-    tail = 0
-    while all(len(w) > lead + tail for w in words) and len({w[-1 - tail] for w in words}) == 1:
-        tail += 1
-    # Keep a short key word before the part that differs: "qps_01", not "01".
-    if lead and words[0][lead - 1].isalpha() and len(words[0][lead - 1]) <= 6:
-        lead -= 1
-    return ["_".join(w[lead : len(w) - tail]) for w in words]
-
-
-def run_labels(paths: Sequence[str]) -> list[str]:
-    """Short labels that tell the runs apart: the folders that differ, then the words of
-    the file names that differ (``qps_01``), never the parts every run shares."""
-    if len(paths) == 1:
-        return [_stem(PurePath(paths[0]))]
-    pure = [PurePath(p) for p in paths]
-    parents = [p.parent.parts for p in pure]
-    depth = max(len(p) for p in parents)
-    differ = [i for i in range(depth) if len({p[i] if i < len(p) else None for p in parents}) > 1]
-    stems = [_stem(p) for p in pure]
-    trimmed = _trim(stems) if len(set(stems)) > 1 else [""] * len(stems)
-    labels = [
-        "/".join([*(p[i] for i in differ if i < len(p)), *([t] if t else [])])
-        for p, t in zip(parents, trimmed, strict=True)
-    ]
-    if all(labels) and len(set(labels)) == len(labels):
-        return labels
-    return list(paths)
-
-
-def declared(path: str, from_format: str | None = None) -> dict[str, float]:
-    """The run-level facts the run's tool wrote, where it writes them (``vllm bench
-    serve``: ``request_rate``, ``request_throughput``, ``output_throughput``)."""
-    fmt, resolved = detect.inputs([path], from_format)
-    if fmt != "vllm-bench" or len(resolved) != 1:
-        return {}
-    from servetrace.sources.registry import import_file
-
-    summary = import_file(resolved[0], fmt).tool_summary or {}
-    keys = ("request_rate", "request_throughput", "output_throughput")
-    return {
-        k: float(summary[k])
-        for k in keys
-        if isinstance(summary.get(k), (int, float)) and not isinstance(summary.get(k), bool)
-    }
+def _sweeps(
+    found: Sequence[Any], names: Sequence[str], points: Sequence[RunPoint]
+) -> dict[str, str] | None:
+    """Run label → sweep, when the runs are several sweeps side by side: they come from
+    more than one folder and repeat an offered rate (vLLM's ``01_tp8_pp1/ 02_tp4_pp2/``,
+    each a sweep of the same rates). One folder, or distinct rates, is one sweep."""
+    folders = {name: run.source.where.parent for name, run in zip(names, found, strict=False)}
+    placed = [p for p in points if p.offered_rate is not None]
+    rates = [p.offered_rate for p in placed]
+    if len(set(folders.values())) < 2 or len(set(rates)) == len(rates):
+        return None
+    short = {f: f.name or str(f) for f in folders.values()}
+    if len(set(short.values())) < len(short):
+        short = {f: str(f) for f in folders.values()}
+    return {p.label: short[folders[p.label]] if p.label in folders else p.label for p in points}
 
 
 def capacity(
@@ -114,23 +81,84 @@ def capacity(
     reading: Mapping[str, Any] | None = None,
 ) -> CapacityReport:
     """The throughput–latency curve, SLO attainment per offered rate and capacity."""
+    from servetrace.runs.analyze import Settings, analyze_runs
+    from servetrace.sources.runs import discover
+
     if not runs:
         raise UsageError("capacity needs the runs of a sweep")
-    if rates is not None and len(rates) != len(runs):
-        raise UsageError(f"{len(rates)} --rate values for {len(runs)} runs: give one per run")
-    if labels is not None and len(labels) != len(runs):
-        raise UsageError(f"{len(labels)} --label values for {len(runs)} runs: give one per run")
-    texts = [r.label if isinstance(r, RunPoint) else os.fspath(r) for r in runs]
-    names = list(labels) if labels is not None else run_labels(texts)
+    given = [r for r in runs if isinstance(r, RunPoint)]
+    paths = [os.fspath(r) for r in runs if not isinstance(r, RunPoint)]
+    opts = dict(reading or {})
+    settings = Settings(
+        options=memory.AnalysisOptions(goodput=as_targets(goodput)),
+        ingest=_ingest(opts.get("columns"), opts.get("time_unit"), opts.get("event_map")),
+    )
+    # One discovery per argument: two trace files are two runs, never one pooled trace.
+    sources = [s for text in paths for s in discover([text], opts.get("from_format"))]
+    found = list(analyze_runs(sources, settings, None, sort=False)) if sources else []
+    total = len(found) + len(given)
+    if rates is not None and len(rates) != total:
+        raise UsageError(
+            f"{len(rates)} --rate values for {total} runs: give one per run",
+            hint="runs are counted as analyze finds them (a sweep folder holds several)",
+        )
+    if labels is not None and len(labels) != total:
+        raise UsageError(f"{len(labels)} --label values for {total} runs: give one per run")
+    if labels is None and found:
+        names = [run.label for run in found]
+    else:
+        names = list(labels or [])[: len(found)]
     points: list[RunPoint] = []
-    for i, run in enumerate(runs):
-        if isinstance(run, RunPoint):
-            points.append(run)
+    notes: list[str] = []
+    warnings: list[str] = []
+    reported: list[str] = []
+    overridden: list[str] = []
+    for i, run in enumerate(found):
+        warnings.extend(f"{names[i]}: {w}" for w in run.notes)
+        if run.analysis is None:
+            reported.append(names[i])
             continue
-        path = os.fspath(run)
-        facts = declared(path, (reading or {}).get("from_format"))
-        rate = rates[i] if rates is not None else facts.get("request_rate")
-        analysis = analyze(path, goodput=goodput, **dict(reading or {}))
-        points.append(RunPoint(names[i], rate, analysis, declared=facts))
+        warnings.extend(f"{names[i]}: {w}" for w in run.analysis.warnings)
+        rate = rates[i] if rates is not None else _rate_of(run.declared)
+        own = _declared_gpus(run.declared)
+        if gpus is not None and own is not None and own != gpus:
+            overridden.append(f"{names[i]} ({own})")
+        points.append(
+            RunPoint(
+                names[i],
+                rate,
+                run.analysis,
+                gpus=gpus if gpus is not None else own,
+                declared={
+                    k: float(v)
+                    for k, v in run.declared.items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)
+                },
+            )
+        )
+    for j, point in enumerate(given):
+        at = len(found) + j
+        if rates is not None or labels is not None:
+            point = replace(
+                point,
+                label=labels[at] if labels is not None else point.label,
+                offered_rate=rates[at] if rates is not None else point.offered_rate,
+            )
+        points.append(point)
+    if reported:
+        notes.append(
+            "only the tool's summary (no per-request data, so no SLO attainment): left out: "
+            + ", ".join(reported)
+        )
+    if overridden:
+        notes.append(
+            f"--gpus {gpus} replaces the declared GPU count (tp × pp) of " + ", ".join(overridden)
+        )
+    if not points:
+        raise UsageError(
+            f"{', '.join(paths)}: no run with per-request data: capacity needs each run's requests",
+            hint="give the per-request exports the summaries were made from",
+        )
     share = parse_attainment(attainment) if attainment is not None else None
-    return sweep(points, share, gpus)
+    report = sweep(points, share, None, _sweeps(found, names, points))
+    return replace(report, notes=(*notes, *report.notes), warnings=tuple(warnings))

@@ -28,7 +28,10 @@ from servetrace.render.summary import SummaryFormat, render_json
 def capacity(
     runs: Annotated[
         list[str],
-        typer.Argument(help="One run per argument (a file, or a run's folder), at rising load."),
+        typer.Argument(
+            help="The runs of a sweep: result files, run folders or a sweep folder, found "
+            "as analyze finds runs (never pooled)."
+        ),
     ],
     goodput: GoodputOpt = None,
     attainment: Annotated[
@@ -38,8 +41,9 @@ def capacity(
     rate: Annotated[
         list[float] | None,
         typer.Option(
-            help="Offered request rate of each run (req/s), in argument order; repeat once "
-            "per run. Default: the rate the run's tool declared (vllm bench serve).",
+            help="Offered request rate of each run (req/s), in the order the runs are found "
+            "(arguments in order, a folder's runs by name); repeat once per run. Default: "
+            "the rate each run declares (vllm bench serve, GuideLLM, AIPerf…).",
         ),
     ] = None,
     label: Annotated[
@@ -49,7 +53,8 @@ def capacity(
     gpus: Annotated[
         int | None,
         typer.Option(
-            help="GPUs serving each run, for the tok/s-per-GPU Pareto frontier.",
+            help="GPUs serving each run, for the tok/s-per-GPU Pareto frontier (default: "
+            "the declared tp × pp; this replaces it).",
             callback=in_range(1, 2**31),
         ),
     ] = None,
@@ -79,6 +84,8 @@ def capacity(
         gpus=gpus,
         reading=reading(column, time_unit, event_map, from_format),
     )
+    for message in report.warnings:
+        warn(message)
     undeclared = [p.label for p in report.curve if p.offered_rate is None]
     if undeclared:
         warn(

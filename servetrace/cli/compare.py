@@ -24,6 +24,7 @@ from servetrace.cli._options import (
     reading,
 )
 from servetrace.comparison.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
+from servetrace.errors import UsageError
 from servetrace.render.compare import CompareFormat, render_compare
 from servetrace.render.compare_words import comparison_warnings
 from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
@@ -79,8 +80,20 @@ def compare_command(
     event_map: EventMapOpt = None,
     from_format: FromOpt = None,
     plots: PlotsOpt = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Label of each trace, baseline first, then the candidates in order "
+            "(default: the shortest path parts that tell them apart); repeat once per trace."
+        ),
+    ] = None,
 ) -> None:
     """Compare candidates with a baseline: ratio, CI, significance and a verdict per metric."""
+    if label is not None and len(label) != 1 + len(candidates):
+        raise UsageError(
+            f"{len(label)} --label for {1 + len(candidates)} traces: give one per trace",
+            hint="the baseline's label first, then one per candidate, in order",
+        )
     targets = goodput_targets(goodput)
     read = reading(column, time_unit, event_map, from_format)
 
@@ -108,10 +121,10 @@ def compare_command(
             pair_on=pair_on,
             arrival_tolerance_ns=round(arrival_tolerance_ms * NS_PER_MS),
             goodput=targets,
-            baseline_label=baseline,
-            candidate_label=candidate,
+            baseline_label=label[0] if label else baseline,
+            candidate_label=label[1 + i] if label else candidate,
         )
-        for candidate in candidates
+        for i, candidate in enumerate(candidates)
     ]
     # Each warning once on stderr (the report repeats them in context on stdout).
     for message in dict.fromkeys(w for c in comparisons for w in comparison_warnings(c)):

@@ -9,7 +9,16 @@ import typer
 
 from servetrace.api._views import load_for_report
 from servetrace.cli._app import app, err_console, guarded, warn
-from servetrace.cli._options import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, reading
+from servetrace.cli._options import (
+    ColumnOpt,
+    EventMapOpt,
+    FromOpt,
+    GoodputOpt,
+    TimeUnitOpt,
+    goodput_targets,
+    in_range,
+    reading,
+)
 from servetrace.errors import UsageError
 from servetrace.outputs import refuse_overwriting_inputs, write_text
 
@@ -31,9 +40,30 @@ def report(
         str | None,
         typer.Option("--slice", help="Add per-slice figures to the over-time charts, e.g. 10s."),
     ] = None,
+    sweep: Annotated[
+        bool,
+        typer.Option(
+            "--sweep",
+            help="The arguments are the runs of a load sweep: draw the throughput–latency "
+            "curve and SLO attainment against offered rate (automatic for a folder of runs).",
+        ),
+    ] = False,
+    goodput: GoodputOpt = None,
+    attainment: Annotated[
+        str, typer.Option(help="Sweep: required SLO attainment for capacity, e.g. 90%.")
+    ] = "90%",
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            help="Sweep: GPUs serving each run (default: the declared tp × pp).",
+            callback=in_range(1, 2**31),
+        ),
+    ] = None,
 ) -> None:
     """Write an offline HTML report: summary, CDFs, load over time, slowest requests,
-    formula residuals; with two or more traces, the comparison of each with the first."""
+    formula residuals; with two or more traces, the comparison of each with the first.
+
+    A sweep (a folder of runs, or --sweep): its latency curve and SLO attainment by load."""
     from servetrace.render.report import TraceView, render_html, require_extra
 
     require_extra()
@@ -49,6 +79,24 @@ def report(
     )
     from servetrace.analysis.slices import parse_slice, slice_figures
     from servetrace.render.series import MAX_POINTS
+
+    read = reading(column, time_unit, event_map, from_format)
+    if sweep or _holds_several_runs(traces, from_format):
+        from servetrace.api._capacity import capacity
+
+        found = capacity(
+            traces,
+            goodput=goodput_targets(goodput),
+            attainment=attainment,
+            gpus=gpus,
+            reading=read,
+        )
+        for message in found.warnings:
+            warn(message)
+        html = render_html([], (), sweep=found)
+        write_text(html, output)
+        err_console.print(f"wrote {output} ({len(html.encode()) / 1e6:.2f} MB)", markup=False)
+        return
 
     views = []
     for trace in traces:
@@ -85,3 +133,12 @@ def report(
     html = render_html(views, comparisons)
     write_text(html, output)
     err_console.print(f"wrote {output} ({len(html.encode()) / 1e6:.2f} MB)", markup=False)
+
+
+def _holds_several_runs(traces: list[str], from_format: str | None) -> bool:
+    """A folder of runs (a sweep folder, a run folder of several exports) given to
+    report: found as analyze finds runs. Files and canonical logs stay one trace each."""
+    from servetrace.sources.runs import discover
+
+    folders = [t for t in traces if Path(t).is_dir()]
+    return any(len(discover([t], from_format)) > 1 for t in folders)

@@ -15,6 +15,8 @@ A key is ``metric.stat``:
   per-request goodput target (``ttft<=200ms``…); the fraction is over completed requests,
   as ``servetrace analyze`` reports it (cancelled requests are ``cancelled.fraction``);
 - ``cancelled.count`` / ``fraction``: cancelled requests, fraction of every valid request;
+- ``errored.count`` / ``fraction``: errored requests (failed: HTTP 429, engine errors; a
+  terminal ``error``), fraction of every valid request;
 - ``fluidity``: Etalon's fluidity-index of each completed request (1 − missed/total
   per-token deadlines, ``servetrace.analysis.fluidity``; needs ``--fluidity`` targets),
   any statistic of its distribution (``fluidity.p50>=0.9``; higher is better);
@@ -50,6 +52,7 @@ Kind = Literal["latency", "rate", "outcome", "index"]
 # Outcomes as servetrace.analysis.lifecycle names them.
 COMPLETED = "completed"
 CANCELLED = "cancelled"
+ERRORED = "errored"
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,16 @@ METRICS: dict[str, MetricSpec] = {
             "cancelled requests (fraction of all valid requests)",
         ),
         MetricSpec(
+            "errored",
+            "",
+            "lower",
+            "requests",
+            "outcome",
+            "outcome",
+            ("count", "fraction"),
+            "errored requests: failed, not cancelled (fraction of all valid requests)",
+        ),
+        MetricSpec(
             "preemptions",
             "",
             "lower",
@@ -174,6 +187,9 @@ METRIC_ALIASES: dict[str, str] = {
     "cancellations": "cancelled",
     "cancellation": "cancelled",
     "canceled": "cancelled",
+    "errors": "errored",
+    "error": "errored",
+    "failed": "errored",
     "preemption": "preemptions",
     "preempted": "preemptions",
     "e2el": "e2e",
@@ -190,6 +206,7 @@ DEFAULT_COMPARE_METRICS: tuple[str, ...] = (
     "throughput",
     "goodput",
     "cancelled",
+    "errored",
     "preemptions",
 )
 # The statistics `compare` reports for each latency metric by default.
@@ -286,12 +303,12 @@ def outcome_contributions(
 ) -> np.ndarray:
     """Per request, what it adds to a count/fraction/mean of an outcome metric.
 
-    Every valid request for ``cancelled`` and ``preemptions``; every completed request
+    Every valid request for ``cancelled``, ``errored`` and ``preemptions``; every completed request
     for ``goodput``.
     """
     requests = analysis.requests
-    if spec.name == "cancelled":
-        values = requests.select((pl.col("outcome") == CANCELLED).cast(pl.Float64))
+    if spec.name in (CANCELLED, ERRORED):
+        values = requests.select((pl.col("outcome") == spec.name).cast(pl.Float64))
     elif spec.name == "preemptions":
         column = pl.col("preemptions").fill_null(0).cast(pl.Float64)
         values = requests.select((column > 0).cast(pl.Float64) if stat == "fraction" else column)

@@ -102,6 +102,8 @@ class Comparison:
     load: LoadMatch | None = None
     # issue 9: metrics a side cannot express, with the reason (``analysis/unavailable.py``)
     unavailable: dict[str, str] = field(default_factory=dict)
+    # issue 9: errored requests by code (``Summary.errors``) of the baseline, the candidate
+    errors: tuple[dict[str, int], dict[str, int]] = field(default_factory=lambda: ({}, {}))
 
     @property
     def significant(self) -> pl.DataFrame:
@@ -226,6 +228,7 @@ def compare(
         max_resample_size=max_resample_size,
         measured=tuple(measured),
         unavailable=_unavailable(base, cand),
+        errors=(dict(base.summary.errors), dict(cand.summary.errors)),
     )
 
 

@@ -60,6 +60,7 @@ def run_dict(point: CurvePoint, frontier: tuple[str, ...] | None) -> dict[str, A
         "output_tokens_per_s_per_gpu": clean(point.tokens_per_s_per_gpu),
         "output_tokens_per_s_per_user": clean(point.tokens_per_s_per_user),
         "pareto": None if frontier is None else point.label in frontier,
+        "throughput_window": "declared" if point.throughput_declared else "trace",
     }
 
 
@@ -90,20 +91,41 @@ def report_dict(report: CapacityReport) -> dict[str, Any]:
             "latency_ms": "ms",
             "output_tokens_per_s_per_user": "tok/s (1 / median TPOT)",
         },
-        "runs": [run_dict(p, report.frontier) for p in report.curve],
+        "runs": [
+            {**run_dict(p, report.frontier), "sweep": report.sweep_of.get(p.label)}
+            for p in report.curve
+        ],
         "capacity": capacity_dict(report.capacity),
         "pareto_frontier": list(report.frontier) if report.frontier is not None else None,
         "pareto_unavailable": report.frontier_unavailable,
         "notes": list(report.notes),
+        "capacity_by_sweep": [
+            {"sweep": name, **(capacity_dict(cap) or {})} for name, cap in report.by_sweep
+        ],
     }
 
 
-def capacity_line(report: CapacityReport) -> str | None:
-    cap = report.capacity
+def capacity_lines(report: CapacityReport) -> list[str]:
+    """The capacity sentence: one, or one per sweep when several sweeps are side by side."""
+    if report.by_sweep:
+        return [
+            line
+            for name, cap in report.by_sweep
+            if (line := capacity_line(report, cap, name)) is not None
+        ]
+    line = capacity_line(report)
+    return [line] if line else []
+
+
+def capacity_line(
+    report: CapacityReport, cap: Capacity | None = None, name: str | None = None
+) -> str | None:
+    cap = cap if cap is not None else report.capacity
     if cap is None:
         return None
     slo = " and ".join(report.targets)
-    head = f"capacity at {cap.required:.0%} SLO attainment ({slo}): "
+    where = f"{name}: " if name else ""
+    head = f"{where}capacity at {cap.required:.0%} SLO attainment ({slo}): "
     if cap.rate is None:
         return head + f"unavailable: {cap.reason}"
     by = {p.label: p for p in report.curve}
@@ -123,10 +145,7 @@ def capacity_line(report: CapacityReport) -> str | None:
 
 
 def _lines(report: CapacityReport) -> list[str]:
-    lines = []
-    line = capacity_line(report)
-    if line:
-        lines.append(line)
+    lines = capacity_lines(report)
     if report.targets:
         lines.append(f"attainment = requests meeting every target / ({DENOMINATOR})")
     if report.frontier is not None:
@@ -137,6 +156,8 @@ def _lines(report: CapacityReport) -> list[str]:
         lines.append(f"Pareto frontier unavailable: {report.frontier_unavailable}")
     if report.capacity:
         lines.extend(report.capacity.notes)
+    for name, cap in report.by_sweep:
+        lines.extend(f"{name}: {note}" for note in cap.notes)
     lines.extend(report.notes)
     return lines
 

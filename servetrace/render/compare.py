@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
+from servetrace.analysis.errors import errors_phrase
 from servetrace.analysis.unavailable import phrase
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
@@ -57,6 +58,8 @@ def _p(value: float | None) -> str:
 def _ci(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return "-"
+    if not (math.isfinite(low) or math.isfinite(high)):
+        return "-"  # a ratio from zero: no finite bound to show
     return f"{_factor(low)}-{_factor(high)}"
 
 
@@ -98,6 +101,10 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "verdicts": [candidate_verdict(c) for c in comparisons],
             "rows": [row for c in comparisons for row in _rows(c)],
             "unavailable": {c.candidate_label: dict(c.unavailable) for c in comparisons},
+            "errors": {
+                c.candidate_label: {"baseline": c.errors[0], "candidate": c.errors[1]}
+                for c in comparisons
+            },
             "tests": [row for c in comparisons for row in c.tests.iter_rows(named=True)],
             "decomposition": {c.candidate_label: display_decomposition(c) for c in comparisons},
             "buckets": {c.candidate_label: display_buckets(c) for c in comparisons},
@@ -150,6 +157,19 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
             _p(row["p_value"]),
         )
     return (table if table.row_count else None), hidden
+
+
+def errored_line(comparison: Comparison) -> str | None:
+    """``Errored (failed, not cancelled): baseline none; candidate 130 × HTTP 429``."""
+    base, cand = comparison.errors
+    if not base and not cand:
+        return None
+    return (
+        "Errored (failed, not cancelled): baseline "
+        + (errors_phrase(base) if base else "none")
+        + "; candidate "
+        + (errors_phrase(cand) if cand else "none")
+    )
 
 
 def unavailable_line(comparison: Comparison) -> str:
@@ -264,6 +284,9 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
             parts.append(Text(_hidden_line(hidden, comparison.rows.height)))
         if comparison.unavailable:
             parts.append(Text(unavailable_line(comparison)))
+        errored = errored_line(comparison)
+        if errored:
+            parts.append(Text(errored))
         tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
         if tradeoff:
             parts.append(Text(""))
@@ -367,6 +390,10 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             lines.append("")
         if gone:
             lines.append(unavailable_line(comparison))
+            lines.append("")
+        errored = errored_line(comparison)
+        if errored:
+            lines.append(_md(errored))
             lines.append("")
         tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
         if tradeoff:

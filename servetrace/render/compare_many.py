@@ -30,6 +30,10 @@ def candidate_verdict(comparison: Comparison) -> dict[str, Any]:
     else:
         verdict = "no significant change"
     keys = lambda frame: [f"{m}.{s}" for m, s in frame.select("metric", "stat").iter_rows()]  # noqa: E731
+    # Rows of metrics a side cannot express are neither better, worse nor unchanged.
+    gone = rows.filter(
+        ~rows["significant"] & rows["metric"].is_in(list(comparison.unavailable))
+    ).height
     return {
         "candidate": comparison.candidate_label,
         "verdict": verdict,
@@ -37,7 +41,8 @@ def candidate_verdict(comparison: Comparison) -> dict[str, Any]:
         "load": comparison.load.verdict if comparison.load is not None else "unknown",
         "better": keys(better),
         "worse": keys(worse),
-        "unchanged": rows.height - better.height - worse.height,
+        "unchanged": rows.height - better.height - worse.height - gone,
+        "unavailable": gone,
     }
 
 

@@ -42,6 +42,7 @@ ROW_KEYS = (
     "method",
     "n_baseline",
     "n_candidate",
+    "unavailable",  # issue 9: why a side cannot express the metric, else null
 )
 DECOMPOSITION_KEYS = (
     "baseline_mean",
@@ -83,7 +84,13 @@ def display_rows(comparison: Comparison) -> list[dict[str, Any]]:
             "words": change_words(
                 row["ratio"], row["verdict"], speed=spec.speaks_of_speed(row["stat"])
             ),
+            "unavailable": comparison.unavailable.get(row["metric"]),
         }
+        if shown["unavailable"] is not None and not row["significant"]:
+            # not "no significant change": the trace cannot say (issue 9, item 5)
+            shown["verdict"] = "unavailable"
+            shown["words"] = f"unavailable: {shown['unavailable']}"
+
         out.append({key: shown[key] for key in ROW_KEYS})
     return out
 

@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any
 
 from servetrace import __version__
+from servetrace.analysis.capacity import CapacityReport
 from servetrace.comparison.compare import Comparison
 from servetrace.errors import UsageError
 from servetrace.render.compare import compare_dict
@@ -58,12 +59,21 @@ def _script_json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=str).replace("</", "<\\/")
 
 
-def render_html(views: Sequence[TraceView], comparisons: Sequence[Comparison] = ()) -> str:
+def render_html(
+    views: Sequence[TraceView],
+    comparisons: Sequence[Comparison] = (),
+    sweep: CapacityReport | None = None,
+) -> str:
+    """The page; ``sweep`` (``report`` on a sweep) adds its curve and attainment first."""
     require_extra()
     import jinja2
     import vl_convert
 
     groups = report_sections(views, comparisons)
+    if sweep is not None:
+        from servetrace.render.report_sweep import sweep_sections
+
+        groups.insert(0, ("Sweep", sweep_sections(sweep)))
     # The stub wants a snippet; without one the bundle puts vegaEmbed on ``window``.
     make_bundle: Any = vl_convert.javascript_bundle
     template_text = (
@@ -74,8 +84,14 @@ def render_html(views: Sequence[TraceView], comparisons: Sequence[Comparison] = 
     reports = {view.label: view.json for view in views}
     if comparisons:
         reports["comparison"] = compare_dict(comparisons)
+    labels = [v.label for v in views]
+    if sweep is not None:
+        from servetrace.render.capacity import report_dict as capacity_dict
+
+        reports["sweep"] = capacity_dict(sweep)
+        labels = labels or [f"sweep of {len(sweep.curve)} runs"]
     return env.from_string(template_text).render(
-        title="servetrace report: " + ", ".join(v.label for v in views),
+        title="servetrace report: " + ", ".join(labels),
         version=__version__,
         groups=groups,
         reports=reports,

@@ -10,6 +10,7 @@ import polars as pl
 
 from servetrace.comparison.compare import Comparison
 from servetrace.render import charts, series
+from servetrace.render.compare import errored_line, unavailable_line
 from servetrace.render.compare_words import display_rows, method_dict, tradeoff_text
 from servetrace.render.report_sections import Section, TraceView
 from servetrace.units import NS_PER_MS
@@ -85,7 +86,13 @@ def comparison_sections(
             ],
             note=method_dict(comparisons[0])["significant"]
             + "; "
-            + comparisons[0].workload.verdict,
+            + comparisons[0].workload.verdict
+            + "".join(
+                f". {c.candidate_label}: {line}"
+                for c in comparisons
+                for line in (errored_line(c), unavailable_line(c) if c.unavailable else None)
+                if line
+            ),
         )
     )
     parts = pl.concat(

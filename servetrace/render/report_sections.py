@@ -12,7 +12,9 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.memory import Analysis
+from servetrace.analysis.unavailable import phrase, unavailable
 from servetrace.render import charts, series
+from servetrace.render.outcomes import errored_lines, errored_part
 from servetrace.render.summary import report_dict
 
 TABLE_METRICS = ("queue_wait", "prefill", "ttft", "decode", "e2e", "itl", "tpot", "requeued")
@@ -116,9 +118,11 @@ def summary_section(view: TraceView, prefix: str) -> Section:
         table={"header": ["metric (ms)", *TABLE_STATS], "rows": rows},
         note=(
             f"{a.requests:,} requests ({a.rows:,} rows): "
-            f"{outcomes.get('completed', 0):,} completed, "
+            f"{outcomes.get('completed', 0):,} completed, {errored_part(summary)}"
             f"{outcomes.get('cancelled', 0):,} cancelled, {outcomes.get('in_flight', 0):,} in "
             f"flight, {a.requests_invalid:,} invalid. Latencies describe completed requests."
+            + "".join(f" {line[0].upper()}{line[1:]}." for line in errored_lines(summary))
+            + (f" Unavailable: {phrase(gone)}." if (gone := unavailable(summary)) else "")
         ),
     )
 

@@ -35,7 +35,8 @@ def unreached_reason(stat: str, floor: float) -> str:
 
 _UNAVAILABLE = {
     "arrival_unknown": "in-flight requests have no send time, so their censoring time is unknown",
-    "streamed": "a streamed trace keeps pooled ITL as a histogram, not as order statistics",
+    "streamed": "more ITL gaps than a batched engine keeps exactly: they are pooled in a "
+    "log histogram, which has no order statistics (an in-memory analysis gives the interval)",
 }
 
 

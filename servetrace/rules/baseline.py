@@ -74,15 +74,19 @@ class ReportBaseline:
         key = {"fraction": "fraction", "count": "requests_met"}.get(stat)
         if spec.name == "goodput" and key and key in goodput:
             return self._number(goodput[key], where)
-        if spec.name == "cancelled":
+        if spec.name in ("cancelled", "errored"):
             outcomes = _mapping(document.get("outcomes"))
-            counts = {k: _count(outcomes.get(k)) for k in ("completed", "cancelled", "in_flight")}
-            cancelled = counts["cancelled"]
-            if cancelled is not None:
+            kinds = ("completed", "cancelled", "in_flight", "errored")
+            counts = {k: _count(outcomes.get(k)) for k in kinds}
+            if spec.name == "errored" and counts["errored"] is None and counts["completed"]:
+                counts["errored"] = 0  # a report from before the errored outcome: none
+            chosen = counts[spec.name]
+            if chosen is not None:
                 if stat == "count":
-                    return cancelled
+                    return chosen
+                # fraction of every valid request: errored ones count in the total
                 total = sum(v for v in counts.values() if v is not None)
-                return cancelled / total if total else None
+                return chosen / total if total else None
         raise UsageError(
             f"the baseline JSON has no {where}",
             hint="give the baseline as a trace to compare this statistic",

@@ -121,9 +121,14 @@ def _parts(source: RunSource, settings: Settings) -> list[_Part]:
 
 
 def analyze_runs(
-    sources: Sequence[RunSource], settings: Settings, labels: Sequence[str] | None = None
+    sources: Sequence[RunSource],
+    settings: Settings,
+    labels: Sequence[str] | None = None,
+    *,
+    sort: bool = True,
 ) -> Runs:
-    """One ``Run`` per source (per benchmark of a GuideLLM file), sorted by declared load."""
+    """One ``Run`` per source (per benchmark of a GuideLLM file), sorted by declared load
+    (``sort=False``: in the order found, for callers pairing runs with per-run flags)."""
     parts = [part for source in sources for part in _parts(source, settings)]
     if labels:
         if len(labels) != len(parts):
@@ -150,7 +155,8 @@ def analyze_runs(
         )
         for name, part in zip(names, parts, strict=True)
     ]
-    runs.sort(key=lambda run: run.load_key)
+    if sort:
+        runs.sort(key=lambda run: run.load_key)
     return Runs(runs=tuple(runs))
 
 

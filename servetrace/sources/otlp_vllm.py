@@ -25,8 +25,9 @@ Mapping (the issue's, all in integer ns, each duration rounded once):
   never after completion): decode and TPOT are vLLM's, ``delivery_tail`` is the output
   processing after the last token;
 - a finish reason ``abort`` (``gen_ai.response.finish_reasons``, written by newer vLLM
-  and forks) → ``cancellation`` at arrival + e2e; ``error`` → ``error`` (an errored
-  request, not a cancellation) with the reason in ``error`` and ``error_type``.
+  and forks) → ``cancellation`` at arrival + e2e; ``error``, or the span's status
+  ERROR, → ``error`` (an errored request, not a cancellation) with the reason (or the
+  status message) in ``error`` and ``error_type``.
 
 Older and newer spellings are accepted: ``gen_ai.usage.input_tokens``/``output_tokens``
 for the usage, ``gen_ai.response.time_to_first_chunk`` for TTFT, ``gen_ai.response.id``
@@ -100,6 +101,8 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
             "finish_reason",
             "trace_id",
             "span_id",
+            "status",
+            "status_message",
         )
     }
     extras: list[dict[str, object]] = []
@@ -122,6 +125,8 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
         rows["finish_reason"].append(",".join(reasons) if reasons else None)
         rows["trace_id"].append(span.trace_id or None)
         rows["span_id"].append(span.span_id or None)
+        rows["status"].append(span.status)
+        rows["status_message"].append(span.status_message)
         extras.append(
             {
                 **{k: v for k, v in span.attributes.items() if k not in _KNOWN},
@@ -145,6 +150,8 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
             "finish_reason": pl.Utf8,
             "trace_id": pl.Utf8,
             "span_id": pl.Utf8,
+            "status": pl.Utf8,
+            "status_message": pl.Utf8,
         },
     )
     extra_columns, extra_names = extra_attributes(extras, "otlp")
@@ -188,7 +195,10 @@ def _ns(column: str) -> pl.Expr:
 def _requests(frame: pl.DataFrame) -> pl.DataFrame:
     reason = pl.col("finish_reason").str.to_lowercase()
     cancelled = reason.str.contains("|".join(_CANCELLED)).fill_null(False)
-    errored = reason.str.contains("|".join(_ERRORS)).fill_null(False)
+    # A failed request: finish reason "error", or the span's status ERROR (OTLP's own
+    # failure mark, whatever the finish reason says).
+    status_error = (pl.col("status") == "error").fill_null(False)
+    errored = reason.str.contains("|".join(_ERRORS)).fill_null(False) | status_error
     arrival = pl.col("arrival_ns")
     terminal_ns = pl.coalesce(arrival + _ns("e2e_s"), pl.col("end_ns"))
     first_ns = arrival + _ns("ttft_s")
@@ -221,7 +231,11 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
             terminal_known=pl.lit(True),
             output_tokens=pl.col("reported_output"),
             error_code=pl.lit(None, dtype=pl.Int64),
-            error=pl.when(errored).then(pl.format("finish reason {}", pl.col("finish_reason"))),
+            error=pl.when(errored).then(
+                pl.when(status_error)
+                .then(pl.col("status_message").fill_null("span status ERROR"))
+                .otherwise(pl.format("finish reason {}", pl.col("finish_reason")))
+            ),
             vllm_prefill_ns=_ns("prefill_s"),
             vllm_decode_ns=_ns("decode_s"),
             vllm_inference_ns=_ns("inference_s"),

@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 
 import servetrace
 from servetrace.analysis.capacity import CurvePoint, RunPoint, capacity, pareto_frontier, sweep
-from servetrace.api._capacity import parse_attainment, run_labels
+from servetrace.api._capacity import parse_attainment
 from servetrace.cli import app
 from servetrace.errors import UsageError
+from servetrace.runs.labels import make_labels
 from tests.conftest import events, make_request
 
 runner = CliRunner()
@@ -225,11 +226,12 @@ def test_attainment_and_labels() -> None:
     assert parse_attainment("0.95") == 0.95
     with pytest.raises(UsageError):
         parse_attainment("0")
-    assert run_labels(["d/serving_x_qps_01.json", "d/serving_x_qps_16.json"]) == [
+    # capacity labels its runs as analyze does (servetrace.runs.labels)
+    assert make_labels([Path("d/serving_x_qps_01.json"), Path("d/serving_x_qps_16.json")]) == [
         "qps_01",
         "qps_16",
     ]
-    assert run_labels(["a/run.json", "b/run.json"]) == ["a", "b"]
+    assert make_labels([Path("a/run.json"), Path("b/run.json")]) == ["a", "b"]
 
 
 def test_no_goodput_means_no_capacity(sweep_files: list[Path]) -> None:

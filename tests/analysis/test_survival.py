@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import polars as pl
 import pytest
 
 from servetrace.analysis.memory import AnalysisOptions, analyze_events
@@ -146,7 +147,44 @@ def test_streamed_equals_in_memory(tmp_path) -> None:
     whole = analyze_events(frame, AnalysisOptions()).summary
     streamed = analyze_streaming(read_events([str(path)]), batch_rows=1000).summary
     assert streamed.survival == whole.survival
-    for name, block in whole.intervals.items():
-        if name != "itl":  # streamed ITL keeps a histogram: no order statistics
-            assert streamed.intervals[name] == block, name
-    assert streamed.intervals["itl"]["unavailable"] == "streamed"
+    # every gap fits the exact budget: the ITL interval too equals the in-memory one
+    assert streamed.intervals == whole.intervals
+    assert whole.intervals["itl"]["intervals"]["p50"] is not None
+
+
+def test_batched_engines_give_the_itl_interval_while_gaps_are_exact(tmp_path) -> None:
+    """Issue 12: the streamed and partitioned engines give ITL its order-statistic
+    interval whenever their pooled gaps are exact (also per --by group); beyond the
+    budget (a log histogram) the interval is null with the reason."""
+    from servetrace.analysis import memory
+    from servetrace.analysis.partitioned import analyze_partitioned
+    from servetrace.analysis.streaming import analyze_streaming
+    from servetrace.render.survival import ci95_dict
+    from servetrace.sources.canonical import read_events
+
+    frame, _ = _trace(3, n=150)
+    frame = frame.with_columns(
+        policy=pl.when(pl.col("request_id").str.slice(-1).cast(pl.Int64) % 2 == 0)
+        .then(pl.lit("a"))
+        .otherwise(pl.lit("b"))
+    )
+    path = tmp_path / "t.parquet"
+    frame.sort("ts", maintain_order=True).write_parquet(path)
+    whole = analyze_events(frame, AnalysisOptions())
+    gaps = whole.summary.metrics["itl"]["count"]
+    assert gaps > 100
+    by_memory = memory.summarize_by(whole, "policy")
+    for engine in (analyze_streaming, analyze_partitioned):
+        got = engine(read_events([str(path)]), batch_rows=200)
+        assert got.summary.intervals["itl"] == whole.summary.intervals["itl"], engine
+        assert ci95_dict(got.summary.intervals["itl"])["p50"] is not None
+        assert got.gaps.height == gaps  # the in-memory gap frame, keyed trace-wide
+        by = engine(read_events([str(path)]), batch_rows=200, by="policy")
+        for value, summary in memory.summarize_by(by, "policy").items():
+            assert summary.intervals["itl"] == by_memory[value].intervals["itl"], value
+            assert summary.metrics["itl"] == by_memory[value].metrics["itl"], value
+        spilled = engine(read_events([str(path)]), batch_rows=200, exact_gaps=gaps // 2)
+        block = ci95_dict(spilled.summary.intervals["itl"])
+        assert block is not None and block["p50"] is None
+        assert "log histogram" in block["null_reasons"]["p50"]
+        assert spilled.gaps.height == 0

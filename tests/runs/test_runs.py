@@ -347,7 +347,7 @@ def test_llmperf_summary_folder_is_never_called_broken_json_lines() -> None:
     result = runner.invoke(app, ["analyze", str(DATA / "real" / "llmperf-leaderboard" / "summary")])
     assert result.exit_code == 0, result.output
     assert "JSON Lines" not in result.output
-    assert result.stdout.startswith("4 runs")
+    assert result.stdout.startswith("6 runs")  # one per summary file of the 6 providers
 
 
 # ----------------------------------------------------------------- compare and check

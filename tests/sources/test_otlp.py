@@ -47,6 +47,20 @@ def test_vllm_round_trip_completed_cancelled_errored(tmp_path: Path) -> None:
     assert r3["outcome"] == "cancelled" and r3["error"] is None
 
 
+def test_vllm_span_with_status_error_is_errored(tmp_path: Path) -> None:
+    """OTLP's own failure mark (status ERROR) makes an errored request, not a completion
+    or a cancellation, whatever the finish reason says."""
+    reqs = sample_requests()
+    spans = [vllm_span(r, i) for i, r in enumerate(reqs)]
+    spans[0]["status"] = {"code": 2, "message": "CUDA out of memory"}
+    path = write_otlp(tmp_path / "spans.jsonl", spans)
+    got = request_metrics(import_file(path).events)
+    first = got.filter(pl.col("request_id") == "r1").row(0, named=True)
+    assert first["outcome"] == "errored" and first["error"] == "CUDA out of memory"
+    # the others keep their outcomes
+    assert got.filter(pl.col("request_id") == "r3")["outcome"].item() == "cancelled"
+
+
 def test_vllm_hand_computed_span(tmp_path: Path) -> None:
     """One span, by hand: start 1 s, queue 30 ms, TTFT 80 ms, decode 500 ms, e2e 580 ms,
     101 tokens: queue_wait 30, prefill 50, TPOT 500/100 = 5 ms; ITL unavailable."""
