@@ -29,7 +29,8 @@ def order_statistics(values: pl.Series, wanted: dict[str, int]) -> dict[str, flo
     then every rank is an index; a Polars ``quantile(interpolation="lower")`` per rank
     re-selected the whole column each time (ten passes, 5 s at 1e7 events).
     """
-    ordered = np.sort(values.drop_nulls().to_numpy())
+    values = values.drop_nulls()
+    ordered = values.to_numpy() if values.flags["SORTED_ASC"] else np.sort(values.to_numpy())
     n = ordered.size
     return {name: float(ordered[min(max(rank, 1), n) - 1]) for name, rank in wanted.items()}
 
