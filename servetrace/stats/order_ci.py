@@ -25,6 +25,7 @@ computation and is narrower than the truth.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -36,8 +37,11 @@ IntArray = npt.NDArray[np.int64]
 TIE_TOLERANCE = 1e-12
 
 
+@functools.lru_cache(maxsize=1024)
 def _ranks_one(n: int, q: float, tail: float) -> tuple[int, int]:
-    """``(l, u)`` of one n from the exact tail sums (``stats.binomial``; no SciPy)."""
+    """``(l, u)`` of one n from the exact tail sums (``stats.binomial``; no SciPy).
+
+    Cached: every per-request metric of a report has the same n (its completed requests)."""
     lo, low, high = tails(n, q)
     # l − 1 = the largest j with P(B ≤ j) ≤ tail; below the window P(B ≤ j) < 1e-25.
     below = int(np.searchsorted(low, tail, side="right"))
