@@ -187,35 +187,35 @@ def check(path: str) -> int:
 
 def child(mode: str, path: str) -> int:
     """One timed run (a fresh process per run): prints {"work_s": ...}."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     if mode == "polars":
         import polars as pl
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         pl.read_parquet(path)
     elif mode == "servetrace":
         import servetrace  # imports outside the timer, as for the others
         import servetrace.api._analyze  # noqa: F401
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         servetrace_metrics(path)
     elif mode == "duckdb":
         import duckdb  # noqa: F401
         import polars  # noqa: F401
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         duckdb_metrics(path)
     elif mode == "pandas":
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401
 
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         pandas_metrics(path)
     import resource
 
-    work = time.perf_counter() - started
+    work, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"work_s": work, "peak_mb": peak_mb}))
+    print(json.dumps({"work_s": work, "cpu_s": cpu, "peak_mb": peak_mb}))
     return 0
 
 
@@ -283,14 +283,16 @@ def bench(paths: list[str], repeat: int, max_rss_gb: float, timeout: float) -> i
         for mode, got in runs.items():
             ok = [r["work_s"] for r in got if r.get("ok")]
             row[mode] = statistics.median(ok) if ok else None
+            cpus = [r["cpu_s"] for r in got if r.get("ok") and "cpu_s" in r]
+            row[f"{mode}_cpu"] = statistics.median(cpus) if cpus else None
             peaks = [r["peak_mb"] for r in got if r.get("ok")]
             row[f"{mode}_peak_mb"] = max(peaks) if peaks else None
             if not ok:
                 row[f"{mode}_reason"] = got[-1].get("reason") if got else None
         results.append(row)
     print(
-        "| events | pl.read_parquet s, peak RSS | servetrace s (× read), peak | "
-        "DuckDB SQL s (× read), peak | pandas s (× read), peak |"
+        "| events | pl.read_parquet: wall s; CPU s; peak RSS | servetrace (× read) | "
+        "DuckDB SQL (× read) | pandas (× read) |"
     )
     print("|---:|---:|---:|---:|---:|")
     for row in results:
@@ -300,12 +302,16 @@ def bench(paths: list[str], repeat: int, max_rss_gb: float, timeout: float) -> i
             value = row[mode]
             if value is None:
                 return str(row.get(f"{mode}_reason", "—"))
-            peak = row[f"{mode}_peak_mb"]
-            return f"{value:.3f} ({value / read:.1f}×), {peak:,.0f} MB" if read else f"{value:.3f}"
+            peak, cpu, read_cpu = row[f"{mode}_peak_mb"], row[f"{mode}_cpu"], row["polars_cpu"]
+            text = f"{value:.3f} ({value / read:.1f}×)" if read else f"{value:.3f}"
+            if cpu is not None and read_cpu:
+                text += f"; CPU {cpu:.2f} ({cpu / read_cpu:.1f}×)"
+            return f"{text}; {peak:,.0f} MB"
 
         n = f"{row['events']:.0e}" if row["events"] else row["path"]
         print(
-            f"| {n} | {read:.3f}, {row['polars_peak_mb']:,.0f} MB | {cell('servetrace')} "
+            f"| {n} | {read:.3f}; CPU {row['polars_cpu'] or 0:.2f}; "
+            f"{row['polars_peak_mb']:,.0f} MB | {cell('servetrace')} "
             f"| {cell('duckdb')} | {cell('pandas')} |"
         )
     print(json.dumps(results))
