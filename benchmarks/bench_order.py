@@ -46,17 +46,24 @@ def _timed(args: list[str], stdout: Path | None = None) -> tuple[float, float]:
     return float(seconds), int(kb) / 1e6
 
 
-def _copies(trace: Path) -> dict[str, Path]:
-    frame = pl.read_parquet(trace)
+def _copies(trace: Path, orders: list[str]) -> dict[str, Path]:
     paths = {"time order": trace}
-    for name, ordered in (
-        ("by request", frame.sort("request_id", maintain_order=True)),
-        ("shuffled", frame.sample(fraction=1.0, shuffle=True, seed=0)),
-    ):
+    frame = None
+    for name in ("by request", "shuffled"):
+        if name not in orders:
+            continue
         path = trace.with_name(f"{trace.stem}.{name.replace(' ', '-')}.parquet")
         if not path.exists():
+            frame = pl.read_parquet(trace) if frame is None else frame
+            ordered = (
+                frame.sort("request_id", maintain_order=True)
+                if name == "by request"
+                else frame.sample(fraction=1.0, shuffle=True, seed=0)
+            )
             ordered.write_parquet(path, row_group_size=1_000_000)
+            del ordered
         paths[name] = path
+    del frame
     return paths
 
 
@@ -64,15 +71,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", type=Path)
     parser.add_argument("--batch-rows", type=int, default=2_000_000)
+    parser.add_argument(
+        "--orders", nargs="+", default=["by request", "shuffled"], help="besides time order"
+    )
+    parser.add_argument(
+        "--modes", nargs="+", default=["--no-streaming", "--streaming"], help="analyze modes"
+    )
     options = parser.parse_args()
     out = options.trace.parent / "order"
     out.mkdir(exist_ok=True)
     reference = None
     print(f"{'order':<12} {'run':<22} {'wall s':>7} {'peak GB':>8} {'÷ read':>7}  same")
-    for order, path in _copies(options.trace).items():
+    for order, path in _copies(options.trace, options.orders).items():
         read_s, read_gb = _timed(["-c", f"import polars as pl; pl.read_parquet({str(path)!r})"])
         print(f"{order:<12} {'pl.read_parquet':<22} {read_s:7.2f} {read_gb:8.2f} {1:7.2f}")
-        for mode in ("--no-streaming", "--streaming"):
+        for mode in options.modes:
             stem = f"{order.replace(' ', '-')}{mode}"
             requests, report = out / f"{stem}.parquet", out / f"{stem}.json"
             seconds, gb = _timed(

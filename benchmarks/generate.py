@@ -300,38 +300,47 @@ def generate(
     bundle_frac: float = 0.02,
     mean_output: float = 250.0,
     compression_level: int | None = None,
+    parts: int = 1,
 ) -> dict:
     gen = Generator(seed, rate, cancel_frac, preempt_frac, bundle_frac, mean_output)
     schema = _schema(string_ids, event_type)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    started = time.perf_counter()
+    if parts > 1:
+        # One endless log cut into consecutive files of events/parts rows each: a folder
+        # of parts is one trace (servetrace reads a directory as one), written in O(chunk).
+        path.mkdir(parents=True, exist_ok=True)
+        targets = [path / f"part-{i:05d}.parquet" for i in range(parts)]
+        sizes = [events // parts + (1 if i < events % parts else 0) for i in range(parts)]
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        targets, sizes = [path], [events]
     written = 0
     pending: list[dict[str, np.ndarray]] = []
     pending_rows = 0
-    started = time.perf_counter()
-    with pq.ParquetWriter(
-        tmp, schema, compression="zstd", compression_level=compression_level
-    ) as writer:
-        while written < events:
-            final = gen.chunk()
-            pending.append(final)
-            pending_rows += final["ts"].size
-            while pending_rows >= row_group_size or (
-                written + pending_rows >= events and pending_rows > 0
-            ):
+    for target, size in zip(targets, sizes, strict=True):
+        tmp = target.with_name(target.name + ".tmp")
+        done = 0
+        with pq.ParquetWriter(
+            tmp, schema, compression="zstd", compression_level=compression_level
+        ) as writer:
+            while done < size:
+                if pending_rows < min(row_group_size, size - done):
+                    final = gen.chunk()
+                    pending.append(final)
+                    pending_rows += final["ts"].size
+                    continue
                 buf = _concat(pending)
-                take = min(row_group_size, events - written, pending_rows)
+                take = min(row_group_size, size - done)
                 writer.write_table(
                     _table({k: v[:take] for k, v in buf.items()}, schema),
                     row_group_size=row_group_size,
                 )
-                written += take
+                done += take
                 rest = {k: v[take:] for k, v in buf.items()}
                 pending = [rest]
                 pending_rows = rest["ts"].size
-                if written >= events:
-                    break
-    tmp.replace(path)
+        tmp.replace(target)
+        written += done
     info = {
         "path": str(path),
         "events": written,
@@ -343,12 +352,12 @@ def generate(
         "event_type": event_type,
         "request_id_type": "string" if string_ids else "int64",
         "row_group_size": row_group_size,
-        "bytes": path.stat().st_size,
-        "bytes_per_event": path.stat().st_size / written,
+        "parts": len(targets),
+        "bytes": sum(t.stat().st_size for t in targets),
+        "bytes_per_event": sum(t.stat().st_size for t in targets) / written,
         "seconds": time.perf_counter() - started,
     }
-    meta = pq.ParquetFile(path).metadata
-    info["row_groups"] = meta.num_row_groups
+    info["row_groups"] = sum(pq.ParquetFile(t).metadata.num_row_groups for t in targets)
     return info
 
 
@@ -391,6 +400,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0.02,
         help="share of token chunks carrying 2-4 tokens",
     )
+    parser.add_argument(
+        "--parts",
+        type=int,
+        default=1,
+        help="write a folder of this many consecutive files (one trace) instead of one file",
+    )
     args = parser.parse_args(argv)
     info = generate(
         args.output,
@@ -404,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         preempt_frac=args.preempt_fraction,
         bundle_frac=args.bundle_fraction,
         mean_output=args.mean_output,
+        parts=args.parts,
     )
     print(json.dumps(info, indent=2))
     return 0

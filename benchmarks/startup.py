@@ -8,6 +8,8 @@ and ``python -m servetrace analyze sample_traces/worked_example.csv``, and print
 median, min and max of each and the ratio of each median to the Polars baseline. Goals:
 ``--help`` ≤ 0.3 s, ``analyze`` of the worked example ≤ 0.6 s. With ``--importtime`` it
 also prints the ten slowest top-level imports of each command (``python -X importtime``).
+``CPU med`` is the median user + system CPU time of the process: on a loaded machine the
+wall time mostly measures the wait for a core, the CPU time what the command costs.
 Not a test: a timed assertion on a shared machine would be noise.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,10 +39,19 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
 
 
+CPU: dict[str, list[float]] = {}
+
+
 def _once(args: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of one fresh process; its user + system CPU goes to ``CPU``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, *args], cwd=ROOT, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    CPU.setdefault(" ".join(args), []).append(cpu)
+    return wall
 
 
 def _slowest_imports(args: list[str], env: dict[str, str], count: int = 10) -> list[str]:
@@ -78,14 +90,17 @@ def main() -> None:
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.2f}, {options.repeat} runs each (wall, s)"
     )
-    print(f"{'command':<50} {'median':>7} {'min':>7} {'max':>7} {'÷ polars':>9}  goal")
+    print(
+        f"{'command':<50} {'median':>7} {'min':>7} {'max':>7} {'÷ polars':>9} {'CPU med':>8}  goal"
+    )
     for name, values in times.items():
         median = statistics.median(values)
         goal = GOALS.get(name)
         verdict = "" if goal is None else f"≤ {goal} s {'met' if median <= goal else 'MISSED'}"
+        cpu = statistics.median(CPU[" ".join(CASES[name])][1:])  # [0]: the warm-up run
         print(
             f"{name:<50} {median:7.3f} {min(values):7.3f} {max(values):7.3f} "
-            f"{median / base:9.2f}  {verdict}"
+            f"{median / base:9.2f} {cpu:8.3f}  {verdict}"
         )
     if options.importtime:
         for name, args in CASES.items():

@@ -88,27 +88,42 @@ def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> 
     return frame
 
 
-def _normalise_ts(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl.LazyFrame:
+def _numeric_ns(dtype: pl.DataType, unit: str | None) -> pl.Expr | None:
+    """``ts`` in ns as Float64, for the range check; None for text and other types.
+
+    Checked in Float64 before the Int64 product: JSON gives Int128 for 2^70, and ms x 1e6
+    can wrap; either would otherwise turn into a plausible-looking time."""
+    ts = pl.col("ts")
+    if dtype.is_integer():
+        return ts.cast(pl.Float64) * TIME_UNITS[unit or "ns"]
+    if dtype.is_float():
+        return ts * TIME_UNITS[unit or "s"]
+    if isinstance(dtype, pl.Datetime):
+        return ts.dt.epoch("us").cast(pl.Float64) * 1_000
+    if isinstance(dtype, pl.Duration):
+        return ts.dt.total_microseconds().cast(pl.Float64) * 1_000
+    return None
+
+
+def _normalise_ts(
+    frame: pl.LazyFrame, path: Path, options: IngestOptions, known: Prescan | None = None
+) -> pl.LazyFrame:
     dtype = frame.collect_schema()["ts"]
     unit = options.time_unit
     if unit is not None and unit not in TIME_UNITS:
         raise UsageError(f"--time-unit must be one of {', '.join(TIME_UNITS)}, got {unit!r}")
     ts = pl.col("ts")
+    ns = _numeric_ns(dtype, unit)
+    if ns is not None and not (known and known.ts_ok):
+        _check_ns_range(frame, ns, path)
     if dtype.is_integer():
         factor = TIME_UNITS[unit or "ns"]
-        # Checked in Float64 before the Int64 product: JSON gives Int128 for 2^70, and
-        # ms x 1e6 can wrap; either would otherwise turn into a plausible-looking time.
-        _check_ns_range(frame, ts.cast(pl.Float64) * factor, path)
         expr = ts.cast(pl.Int64) * factor if factor != 1 else ts.cast(pl.Int64)
     elif dtype.is_float():
-        factor = TIME_UNITS[unit or "s"]
-        _check_ns_range(frame, ts * factor, path)
-        expr = (ts * factor).round(0).cast(pl.Int64)
+        expr = (ts * TIME_UNITS[unit or "s"]).round(0).cast(pl.Int64)
     elif isinstance(dtype, pl.Datetime):
-        _check_ns_range(frame, ts.dt.epoch("us").cast(pl.Float64) * 1_000, path)
         expr = ts.dt.epoch("ns")
     elif isinstance(dtype, pl.Duration):
-        _check_ns_range(frame, ts.dt.total_microseconds().cast(pl.Float64) * 1_000, path)
         expr = ts.dt.total_nanoseconds()
     elif dtype == pl.String:
         expr = _parse_text_ts(frame, path, unit)
@@ -133,9 +148,13 @@ def _first_row_with(frame: pl.LazyFrame, condition: pl.Expr) -> str:
     return "" if found is None else f"row {found:,}: "
 
 
+def _out_of_range(ns: pl.Expr) -> pl.Expr:
+    return ns.is_not_null() & (ns.is_nan() | (ns.abs() >= MAX_ABS_NS))
+
+
 def _check_ns_range(frame: pl.LazyFrame, ns: pl.Expr, path: Path) -> None:
     """Times must lie within ±2^62 ns (MAX_ABS_NS): never wrap around silently."""
-    out_of_range = ns.is_not_null() & (ns.is_nan() | (ns.abs() >= MAX_ABS_NS))
+    out_of_range = _out_of_range(ns)
     found = (
         frame.select(
             pl.int_range(1, pl.len() + 1, dtype=pl.Int64).filter(out_of_range).first(),
@@ -232,14 +251,19 @@ def _require_scalar(frame: pl.LazyFrame, path: Path, column: str, expected: str)
         )
 
 
-def _normalise_event(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl.LazyFrame:
+def _normalise_event(
+    frame: pl.LazyFrame, path: Path, options: IngestOptions, known: Prescan | None = None
+) -> pl.LazyFrame:
     dtype = frame.collect_schema()["event"]
     if dtype == EVENT_DTYPE and not options.event_map:
         return frame
     _require_scalar(frame, path, "event", "text")
     as_text = pl.col("event").cast(pl.String)
     # The distinct values are few: map them in Python once, then apply as one replace.
-    distinct = frame.select(as_text.unique()).collect().to_series().to_list()
+    if known is not None and known.events is not None:
+        distinct = known.events
+    else:
+        distinct = frame.select(as_text.unique()).collect().to_series().to_list()
     try:
         mapping = event_mapping(distinct, options.event_map)
     except InputError as error:
@@ -251,7 +275,27 @@ def _normalise_event(frame: pl.LazyFrame, path: Path, options: IngestOptions) ->
     return frame.with_columns(expr.alias("event"))
 
 
-def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
+def _broken_counts(schema: pl.Schema) -> dict[str, pl.Expr]:
+    """Per count column (numeric or text), the rows that are not a whole number below
+    MAX_COUNT."""
+    present = [c for c in COUNT_COLUMNS if c in schema and schema[c] != pl.Null]
+    values = {
+        c: pl.col(c).str.strip_chars().cast(pl.Float64, strict=False)
+        if schema[c] == pl.String
+        else pl.col(c).cast(pl.Float64)
+        for c in present
+        if schema[c].is_numeric() or schema[c] == pl.String
+    }
+    return {
+        c: pl.col(c).is_not_null()
+        & (v.is_null() | v.is_nan() | (v != v.floor()) | (v.abs() >= MAX_COUNT))
+        for c, v in values.items()
+    }
+
+
+def _normalise_counts(
+    frame: pl.LazyFrame, path: Path, known: Prescan | None = None
+) -> pl.LazyFrame:
     """Token counts become Int64, exactly: a count that is not a whole number below
     MAX_COUNT is an error naming its row, never truncated, nulled or wrapped (the sign is
     a lifecycle rule)."""
@@ -264,18 +308,8 @@ def _normalise_counts(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
         raise InputError(
             f"{path}: {row}column {column!r} has type {schema[column]}, expected a whole number"
         )
-    values = {
-        c: pl.col(c).str.strip_chars().cast(pl.Float64, strict=False)
-        if schema[c] == pl.String
-        else pl.col(c).cast(pl.Float64)
-        for c in present
-    }
-    if values:
-        broken = {
-            c: pl.col(c).is_not_null()
-            & (v.is_null() | v.is_nan() | (v != v.floor()) | (v.abs() >= MAX_COUNT))
-            for c, v in values.items()
-        }
+    broken = _broken_counts(schema)
+    if broken and not (known and known.counts_ok):
         rows = pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
         first = (
             frame.select(rows.filter(bad).first().alias(c) for c, bad in broken.items())
@@ -330,6 +364,47 @@ def _normalise_request_id(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
     return frame.with_columns(text.alias("request_id"))
 
 
+@dataclass(frozen=True)
+class Prescan:
+    """What the value checks need, from ONE pass over the raw columns: the distinct event
+    values (None: not asked), and whether every time and every count is in range (False:
+    not known, so the check runs on its own and names the first bad row)."""
+
+    events: list[str | None] | None = None
+    ts_ok: bool = False
+    counts_ok: bool = False
+
+
+def _prescan(frame: pl.LazyFrame, options: IngestOptions) -> Prescan:
+    """Fold the three ingest scans (distinct events, time range, counts) into one collect:
+    each used to read the whole file again. Only a failed check is looked at again, by
+    its own query, to find the row it names."""
+    schema = frame.collect_schema()
+    exprs: dict[str, pl.Expr] = {}
+    event = schema["event"]
+    scalar = not (event.is_nested() or isinstance(event, (pl.Object, pl.Binary)))
+    if scalar and (event != EVENT_DTYPE or options.event_map):
+        exprs["events"] = pl.col("event").cast(pl.String).unique().implode()
+    unit = options.time_unit
+    ns = _numeric_ns(schema["ts"], unit) if unit is None or unit in TIME_UNITS else None
+    if ns is not None:
+        exprs["ts_bad"] = _out_of_range(ns).any()
+    broken = _broken_counts(schema)
+    if broken:
+        exprs["counts_bad"] = pl.any_horizontal(bad.any() for bad in broken.values())
+    if not exprs:
+        return Prescan()
+    try:
+        found = frame.select(**exprs).collect().row(0, named=True)
+    except pl.exceptions.PolarsError:
+        return Prescan()  # let each check query on its own and report what is wrong
+    return Prescan(
+        events=found.get("events"),
+        ts_ok=found.get("ts_bad") is False,
+        counts_ok=found.get("counts_bad") is False,
+    )
+
+
 def normalise(
     frame: pl.LazyFrame, label: str | Path, options: IngestOptions | None = None
 ) -> pl.LazyFrame:
@@ -338,6 +413,7 @@ def normalise(
     path = Path(label)
     frame = _rename_columns(frame, path, options)
     frame = _normalise_request_id(frame, path)
-    frame = _normalise_event(frame, path, options)
-    frame = _normalise_ts(frame, path, options)
-    return _normalise_counts(frame, path)
+    known = _prescan(frame, options)
+    frame = _normalise_event(frame, path, options, known)
+    frame = _normalise_ts(frame, path, options, known)
+    return _normalise_counts(frame, path, known)

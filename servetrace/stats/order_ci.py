@@ -25,18 +25,37 @@ computation and is narrower than the truth.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import binom
+
+from servetrace.stats.binomial import tails
 
 IntArray = npt.NDArray[np.int64]
 TIE_TOLERANCE = 1e-12
 
 
+@functools.lru_cache(maxsize=1024)
+def _ranks_one(n: int, q: float, tail: float) -> tuple[int, int]:
+    """``(l, u)`` of one n from the exact tail sums (``stats.binomial``; no SciPy).
+
+    Cached: every per-request metric of a report has the same n (its completed requests)."""
+    lo, low, high = tails(n, q)
+    # l − 1 = the largest j with P(B ≤ j) ≤ tail; below the window P(B ≤ j) < 1e-25.
+    below = int(np.searchsorted(low, tail, side="right"))
+    l_rank = min(lo + below, n)  # j = lo + below − 1, so l = j + 1
+    # u = the smallest j with P(B ≥ j) ≤ tail; above the window P(B ≥ j) < 1e-25.
+    above = high.size - int(np.searchsorted(high[::-1], tail, side="right"))
+    u_rank = max(lo + above, 1)
+    return l_rank, (u_rank if u_rank <= n else n + 1)
+
+
 def _largest_lower(n: IntArray, q: float, tail: float) -> IntArray:
-    """Per n, the largest ``l`` in 1..n with ``P(B ≤ l − 1) ≤ tail``, or 0 if none."""
+    """Per n, the largest ``l`` in 1..n with ``P(B ≤ l − 1) ≤ tail`` (SciPy; for scans)."""
+    from scipy.stats import binom
+
     guess = np.asarray(binom.ppf(tail, n, q), dtype=np.float64)
     guess = np.nan_to_num(guess, nan=0.0).astype(np.int64)
     best = np.zeros_like(n)
@@ -49,7 +68,9 @@ def _largest_lower(n: IntArray, q: float, tail: float) -> IntArray:
 
 
 def _smallest_upper(n: IntArray, q: float, tail: float) -> IntArray:
-    """Per n, the smallest ``u`` in 1..n with ``P(B ≥ u) ≤ tail``, or n + 1 if none."""
+    """Per n, the smallest ``u`` in 1..n with ``P(B ≥ u) ≤ tail`` (SciPy; for scans)."""
+    from scipy.stats import binom
+
     guess = np.asarray(binom.isf(tail, n, q), dtype=np.float64)
     guess = np.nan_to_num(guess, nan=0.0).astype(np.int64)
     best = n + 1
@@ -61,16 +82,35 @@ def _smallest_upper(n: IntArray, q: float, tail: float) -> IntArray:
     return best
 
 
-def ranks(n: int | IntArray, q: float, confidence: float) -> tuple[IntArray, IntArray]:
-    """1-based ranks ``(l, u)`` of the interval for each n; 0 / n + 1 mean unavailable."""
+def _check(q: float, confidence: float) -> float:
     if not 0.0 < q < 1.0:
         raise ValueError(f"quantile must be in (0, 1), got {q}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    sizes = np.atleast_1d(np.asarray(n, dtype=np.int64))
     # An exact tie (P(B ≥ 1) = 0.05 with α/2 = 0.05) qualifies, as in exact arithmetic.
-    tail = (1.0 - confidence) / 2.0 + TIE_TOLERANCE
+    return (1.0 - confidence) / 2.0 + TIE_TOLERANCE
+
+
+def scan_ranks(sizes: IntArray, q: float, confidence: float) -> tuple[IntArray, IntArray]:
+    """``ranks`` for very many sizes at once (``smallest_decisive_n`` scans up to 2^18 at a
+    time): SciPy's O(1) incomplete beta, imported here and only here, since the exact sums
+    of ``ranks`` cost O(sqrt(n)) per size. Both agree wherever the CDF is not within
+    1e-12 of the tail (the tests check them against each other)."""
+    tail = _check(q, confidence)
     return _largest_lower(sizes, q, tail), _smallest_upper(sizes, q, tail)
+
+
+def ranks(n: int | IntArray, q: float, confidence: float) -> tuple[IntArray, IntArray]:
+    """1-based ranks ``(l, u)`` of the interval for each n; 0 / n + 1 mean unavailable.
+
+    Exact tail sums without SciPy (``stats.binomial``), once per distinct n: the report
+    asks for a handful of sizes (one per metric and group)."""
+    tail = _check(q, confidence)
+    sizes = np.atleast_1d(np.asarray(n, dtype=np.int64))
+    distinct, where = np.unique(sizes, return_inverse=True)
+    found = np.array([_ranks_one(int(size), q, tail) for size in distinct], dtype=np.int64)
+    found = found.reshape(-1, 2)
+    return found[where.reshape(-1), 0], found[where.reshape(-1), 1]
 
 
 def interval(
@@ -103,7 +143,7 @@ def smallest_decisive_n(n: int, q: float, share_below: float, confidence: float)
     start, limit = max(n, 1), 2**31
 
     def hits(sizes: IntArray) -> npt.NDArray[np.bool_]:
-        low, high = ranks(sizes, q, confidence)
+        low, high = scan_ranks(sizes, q, confidence)
         below = np.floor(sizes * share_below).astype(np.int64)
         if upper_side:
             return np.asarray((high <= sizes) & (high <= below))

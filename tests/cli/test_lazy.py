@@ -105,8 +105,8 @@ def test_import_cli_loads_no_heavy_module() -> None:
     assert json.loads(done.stdout) == []
 
 
-# SciPy is loaded by analyze since every percentile carries its binomial interval
-# (stats/order_ci.py): a known start-up cost, see the README's Performance section.
+# Every percentile carries its binomial interval, computed without SciPy
+# (stats/binomial.py): analyze must not pay SciPy's import.
 def test_analyze_loads_no_other_command() -> None:
     code = (
         "import json, sys\n"
@@ -117,7 +117,7 @@ def test_analyze_loads_no_other_command() -> None:
         "except SystemExit as done:\n"
         "    assert done.code in (0, None), done.code\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('altair', 'pandas', 'ray') or m.startswith(('servetrace.cli.', "
+        "('altair', 'pandas', 'ray', 'scipy') or m.startswith(('servetrace.cli.', "
         "'servetrace.comparison.compare', 'servetrace.stats.rank_tests', "
         "'servetrace.sim', 'servetrace.render.report')))))\n"
     )

@@ -1,0 +1,142 @@
+"""The binomial distribution without SciPy: pmf, CDF and tail sums, exact to ~1e-14.
+
+``analyze`` puts an order-statistic interval beside every percentile
+(``stats.order_ci``), so the binomial CDF is on the start-up path of every analysis;
+importing ``scipy.stats`` for it cost more than the rest of the command. This module
+computes the same numbers with NumPy only.
+
+**pmf** — Loader's saddle-point form ("Fast and accurate computation of binomial
+probabilities", 2000; R's ``dbinom``)::
+
+    pmf(x; n, p) = exp(stirlerr(n) − stirlerr(x) − stirlerr(n − x)
+                       − bd0(x, np) − bd0(n − x, nq)) · sqrt(n / (2π x (n − x)))
+
+with ``stirlerr(k) = ln k! − ln(sqrt(2πk) (k/e)^k)`` (a table below 16, its Stirling
+series above) and the deviance ``bd0(x, m) = x ln(x/m) + m − x`` summed as a series when
+``x ≈ m``. No term is a difference of large logarithms, so the relative error stays near
+1e-15 for every n (the naive ``lgamma`` form loses ~n·ε: 1e-8 at n = 1e7).
+
+**Tails** — ``P(B ≤ k)`` and ``P(B ≥ k)`` are sums of the pmf over a window
+``[⌊np⌋ − W, ⌈np⌉ + W]`` with ``W = ⌈12σ + 40⌉``, ``σ² = npq``: Bernstein's inequality
+bounds the mass outside it by ``2·exp(−t²/(2(σ² + t/3))) < 1e-25`` (t = W), far below
+the 1e-12 the tests demand. The sums run in extended precision (``np.longdouble``).
+Cost: O(σ) per (n, p), e.g. 0.4 M terms at n = 1e9, p = 0.5 — milliseconds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+_LN_2PI = math.log(2.0 * math.pi)
+# stirlerr(k) for k = 0..15 (stirlerr(0) = 0 by convention, as in R).
+_STIRLERR_SMALL = np.array(
+    [0.0]
+    + [math.lgamma(k + 1.0) - (k + 0.5) * math.log(k) + k - 0.5 * _LN_2PI for k in range(1, 16)]
+)
+_BD0_TERMS = 24  # |v| < 0.1 there, so v^(2j) < 1e-48 after 24 terms
+
+
+def stirlerr(k: npt.ArrayLike) -> FloatArray:
+    """``ln k! − ln(sqrt(2πk)(k/e)^k)`` for whole k ≥ 0 (Loader; R ``stirlerr``)."""
+    k = np.asarray(k, dtype=np.float64)
+    small = k <= 15
+    out = np.empty_like(k)
+    out[small] = _STIRLERR_SMALL[k[small].astype(np.int64)]
+    big = k[~small]
+    nn = big * big
+    s0, s1, s2, s3, s4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
+    out[~small] = np.where(
+        big > 500,
+        (s0 - s1 / nn) / big,
+        np.where(
+            big > 80,
+            (s0 - (s1 - s2 / nn) / nn) / big,
+            np.where(
+                big > 35,
+                (s0 - (s1 - (s2 - s3 / nn) / nn) / nn) / big,
+                (s0 - (s1 - (s2 - (s3 - s4 / nn) / nn) / nn) / nn) / big,
+            ),
+        ),
+    )
+    return out
+
+
+def bd0(x: npt.ArrayLike, m: npt.ArrayLike) -> FloatArray:
+    """The deviance ``x ln(x/m) + m − x`` (x ≥ 0, m > 0) without cancellation."""
+    x = np.asarray(x, dtype=np.float64)
+    m = np.broadcast_to(np.asarray(m, dtype=np.float64), x.shape)
+    near = np.abs(x - m) < 0.1 * (x + m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        far = np.where(x > 0, x * np.log(x / m), 0.0) + m - x
+    v = np.where(near, (x - m) / (x + m), 0.0)
+    s = (x - m) * v
+    ej = 2.0 * x * v
+    v2 = v * v
+    for j in range(1, _BD0_TERMS + 1):
+        ej = ej * v2
+        s = s + ej / (2 * j + 1)
+    return np.where(near, s, far)
+
+
+def pmf(x: npt.ArrayLike, n: int, p: float) -> FloatArray:
+    """``P(B = x)`` for ``B ~ Binomial(n, p)``, whole x (0 outside 0..n)."""
+    x = np.asarray(x, dtype=np.float64)
+    q = 1.0 - p
+    out = np.zeros_like(x)
+    if p == 0.0 or q == 0.0:
+        out[x == (0 if p == 0.0 else n)] = 1.0
+        return out
+    np_, nq = n * p, n * q
+    inner = (x > 0) & (x < n)
+    xi = x[inner]
+    lc = stirlerr(np.array([float(n)]))[0] - stirlerr(xi) - stirlerr(n - xi)
+    lc = lc - bd0(xi, np_) - bd0(n - xi, nq)
+    lf = _LN_2PI + np.log(xi) + np.log1p(-xi / n)
+    out[inner] = np.exp(lc - 0.5 * lf)
+    nd = np.array([float(n)])
+    at0 = (-bd0(nd, nq)[0] - np_) if p < 0.1 else n * math.log(q)
+    atn = (-bd0(nd, np_)[0] - nq) if q < 0.1 else n * math.log(p)
+    out[x == 0] = math.exp(at0)
+    out[x == n] = math.exp(atn)
+    return out
+
+
+def _window(n: int, p: float) -> tuple[int, int]:
+    mean = n * p
+    width = math.ceil(12.0 * math.sqrt(n * p * (1.0 - p)) + 40.0)
+    return max(0, math.floor(mean) - width), min(n, math.ceil(mean) + width)
+
+
+def tails(n: int, p: float) -> tuple[int, npt.NDArray[np.longdouble], npt.NDArray[np.longdouble]]:
+    """``(lo, cdf, sf)``: for ``j = lo + i`` in the window, ``cdf[i] = P(B ≤ j)`` and
+    ``sf[i] = P(B ≥ j)``; below the window the CDF is < 1e-25, above it the tail too."""
+    lo, hi = _window(n, p)
+    mass = pmf(np.arange(lo, hi + 1, dtype=np.float64), n, p).astype(np.longdouble)
+    cdf = np.cumsum(mass)
+    sf = np.cumsum(mass[::-1])[::-1]
+    return lo, cdf, sf
+
+
+def cdf(k: npt.ArrayLike, n: int, p: float) -> FloatArray:
+    """``P(B ≤ k)`` for each whole k (as ``scipy.stats.binom.cdf``)."""
+    k = np.asarray(k, dtype=np.int64)
+    lo, low, _ = tails(n, p)
+    idx = k - lo
+    inside = np.clip(idx, 0, low.size - 1)
+    out = np.where(idx < 0, 0.0, np.where(idx >= low.size, 1.0, low[inside]))
+    return np.asarray(np.where(k >= n, 1.0, np.where(k < 0, 0.0, out)), dtype=np.float64)
+
+
+def sf(k: npt.ArrayLike, n: int, p: float) -> FloatArray:
+    """``P(B > k)`` for each whole k (as ``scipy.stats.binom.sf``)."""
+    k = np.asarray(k, dtype=np.int64)
+    lo, _, high = tails(n, p)
+    idx = k + 1 - lo  # P(B > k) = P(B ≥ k + 1)
+    inside = np.clip(idx, 0, high.size - 1)
+    out = np.where(idx < 0, 1.0, np.where(idx >= high.size, 0.0, high[inside]))
+    return np.asarray(np.where(k >= n, 0.0, np.where(k < 0, 1.0, out)), dtype=np.float64)
