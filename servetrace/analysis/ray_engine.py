@@ -1,4 +1,4 @@
-"""``analyze --engine ray``: a Parquet dataset analysed on a Ray cluster (docs/scale.md, "Beyond one machine").
+"""``analyze --engine ray``: a Parquet dataset analysed on a Ray cluster (docs/scale.md).
 
 The only module that imports Ray (``servetrace[ray]``), and only when called.
 
