@@ -18,7 +18,8 @@ import polars as pl
 from servetrace.analysis import intervals, survival
 from servetrace.analysis.errors import ERRORED, error_counts, errored_report
 from servetrace.analysis.formula import FormulaReport, check_formula
-from servetrace.analysis.lifecycle import RULES, Timeline
+from servetrace.analysis.lifecycle import Timeline
+from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.errors import UsageError
 from servetrace.stats.describe import describe
