@@ -7,7 +7,7 @@ carry their group in the column ``G``; results are dicts keyed by the group's va
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -27,7 +27,6 @@ EVENT_TIMES = (
     "first_tick_ns",
     "last_tick_ns",
 )
-CONCURRENCY = ("queued", "running", "in_system")
 
 
 def rows_by_group(frame: pl.DataFrame) -> dict[Any, dict[str, Any]]:
@@ -90,52 +89,6 @@ def spans(rows: pl.DataFrame) -> dict[Any, dict[str, Any]]:
             pl.col("rows").sum().alias("rows"),
         )
     )
-
-
-def concurrency(
-    transitions: pl.DataFrame, spans: Mapping[Any, dict[str, Any]], admissions: Mapping[Any, bool]
-) -> dict[Any, dict[str, float | int | None]]:
-    """``summary.concurrency`` per group over its own [start, end]."""
-    if transitions.height == 0:
-        return {}
-    bounds = pl.DataFrame(
-        {
-            G: list(spans),
-            "start": [s["start"] for s in spans.values()],
-            "end": [s["end"] for s in spans.values()],
-        },
-        schema={G: transitions.schema[G], "start": pl.Int64, "end": pl.Int64},
-    )
-    levels = (
-        transitions.group_by(G, "ts")
-        .agg(pl.col(f"d_{n}").sum() for n in CONCURRENCY)
-        .sort(G, "ts")
-        .with_columns(pl.col(f"d_{n}").cum_sum().over(G).alias(n) for n in CONCURRENCY)
-        .join(bounds, on=G, how="inner", nulls_equal=True)
-        .filter((pl.col("ts") <= pl.col("end")) & (pl.col("end") > pl.col("start")))
-        .with_columns(pl.col("ts").clip(pl.col("start"), pl.col("end")).alias("at"))
-        .with_columns(
-            (pl.col("at").shift(-1).over(G).fill_null(pl.col("end")) - pl.col("at"))
-            .cast(pl.Float64)
-            .alias("held")
-        )
-    )
-    width = (pl.col("end") - pl.col("start")).first().cast(pl.Float64)
-    aggregated = levels.group_by(G).agg(
-        *[
-            ((pl.col(n).cast(pl.Float64) * pl.col("held")).sum() / width).alias(f"{n}_mean")
-            for n in CONCURRENCY
-        ],
-        *[pl.col(n).max().alias(f"{n}_peak") for n in CONCURRENCY],
-    )
-    out: dict[Any, dict[str, float | int | None]] = {}
-    for value, row in rows_by_group(aggregated).items():
-        out[value] = {}
-        for n in CONCURRENCY:
-            known = n == "in_system" or admissions.get(value, False)
-            out[value][f"{n}_mean"] = float(row[f"{n}_mean"]) if known else None
-            out[value][f"{n}_peak"] = int(row[f"{n}_peak"]) if known else None
-    return out
 
 
 def _formula_checks(

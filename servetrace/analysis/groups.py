@@ -18,11 +18,10 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis import grouped_censoring
+from servetrace.analysis.concurrency import concurrency_by, no_concurrency
 from servetrace.analysis.errors import ERRORED, error_counts_by, errored_report
 from servetrace.analysis.grouped_figures import (
-    CONCURRENCY,
     G,
-    concurrency,
     describe_groups,
     empty_distribution,
     examples,
@@ -147,8 +146,9 @@ def summarize_groups(
     else:
         itl = dict(gaps)
     admissions = {v: bool(group_spans[v]["admissions"]) and timeline.has_admissions for v in values}
-    busy = concurrency(
+    busy = concurrency_by(
         timeline.transitions.join(group_of, on=KEY, how="inner"),
+        G,
         {v: group_spans[v] for v in values if known[v]},
         admissions,
     )
@@ -248,9 +248,7 @@ def summarize_groups(
             },
             throughput=rates[value],
             goodput=goodputs.get(value, goodput(completed.clear(), targets)),
-            concurrency=busy.get(
-                value, {f"{n}_{s}": None for n in CONCURRENCY for s in ("mean", "peak")}
-            ),
+            concurrency=busy.get(value, no_concurrency()),
             formula=formulas[value],
             leaked_state=leaked,
             source=flags[value]["source"] or "server",

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-import numpy as np
 import polars as pl
 
 from servetrace.analysis import intervals, survival
+from servetrace.analysis.concurrency import concurrency
 from servetrace.analysis.errors import ERRORED, error_counts, errored_report
 from servetrace.analysis.formula import FormulaReport, check_formula
 from servetrace.analysis.lifecycle import Timeline
@@ -157,37 +157,6 @@ def latency_distributions(
             out[spec.name] = gaps if isinstance(gaps, dict) else describe(gaps[spec.column])
         else:
             out[spec.name] = describe(completed[spec.column])
-    return out
-
-
-def concurrency(
-    transitions: pl.DataFrame, start: int | None, end: int | None, has_admissions: bool
-) -> dict[str, float | int | None]:
-    """Time-weighted mean and peak of requests queued, running and in the system."""
-    names = ("queued", "running", "in_system")
-    empty: dict[str, float | int | None] = {}
-    for name in names:
-        empty[f"{name}_mean"] = None
-        empty[f"{name}_peak"] = None
-    if start is None or end is None or end <= start or transitions.height == 0:
-        return empty
-    levels = (
-        transitions.group_by("ts")
-        .agg(pl.col(f"d_{n}").sum() for n in names)
-        .sort("ts")
-        .select("ts", *[pl.col(f"d_{n}").cum_sum().alias(n) for n in names])
-        .filter(pl.col("ts") <= end)
-    )
-    ts = levels["ts"].to_numpy()
-    held = np.diff(np.append(np.clip(ts, start, end), end)).astype(np.float64)
-    out: dict[str, float | int | None] = {}
-    for name in names:
-        if name != "in_system" and not has_admissions:
-            out[f"{name}_mean"], out[f"{name}_peak"] = None, None
-            continue
-        level = levels[name].to_numpy().astype(np.float64)
-        out[f"{name}_mean"] = float(np.dot(level, held) / (end - start))
-        out[f"{name}_peak"] = int(level.max())
     return out
 
 
