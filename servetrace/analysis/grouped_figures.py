@@ -1,8 +1,10 @@
 """Figures of ``summary.py`` for every group at once: one ``group_by`` each.
 
 The building blocks of ``groups.summarize_groups`` (``--by``): ``describe`` per group,
-example ids, each group's span, concurrency over that span, and the formula check. Rows
-carry their group in the column ``G``; results are dicts keyed by the group's value.
+example ids, each group's span and the formula check. Rows carry their group in the
+column ``G``; results are dicts keyed by the group's value. The definitions are shared
+with the trace summary: the formula's tolerance, worst requests, fleet ITL and notes come
+from ``formula``, concurrency from ``concurrency``; only the aggregation is per group.
 """
 
 from __future__ import annotations
@@ -12,7 +14,17 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.formula import WORST_SHOWN, FormulaCheck, FormulaReport, _likely_cause
+from servetrace.analysis.formula import (
+    FLEET_DECODE,
+    FLEET_STEPS,
+    MULTI_TOKEN,
+    FormulaCheck,
+    FormulaReport,
+    fleet_error,
+    notes,
+    within,
+    worst,
+)
 from servetrace.analysis.summary import EXAMPLES_SHOWN, Distribution
 from servetrace.stats.describe import STATISTICS, percentile_of
 
@@ -94,58 +106,38 @@ def spans(rows: pl.DataFrame) -> dict[Any, dict[str, Any]]:
 def _formula_checks(
     frame: pl.DataFrame, residual: str, abs_tol_ns: int, rel_tol: float
 ) -> dict[Any, FormulaCheck]:
-    """``formula._check`` per group."""
+    """``formula._check`` per group (its ``within`` and ``worst``, one ``group_by``)."""
     checked = frame.filter(pl.col(residual).is_not_null())
-    tolerance = pl.max_horizontal(pl.lit(float(abs_tol_ns)), pl.col("response_ns") * rel_tol)
-    within = rows_by_group(
+    counts = rows_by_group(
         checked.group_by(G).agg(
-            pl.len().alias("n"), (pl.col(residual).abs() <= tolerance).sum().alias("within")
+            pl.len().alias("n"), within(pl.col(residual), abs_tol_ns, rel_tol).sum().alias("in")
         )
     )
     residuals = describe_groups(checked, [residual])[residual]
-    worst = (
-        checked.with_columns(pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause"))
-        .sort("_abs", descending=True, maintain_order=True)
-        .group_by(G, maintain_order=True)
-        .head(WORST_SHOWN)
-        .select(
-            G,
-            "request_id",
-            pl.col(residual).alias("residual_ns"),
-            "response_ns",
-            "output_tokens",
-            "ticks",
-            "preemptions",
-            "cause",
-        )
-    )
     worst_of: dict[Any, list[dict[str, object]]] = {}
-    for row in worst.iter_rows(named=True):
+    for row in worst(checked, residual, by=G).iter_rows(named=True):
         worst_of.setdefault(row.pop(G), []).append(row)
     return {
         value: FormulaCheck(
             checked=int(row["n"]),
-            within_tolerance=int(row["within"]),
+            within_tolerance=int(row["in"]),
             residual_ns=residuals[value],
             worst=tuple(worst_of.get(value, [])),
         )
-        for value, row in within.items()
+        for value, row in counts.items()
     }
 
 
 def formula(
     completed: pl.DataFrame, values: Sequence[Any], abs_tol_ns: int, rel_tol: float
 ) -> dict[Any, FormulaReport]:
-    """``formula.check_formula`` per group."""
+    """``formula.check_formula`` per group, from the same definitions."""
     checkable = completed.filter(pl.col("response_ns").is_not_null())
     per_request = _formula_checks(checkable, "formula_residual_ns", abs_tol_ns, rel_tol)
     fleet_itl = rows_by_group(
-        checkable.filter(pl.col("output_tokens") >= 2)
+        checkable.filter(MULTI_TOKEN)
         .group_by(G)
-        .agg(
-            pl.col("decode_ns").sum().alias("decode"),
-            (pl.col("output_tokens") - 1).sum().alias("steps"),
-        )
+        .agg(FLEET_DECODE, FLEET_STEPS)
         .filter(pl.col("steps") > 0)
         .with_columns((pl.col("decode") / pl.col("steps")).alias("fleet_itl"))
     )
@@ -154,34 +146,21 @@ def formula(
         schema={G: completed.schema[G], "_fleet_itl": pl.Float64},
     )
     errors = checkable.join(itl, on=G, how="inner", nulls_equal=True).with_columns(
-        (
-            pl.col("response_ns")
-            - pl.col("ttft_ns")
-            - (pl.col("output_tokens") - 1).clip(lower_bound=0) * pl.col("_fleet_itl")
-        ).alias("fleet_error_ns")
+        fleet_error(pl.col("_fleet_itl"))
     )
     fleet = _formula_checks(errors, "fleet_error_ns", abs_tol_ns, rel_tol)
     counts = dict(checkable.group_by(G).len().iter_rows())
     empty = FormulaCheck(0, 0, empty_distribution(), ())
     out: dict[Any, FormulaReport] = {}
     for value in values:
-        notes: list[str] = []
         itl_value = fleet_itl[value]["fleet_itl"] if value in fleet_itl else None
-        if itl_value is None:
-            notes.append("no completed request has 2 or more output tokens: no fleet ITL")
         check = per_request.get(value, empty)
-        unchecked = counts.get(value, 0) - check.checked
-        if unchecked:
-            notes.append(
-                f"{unchecked} completed requests have no per-tick times (single tick carrying "
-                "several tokens, or a request-level import): per-request check skipped for them"
-            )
         out[value] = FormulaReport(
             abs_tol_ns=abs_tol_ns,
             rel_tol=rel_tol,
             per_request=check,
             fleet=fleet.get(value, empty) if itl_value is not None else empty,
             fleet_itl_ns=float(itl_value) if itl_value is not None else None,
-            notes=tuple(notes),
+            notes=notes(itl_value, counts.get(value, 0) - check.checked),
         )
     return out
