@@ -26,7 +26,8 @@ from servetrace.analysis.formula import (
     worst,
 )
 from servetrace.analysis.summary import EXAMPLES_SHOWN, Distribution
-from servetrace.stats.describe import STATISTICS, percentile_of
+from servetrace.stats.describe import STATISTICS, moments, percentile_of
+from servetrace.stats.moments import integer_moments
 
 G = "_group"
 # Every timestamp a timeline row carries: the latest is the request's last event.
@@ -52,30 +53,67 @@ def empty_distribution() -> Distribution:
 def describe_groups(
     frame: pl.DataFrame, columns: Sequence[str]
 ) -> dict[str, dict[Any, Distribution]]:
-    """``stats.describe`` of each column, per group: one ``group_by`` for all of them."""
+    """``stats.describe`` of each column, per group: one ``group_by`` for all of them.
+
+    The same numbers as ``describe`` of the group alone: percentiles by Polars' linear
+    interpolation, mean and std by ``stats.describe.moments`` (order-independent: exact
+    integer sums for integer columns, here as Int128 sums of deviations from the group's
+    minimum in the ``group_by``; float columns summed in sorted order, per group).
+    """
     exprs = []
     for c in columns:
         v = pl.col(c).drop_nulls()
         if frame.schema[c].is_float():
             v = v.drop_nans()
-        parts = {"count": v.count(), "mean": v.mean(), "std": v.std(ddof=0)}
-        parts |= {"min": v.min(), "max": v.max()}
+        parts = {"count": v.count(), "min": v.min(), "max": v.max()}
         for name in STATISTICS:
             q = percentile_of(name)
-            if q is not None and name not in parts:
+            if q is not None and name not in parts and name not in ("mean", "std"):
                 parts[name] = v.quantile(q / 100, interpolation="linear")
         exprs += [e.cast(pl.Float64).alias(f"{c}\x00{n}") for n, e in parts.items()]
+        if frame.schema[c].is_integer():
+            d = v.cast(pl.Int128) - v.min().cast(pl.Int128)
+            exprs += [
+                v.min().cast(pl.Int64).alias(f"{c}\x00pivot"),
+                d.sum().alias(f"{c}\x00s1"),
+                (d * d).sum().alias(f"{c}\x00s2"),
+            ]
     rows = rows_by_group(frame.group_by(G).agg(exprs)) if exprs else {}
     out: dict[str, dict[Any, Distribution]] = {}
     for c in columns:
         out[c] = {}
+        floats = _float_moments(frame, c) if not frame.schema[c].is_integer() else {}
         for value, row in rows.items():
             count = int(row[f"{c}\x00count"] or 0)
-            out[c][value] = (
-                {n: count if n == "count" else row[f"{c}\x00{n}"] for n in STATISTICS}
-                if count
-                else empty_distribution()
-            )
+            if not count:
+                out[c][value] = empty_distribution()
+                continue
+            if frame.schema[c].is_integer():
+                pivot, s1, s2 = (row[f"{c}\x00{k}"] for k in ("pivot", "s1", "s2"))
+                mean, std = integer_moments(count, int(pivot), int(s1), int(s2))
+            else:
+                mean, std = floats[value]
+            out[c][value] = {
+                n: count
+                if n == "count"
+                else mean
+                if n == "mean"
+                else std
+                if n == "std"
+                else row[f"{c}\x00{n}"]
+                for n in STATISTICS
+            }
+    return out
+
+
+def _float_moments(frame: pl.DataFrame, column: str) -> dict[Any, tuple[float, float]]:
+    """``moments`` of a float column in each group that has values (one partition)."""
+    parts = frame.select(G, column).partition_by(G, as_dict=True)
+    out: dict[Any, tuple[float, float]] = {}
+    for key, part in parts.items():
+        found = moments(part[column].drop_nulls().drop_nans())
+        if found is not None:
+            out[key[0]] = found
     return out
 
 
