@@ -206,3 +206,42 @@ def test_goodput_counts_requests_meeting_every_target() -> None:
     assert summary.goodput["requests_met"] == 1
     assert summary.goodput["fraction"] == pytest.approx(1 / 3)
     assert summary.throughput["goodput_requests_per_s"] == pytest.approx(1 / 0.310)
+
+
+def test_cancelled_after_a_preemption_and_readmission_was_in_decode() -> None:
+    # Tokens at 20 and 30, preempted at 40, admitted again at 50, cancelled at 60 before
+    # its next token: it had reached its first token, so it was cancelled in decode (not
+    # prefill, though it was running without a token since its re-admission).
+    frame = events(
+        make_request("r", admission=[10, 50], first=20, ticks=[30], preempt=[40], cancel=60)
+    )
+    r = one(frame)
+    assert r["outcome"] == "cancelled"
+    assert r["cancelled_in"] == "decode"
+    assert r["preemptions"] == 1 and r["requeued_ns"] == 10 * MS
+
+
+def test_a_request_without_a_ticks_available_value_has_real_ticks() -> None:
+    # A request-level import (ticks_available false) joined with a canonical log whose
+    # rows carry no value: the canonical request keeps its per-tick figures.
+    frame = events(
+        make_request("imported", first=10, complete=50, output_tokens=5),
+        make_request("canonical", arrival=100, first=110, ticks=[120, 140], complete=140),
+    ).with_columns(pl.when(pl.col("request_id") == "imported").then(False).alias("ticks_available"))
+    rows = {r["request_id"]: r for r in analyze_events(frame).requests.iter_rows(named=True)}
+    assert rows["canonical"]["itl_mean_ns"] == 15 * MS  # (140 - 110) / 2 gaps
+    assert rows["canonical"]["itl_max_ns"] == 20 * MS
+    assert rows["imported"]["itl_mean_ns"] is None and rows["imported"]["itl_max_ns"] is None
+
+
+def test_a_request_level_import_reads_its_last_token_time() -> None:
+    # Stream closed at 90 ms, last token logged at 70: response and decode end at the
+    # last token, and the 20 ms between it and the close is the delivery tail.
+    frame = events(make_request("a", first=10, complete=90, output_tokens=4)).with_columns(
+        pl.lit(False).alias("ticks_available"), pl.lit(70 * MS).alias("last_token_ns")
+    )
+    r = one(frame)
+    assert r["response_ns"] == 70 * MS
+    assert r["decode_ns"] == 60 * MS
+    assert r["delivery_tail_ns"] == 20 * MS
+    assert r["tpot_ns"] == 20 * MS  # 60 ms over N - 1 = 3
