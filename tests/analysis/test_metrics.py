@@ -245,3 +245,53 @@ def test_a_request_level_import_reads_its_last_token_time() -> None:
     assert r["decode_ns"] == 60 * MS
     assert r["delivery_tail_ns"] == 20 * MS
     assert r["tpot_ns"] == 20 * MS  # 60 ms over N - 1 = 3
+
+
+def test_every_duration_is_measured_from_the_request_own_arrival() -> None:
+    # Arrival at 1000 ms (not 0, where "- arrival" and "+ arrival" agree): admission
+    # 1030, first token 1080, ticks 1090 and 1100, completion 1110.
+    r = one(
+        events(
+            make_request(
+                "a", arrival=1000, admission=1030, first=1080, ticks=[1090, 1100], complete=1110
+            )
+        )
+    )
+    assert r["queue_wait_ns"] == 30 * MS
+    assert r["prefill_ns"] == 50 * MS
+    assert r["ttft_ns"] == 80 * MS
+    assert r["decode_ns"] == 20 * MS
+    assert r["response_ns"] == 100 * MS
+    assert r["e2e_ns"] == 110 * MS
+    assert r["delivery_tail_ns"] == 10 * MS
+    # nothing preempted: counted as 0 and 0 ns requeued, not unknown
+    assert r["preemptions"] == 0 and r["requeued_ns"] == 0
+
+
+def test_a_request_cancelled_in_the_queue_has_no_ticks_counted_as_zero() -> None:
+    frame = events(
+        make_request("q", arrival=500, cancel=540),
+        make_request("s", arrival=0, admission=1, first=2, complete=2),
+    )
+    rows = {r["request_id"]: r for r in analyze_events(frame).requests.iter_rows(named=True)}
+    q = rows["q"]
+    assert q["outcome"] == "cancelled" and q["cancelled_in"] == "queued"
+    assert q["queue_wait_ns"] == 40 * MS  # waited from 500 until its cancellation at 540
+    assert q["ticks"] == 0 and q["output_tokens"] == 0 and q["preemptions"] == 0
+
+
+def test_a_request_level_import_has_no_longest_gap() -> None:
+    # Two tick rows of an export without per-token times (first token, then the other 3
+    # tokens at stream close): the 40 ms between them is not an inter-token gap.
+    frame = events(
+        make_request("a", first=10, ticks=[50], tokens=[1, 3], complete=50, output_tokens=4)
+    ).with_columns(pl.lit(False).alias("ticks_available"))
+    r = one(frame)
+    assert r["itl_max_ns"] is None and r["itl_mean_ns"] is None
+    assert r["decode_ns"] == 40 * MS and r["tpot_ns"] == pytest.approx(40 * MS / 3)
+
+
+def test_a_trace_without_output_token_counts_counts_its_ticks() -> None:
+    frame = events(make_request("a", first=10, ticks=[20], tokens=[1, 2], complete=20))
+    r = one(frame.drop("output_tokens"))
+    assert r["output_tokens"] == 3 and r["ticks"] == 2
