@@ -295,3 +295,38 @@ def test_a_trace_without_output_token_counts_counts_its_ticks() -> None:
     frame = events(make_request("a", first=10, ticks=[20], tokens=[1, 2], complete=20))
     r = one(frame.drop("output_tokens"))
     assert r["output_tokens"] == 3 and r["ticks"] == 2
+
+
+def test_a_two_token_answer_meets_the_formula_exactly() -> None:
+    # TTFT 10 ms, one gap of 30 ms: T_response = TTFT + (2 - 1) · 30 = 40, residual 0.
+    r = one(events(make_request("a", first=10, ticks=[40], complete=40)))
+    assert r["output_tokens"] == 2 and r["itl_mean_ns"] == 30 * MS
+    assert r["formula_residual_ns"] == 0
+
+
+def test_a_trace_without_prompt_lengths_has_a_typed_empty_column() -> None:
+    analysis = analyze_events(
+        events(make_request("a", first=10, complete=10)).drop("prompt_tokens")
+    )
+    assert analysis.requests["prompt_tokens"].to_list() == [None]
+    assert analysis.requests.schema["prompt_tokens"] == pl.Int64
+
+
+def test_requests_come_in_arrival_order_ties_by_id() -> None:
+    frame = events(
+        make_request("c", arrival=10, first=11, complete=11),
+        make_request("b", arrival=0, first=1, complete=1),
+        make_request("a", arrival=10, first=12, complete=12),
+    )
+    assert analyze_events(frame).requests["request_id"].to_list() == ["b", "a", "c"]
+
+
+def test_only_completed_requests_gaps_are_pooled_into_itl() -> None:
+    # Completed: gaps 10 and 20 ms. Cancelled after ticks 5 ms apart: not in the pool.
+    frame = events(
+        make_request("done", first=10, ticks=[20, 40], complete=40),
+        make_request("gone", arrival=0, first=10, ticks=[15, 20], cancel=25),
+    )
+    itl = analyze_events(frame).summary.metrics["itl"]
+    assert itl["count"] == 2
+    assert itl["min"] == 10 * MS and itl["max"] == 20 * MS
