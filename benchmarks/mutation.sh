@@ -7,6 +7,10 @@
 # e.g. benchmarks/mutation.sh ../mutation-work 'servetrace.analysis.formula*' runs one module's
 # mutants (mutmut's names: module.function__mutmut_N; patterns are fnmatch globs).
 #
+# MUTMUT_TESTS="tests/a.py tests/b" replaces the test selection of [tool.mutmut] in the
+# copy (the tests each mutant may run: fewer, faster files make a module's run finish on
+# a loaded machine), e.g. for the lifecycle, metrics and streaming run of mutation.md.
+#
 # Runs in WORKDIR (default: a new temporary directory) on a copy of the working tree's
 # tracked and untracked-but-not-ignored files, so the checkout gets no mutants/ folder
 # and you can keep editing while it runs. Niced; MUTMUT_CHILDREN workers (default 2).
@@ -21,9 +25,19 @@ mkdir -p "$work"
 (cd "$root" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) |
     tar -xf - -C "$work"
 cd "$work"
+if [ -n "${MUTMUT_TESTS:-}" ]; then
+    MUTMUT_TESTS="$MUTMUT_TESTS" python - <<'PY'
+import json, os, pathlib, re
+p = pathlib.Path("pyproject.toml")
+tests = json.dumps(os.environ["MUTMUT_TESTS"].split())
+text = re.sub(r"^pytest_add_cli_args_test_selection = .*$",
+              "pytest_add_cli_args_test_selection = " + tests, p.read_text(), flags=re.M)
+p.write_text(text)
+PY
+fi
 echo "mutation run in $work"
 start=$(date +%s)
-nice -n 10 python -m mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "$@" || true
+nice -n "${MUTMUT_NICE:-10}" python -m mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "$@" || true
 echo "wall time: $(( $(date +%s) - start )) s"
 # Score by module, from mutmut's own records (exit code per mutant; None = not run yet).
 python - <<'PY'

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from servetrace.analysis.lifecycle import RULES
+from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS, REQUEST_COLUMNS
 from servetrace.cli import app
 from servetrace.cli._lazy import LAZY_COMMANDS

@@ -49,9 +49,64 @@ class FormulaReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _within(residual: pl.Expr, abs_tol_ns: int, rel_tol: float) -> pl.Expr:
+def within(residual: pl.Expr, abs_tol_ns: int, rel_tol: float) -> pl.Expr:
+    """Whether a residual is within ``max(abs_tol, rel_tol · response)``."""
     tolerance = pl.max_horizontal(pl.lit(float(abs_tol_ns)), pl.col("response_ns") * rel_tol)
     return residual.abs() <= tolerance
+
+
+def worst(checked: pl.DataFrame, residual: str, by: str | None = None) -> pl.DataFrame:
+    """The requests the formula misses most (per ``by`` group), with a likely cause.
+
+    Ties by arrival then id: the same list from either engine, any row order, and for a
+    group as for the group analysed alone.
+    """
+    ranked = checked.with_columns(
+        pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause")
+    ).sort("_abs", "arrival_ns", "request_id", descending=[True, False, False], nulls_last=True)
+    heads = (
+        ranked.head(WORST_SHOWN)
+        if by is None
+        else ranked.group_by(by, maintain_order=True).head(WORST_SHOWN)
+    )
+    return heads.select(
+        *([by] if by is not None else []),
+        "request_id",
+        pl.col(residual).alias("residual_ns"),
+        "response_ns",
+        "output_tokens",
+        "ticks",
+        "preemptions",
+        "cause",
+    )
+
+
+# The fleet-wide mean ITL: Σ decode / Σ (N − 1) over completed requests of 2+ tokens.
+MULTI_TOKEN = pl.col("output_tokens") >= 2
+FLEET_DECODE = pl.col("decode_ns").sum().alias("decode")
+FLEET_STEPS = (pl.col("output_tokens") - 1).sum().alias("steps")
+
+
+def fleet_error(fleet_itl: pl.Expr | float) -> pl.Expr:
+    """Response time minus what the fleet-wide formula predicts for the request."""
+    return (
+        pl.col("response_ns")
+        - pl.col("ttft_ns")
+        - (pl.col("output_tokens") - 1).clip(lower_bound=0) * fleet_itl
+    ).alias("fleet_error_ns")
+
+
+def notes(fleet_itl: float | None, unchecked: int) -> tuple[str, ...]:
+    """Why part of the check could not be made."""
+    out: list[str] = []
+    if fleet_itl is None:
+        out.append("no completed request has 2 or more output tokens: no fleet ITL")
+    if unchecked:
+        out.append(
+            f"{unchecked} completed requests have no per-tick times (single tick carrying "
+            "several tokens, or a request-level import): per-request check skipped for them"
+        )
+    return tuple(out)
 
 
 def _likely_cause() -> pl.Expr:
@@ -73,27 +128,12 @@ def _check(frame: pl.DataFrame, residual: str, abs_tol_ns: int, rel_tol: float) 
     checked = frame.filter(pl.col(residual).is_not_null())
     if checked.height == 0:
         return FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())
-    within = int(checked.select(_within(pl.col(residual), abs_tol_ns, rel_tol).sum()).item())
-    worst = (
-        checked.with_columns(pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause"))
-        # Ties by arrival then id: the same list from either engine and any row order.
-        .sort("_abs", "arrival_ns", "request_id", descending=[True, False, False], nulls_last=True)
-        .head(WORST_SHOWN)
-        .select(
-            "request_id",
-            pl.col(residual).alias("residual_ns"),
-            "response_ns",
-            "output_tokens",
-            "ticks",
-            "preemptions",
-            "cause",
-        )
-    )
+    n_within = int(checked.select(within(pl.col(residual), abs_tol_ns, rel_tol).sum()).item())
     return FormulaCheck(
         checked=checked.height,
-        within_tolerance=within,
+        within_tolerance=n_within,
         residual_ns=describe(checked[residual]),
-        worst=tuple(worst.to_dicts()),
+        worst=tuple(worst(checked, residual).to_dicts()),
     )
 
 
@@ -108,33 +148,20 @@ def check_formula(
     )
     per_request = _check(completed, "formula_residual_ns", abs_tol_ns, rel_tol)
 
-    multi = completed.filter(pl.col("output_tokens") >= 2)
-    steps = multi.select((pl.col("output_tokens") - 1).sum()).item() if multi.height else 0
-    fleet_itl = multi["decode_ns"].sum() / steps if steps else None
-    notes: list[str] = []
+    multi = completed.filter(MULTI_TOKEN)
+    steps = multi.select(FLEET_STEPS).item() if multi.height else 0
+    fleet_itl = multi.select(FLEET_DECODE).item() / steps if steps else None
     if fleet_itl is None:
         fleet = FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())
-        notes.append("no completed request has 2 or more output tokens: no fleet ITL")
     else:
-        with_error = completed.with_columns(
-            (
-                pl.col("response_ns")
-                - pl.col("ttft_ns")
-                - (pl.col("output_tokens") - 1).clip(lower_bound=0) * fleet_itl
-            ).alias("fleet_error_ns")
-        )
+        with_error = completed.with_columns(fleet_error(fleet_itl))
         fleet = _check(with_error, "fleet_error_ns", abs_tol_ns, rel_tol)
     unchecked = completed.height - per_request.checked
-    if unchecked:
-        notes.append(
-            f"{unchecked} completed requests have no per-tick times (single tick carrying "
-            "several tokens, or a request-level import): per-request check skipped for them"
-        )
     return FormulaReport(
         abs_tol_ns=abs_tol_ns,
         rel_tol=rel_tol,
         per_request=per_request,
         fleet=fleet,
         fleet_itl_ns=float(fleet_itl) if fleet_itl is not None else None,
-        notes=tuple(notes),
+        notes=notes(fleet_itl, unchecked),
     )

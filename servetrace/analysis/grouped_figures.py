@@ -1,20 +1,33 @@
 """Figures of ``summary.py`` for every group at once: one ``group_by`` each.
 
 The building blocks of ``groups.summarize_groups`` (``--by``): ``describe`` per group,
-example ids, each group's span, concurrency over that span, and the formula check. Rows
-carry their group in the column ``G``; results are dicts keyed by the group's value.
+example ids, each group's span and the formula check. Rows carry their group in the
+column ``G``; results are dicts keyed by the group's value. The definitions are shared
+with the trace summary: the formula's tolerance, worst requests, fleet ITL and notes come
+from ``formula``, concurrency from ``concurrency``; only the aggregation is per group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.formula import WORST_SHOWN, FormulaCheck, FormulaReport, _likely_cause
+from servetrace.analysis.formula import (
+    FLEET_DECODE,
+    FLEET_STEPS,
+    MULTI_TOKEN,
+    FormulaCheck,
+    FormulaReport,
+    fleet_error,
+    notes,
+    within,
+    worst,
+)
 from servetrace.analysis.summary import EXAMPLES_SHOWN, Distribution
-from servetrace.stats.describe import STATISTICS, percentile_of
+from servetrace.stats.describe import STATISTICS, moments, percentile_of
+from servetrace.stats.moments import integer_moments
 
 G = "_group"
 # Every timestamp a timeline row carries: the latest is the request's last event.
@@ -27,7 +40,6 @@ EVENT_TIMES = (
     "first_tick_ns",
     "last_tick_ns",
 )
-CONCURRENCY = ("queued", "running", "in_system")
 
 
 def rows_by_group(frame: pl.DataFrame) -> dict[Any, dict[str, Any]]:
@@ -41,30 +53,67 @@ def empty_distribution() -> Distribution:
 def describe_groups(
     frame: pl.DataFrame, columns: Sequence[str]
 ) -> dict[str, dict[Any, Distribution]]:
-    """``stats.describe`` of each column, per group: one ``group_by`` for all of them."""
+    """``stats.describe`` of each column, per group: one ``group_by`` for all of them.
+
+    The same numbers as ``describe`` of the group alone: percentiles by Polars' linear
+    interpolation, mean and std by ``stats.describe.moments`` (order-independent: exact
+    integer sums for integer columns, here as Int128 sums of deviations from the group's
+    minimum in the ``group_by``; float columns summed in sorted order, per group).
+    """
     exprs = []
     for c in columns:
         v = pl.col(c).drop_nulls()
         if frame.schema[c].is_float():
             v = v.drop_nans()
-        parts = {"count": v.count(), "mean": v.mean(), "std": v.std(ddof=0)}
-        parts |= {"min": v.min(), "max": v.max()}
+        parts = {"count": v.count(), "min": v.min(), "max": v.max()}
         for name in STATISTICS:
             q = percentile_of(name)
-            if q is not None and name not in parts:
+            if q is not None and name not in parts and name not in ("mean", "std"):
                 parts[name] = v.quantile(q / 100, interpolation="linear")
         exprs += [e.cast(pl.Float64).alias(f"{c}\x00{n}") for n, e in parts.items()]
+        if frame.schema[c].is_integer():
+            d = v.cast(pl.Int128) - v.min().cast(pl.Int128)
+            exprs += [
+                v.min().cast(pl.Int64).alias(f"{c}\x00pivot"),
+                d.sum().alias(f"{c}\x00s1"),
+                (d * d).sum().alias(f"{c}\x00s2"),
+            ]
     rows = rows_by_group(frame.group_by(G).agg(exprs)) if exprs else {}
     out: dict[str, dict[Any, Distribution]] = {}
     for c in columns:
         out[c] = {}
+        floats = _float_moments(frame, c) if not frame.schema[c].is_integer() else {}
         for value, row in rows.items():
             count = int(row[f"{c}\x00count"] or 0)
-            out[c][value] = (
-                {n: count if n == "count" else row[f"{c}\x00{n}"] for n in STATISTICS}
-                if count
-                else empty_distribution()
-            )
+            if not count:
+                out[c][value] = empty_distribution()
+                continue
+            if frame.schema[c].is_integer():
+                pivot, s1, s2 = (row[f"{c}\x00{k}"] for k in ("pivot", "s1", "s2"))
+                mean, std = integer_moments(count, int(pivot), int(s1), int(s2))
+            else:
+                mean, std = floats[value]
+            out[c][value] = {
+                n: count
+                if n == "count"
+                else mean
+                if n == "mean"
+                else std
+                if n == "std"
+                else row[f"{c}\x00{n}"]
+                for n in STATISTICS
+            }
+    return out
+
+
+def _float_moments(frame: pl.DataFrame, column: str) -> dict[Any, tuple[float, float]]:
+    """``moments`` of a float column in each group that has values (one partition)."""
+    parts = frame.select(G, column).partition_by(G, as_dict=True)
+    out: dict[Any, tuple[float, float]] = {}
+    for key, part in parts.items():
+        found = moments(part[column].drop_nulls().drop_nans())
+        if found is not None:
+            out[key[0]] = found
     return out
 
 
@@ -92,107 +141,41 @@ def spans(rows: pl.DataFrame) -> dict[Any, dict[str, Any]]:
     )
 
 
-def concurrency(
-    transitions: pl.DataFrame, spans: Mapping[Any, dict[str, Any]], admissions: Mapping[Any, bool]
-) -> dict[Any, dict[str, float | int | None]]:
-    """``summary.concurrency`` per group over its own [start, end]."""
-    if transitions.height == 0:
-        return {}
-    bounds = pl.DataFrame(
-        {
-            G: list(spans),
-            "start": [s["start"] for s in spans.values()],
-            "end": [s["end"] for s in spans.values()],
-        },
-        schema={G: transitions.schema[G], "start": pl.Int64, "end": pl.Int64},
-    )
-    levels = (
-        transitions.group_by(G, "ts")
-        .agg(pl.col(f"d_{n}").sum() for n in CONCURRENCY)
-        .sort(G, "ts")
-        .with_columns(pl.col(f"d_{n}").cum_sum().over(G).alias(n) for n in CONCURRENCY)
-        .join(bounds, on=G, how="inner", nulls_equal=True)
-        .filter((pl.col("ts") <= pl.col("end")) & (pl.col("end") > pl.col("start")))
-        .with_columns(pl.col("ts").clip(pl.col("start"), pl.col("end")).alias("at"))
-        .with_columns(
-            (pl.col("at").shift(-1).over(G).fill_null(pl.col("end")) - pl.col("at"))
-            .cast(pl.Float64)
-            .alias("held")
-        )
-    )
-    width = (pl.col("end") - pl.col("start")).first().cast(pl.Float64)
-    aggregated = levels.group_by(G).agg(
-        *[
-            ((pl.col(n).cast(pl.Float64) * pl.col("held")).sum() / width).alias(f"{n}_mean")
-            for n in CONCURRENCY
-        ],
-        *[pl.col(n).max().alias(f"{n}_peak") for n in CONCURRENCY],
-    )
-    out: dict[Any, dict[str, float | int | None]] = {}
-    for value, row in rows_by_group(aggregated).items():
-        out[value] = {}
-        for n in CONCURRENCY:
-            known = n == "in_system" or admissions.get(value, False)
-            out[value][f"{n}_mean"] = float(row[f"{n}_mean"]) if known else None
-            out[value][f"{n}_peak"] = int(row[f"{n}_peak"]) if known else None
-    return out
-
-
 def _formula_checks(
     frame: pl.DataFrame, residual: str, abs_tol_ns: int, rel_tol: float
 ) -> dict[Any, FormulaCheck]:
-    """``formula._check`` per group."""
+    """``formula._check`` per group (its ``within`` and ``worst``, one ``group_by``)."""
     checked = frame.filter(pl.col(residual).is_not_null())
-    tolerance = pl.max_horizontal(pl.lit(float(abs_tol_ns)), pl.col("response_ns") * rel_tol)
-    within = rows_by_group(
+    counts = rows_by_group(
         checked.group_by(G).agg(
-            pl.len().alias("n"), (pl.col(residual).abs() <= tolerance).sum().alias("within")
+            pl.len().alias("n"), within(pl.col(residual), abs_tol_ns, rel_tol).sum().alias("in")
         )
     )
     residuals = describe_groups(checked, [residual])[residual]
-    worst = (
-        checked.with_columns(pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause"))
-        .sort("_abs", descending=True, maintain_order=True)
-        .group_by(G, maintain_order=True)
-        .head(WORST_SHOWN)
-        .select(
-            G,
-            "request_id",
-            pl.col(residual).alias("residual_ns"),
-            "response_ns",
-            "output_tokens",
-            "ticks",
-            "preemptions",
-            "cause",
-        )
-    )
     worst_of: dict[Any, list[dict[str, object]]] = {}
-    for row in worst.iter_rows(named=True):
+    for row in worst(checked, residual, by=G).iter_rows(named=True):
         worst_of.setdefault(row.pop(G), []).append(row)
     return {
         value: FormulaCheck(
             checked=int(row["n"]),
-            within_tolerance=int(row["within"]),
+            within_tolerance=int(row["in"]),
             residual_ns=residuals[value],
             worst=tuple(worst_of.get(value, [])),
         )
-        for value, row in within.items()
+        for value, row in counts.items()
     }
 
 
 def formula(
     completed: pl.DataFrame, values: Sequence[Any], abs_tol_ns: int, rel_tol: float
 ) -> dict[Any, FormulaReport]:
-    """``formula.check_formula`` per group."""
+    """``formula.check_formula`` per group, from the same definitions."""
     checkable = completed.filter(pl.col("response_ns").is_not_null())
     per_request = _formula_checks(checkable, "formula_residual_ns", abs_tol_ns, rel_tol)
     fleet_itl = rows_by_group(
-        checkable.filter(pl.col("output_tokens") >= 2)
+        checkable.filter(MULTI_TOKEN)
         .group_by(G)
-        .agg(
-            pl.col("decode_ns").sum().alias("decode"),
-            (pl.col("output_tokens") - 1).sum().alias("steps"),
-        )
+        .agg(FLEET_DECODE, FLEET_STEPS)
         .filter(pl.col("steps") > 0)
         .with_columns((pl.col("decode") / pl.col("steps")).alias("fleet_itl"))
     )
@@ -201,34 +184,21 @@ def formula(
         schema={G: completed.schema[G], "_fleet_itl": pl.Float64},
     )
     errors = checkable.join(itl, on=G, how="inner", nulls_equal=True).with_columns(
-        (
-            pl.col("response_ns")
-            - pl.col("ttft_ns")
-            - (pl.col("output_tokens") - 1).clip(lower_bound=0) * pl.col("_fleet_itl")
-        ).alias("fleet_error_ns")
+        fleet_error(pl.col("_fleet_itl"))
     )
     fleet = _formula_checks(errors, "fleet_error_ns", abs_tol_ns, rel_tol)
     counts = dict(checkable.group_by(G).len().iter_rows())
     empty = FormulaCheck(0, 0, empty_distribution(), ())
     out: dict[Any, FormulaReport] = {}
     for value in values:
-        notes: list[str] = []
         itl_value = fleet_itl[value]["fleet_itl"] if value in fleet_itl else None
-        if itl_value is None:
-            notes.append("no completed request has 2 or more output tokens: no fleet ITL")
         check = per_request.get(value, empty)
-        unchecked = counts.get(value, 0) - check.checked
-        if unchecked:
-            notes.append(
-                f"{unchecked} completed requests have no per-tick times (single tick carrying "
-                "several tokens, or a request-level import): per-request check skipped for them"
-            )
         out[value] = FormulaReport(
             abs_tol_ns=abs_tol_ns,
             rel_tol=rel_tol,
             per_request=check,
             fleet=fleet.get(value, empty) if itl_value is not None else empty,
             fleet_itl_ns=float(itl_value) if itl_value is not None else None,
-            notes=tuple(notes),
+            notes=notes(itl_value, counts.get(value, 0) - check.checked),
         )
     return out

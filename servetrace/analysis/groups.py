@@ -18,11 +18,19 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis import grouped_censoring
+from servetrace.analysis.concurrency import concurrency_by, no_concurrency
 from servetrace.analysis.errors import ERRORED, error_counts_by, errored_report
+from servetrace.analysis.figures import (
+    CANCEL_STAGES,
+    OUTCOMES,
+    THROUGHPUT_KEYS,
+    failed,
+    rates,
+    summary_notes,
+    window_aggregates,
+)
 from servetrace.analysis.grouped_figures import (
-    CONCURRENCY,
     G,
-    concurrency,
     describe_groups,
     empty_distribution,
     examples,
@@ -33,7 +41,6 @@ from servetrace.analysis.grouped_figures import (
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
-    NS_PER_S,
     Accounting,
     Distribution,
     GoodputReport,
@@ -47,37 +54,13 @@ def _throughput(
     requests: pl.DataFrame, values: Sequence[Any], known: Mapping[Any, bool], met: Mapping[Any, int]
 ) -> dict[Any, dict[str, float | None]]:
     """``summary.throughput`` per group: completed requests over first arrival → last end."""
-    completed = pl.col("outcome") == "completed"
-    rows = rows_by_group(
-        requests.group_by(G).agg(
-            pl.col("arrival_ns").min().alias("start"),
-            (pl.col("arrival_ns") + pl.col("e2e_ns")).max().alias("end"),
-            completed.sum().alias("completed"),
-            pl.col("output_tokens").filter(completed).sum().alias("output"),
-            pl.col("prompt_tokens").filter(completed).sum().alias("prompt"),
-            pl.col("prompt_tokens").filter(completed).null_count().alias("prompt_missing"),
-        )
-    )
-    keys = ("window_s", "requests_per_s", "output_tokens_per_s", "total_tokens_per_s")
-    out: dict[Any, dict[str, float | None]] = {}
-    for value in values:
-        row = rows[value]
-        nothing = dict.fromkeys((*keys, "goodput_requests_per_s"))
-        end, start = row["end"], row["start"]
-        if not known[value] or end is None or start is None or end <= start:
-            out[value] = nothing
-            continue
-        window_s = (end - start) / NS_PER_S
-        prompt_known = row["completed"] > 0 and row["prompt_missing"] == 0
-        output, prompt = int(row["output"] or 0), int(row["prompt"] or 0)
-        out[value] = {
-            "window_s": window_s,
-            "requests_per_s": row["completed"] / window_s,
-            "output_tokens_per_s": output / window_s,
-            "total_tokens_per_s": (output + prompt) / window_s if prompt_known else None,
-            "goodput_requests_per_s": met[value] / window_s if value in met else None,
-        }
-    return out
+    rows = rows_by_group(requests.group_by(G).agg(window_aggregates()))
+    return {
+        value: rates(rows[value], met.get(value))
+        if known[value]
+        else dict.fromkeys(THROUGHPUT_KEYS)
+        for value in values
+    }
 
 
 def _ended(
@@ -147,8 +130,9 @@ def summarize_groups(
     else:
         itl = dict(gaps)
     admissions = {v: bool(group_spans[v]["admissions"]) and timeline.has_admissions for v in values}
-    busy = concurrency(
+    busy = concurrency_by(
         timeline.transitions.join(group_of, on=KEY, how="inner"),
+        G,
         {v: group_spans[v] for v in values if known[v]},
         admissions,
     )
@@ -160,11 +144,7 @@ def summarize_groups(
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
     rates = _throughput(requests, values, known, met)
-    error = (
-        (pl.col("error_code").is_not_null() & (pl.col("error_code") != 499)).sum()
-        if "error_code" in requests.columns
-        else pl.lit(0)
-    )
+    error = failed(requests.columns).sum()
     cancels, cancel_ids = _ended(requests, "cancelled", values, [error.alias("with_error")])
     to_cancel = describe_groups(requests.filter(pl.col("outcome") == "cancelled"), ["e2e_ns"])
     ends = pl.DataFrame(
@@ -190,14 +170,7 @@ def summarize_groups(
     result: dict[Any, Summary] = {}
     for value in values:
         span, n_done = group_spans[value], outcome_counts.get((value, "completed"), 0)
-        notes = []
-        if 0 < n_done < 100:
-            notes.append(f"only {n_done} completed requests: p99 and p99.9 are unreliable")
-        if not known[value]:
-            notes.append(
-                "send times are unknown in this trace: throughput and concurrency are not "
-                "computed (latencies are measured from each request's own send)"
-            )
+        notes = summary_notes(n_done, known[value])
         empty = empty_distribution()
         metrics = {
             s.name: itl.get(value, empty)
@@ -219,14 +192,8 @@ def summarize_groups(
                 requests_valid=int(span["requests"]),
                 requests_invalid=0,
             ),
-            outcomes={
-                n: outcome_counts.get((value, n), 0)
-                for n in ("completed", "cancelled", "in_flight", ERRORED)
-            },
-            cancelled_in={
-                n: stages.get((value, n), 0)
-                for n in ("queued", "prefill", "decode", "before_first_token")
-            },
+            outcomes={n: outcome_counts.get((value, n), 0) for n in OUTCOMES},
+            cancelled_in={n: stages.get((value, n), 0) for n in CANCEL_STAGES},
             violations={},
             metrics=metrics,
             tokens={
@@ -248,9 +215,7 @@ def summarize_groups(
             },
             throughput=rates[value],
             goodput=goodputs.get(value, goodput(completed.clear(), targets)),
-            concurrency=busy.get(
-                value, {f"{n}_{s}": None for n in CONCURRENCY for s in ("mean", "peak")}
-            ),
+            concurrency=busy.get(value, no_concurrency()),
             formula=formulas[value],
             leaked_state=leaked,
             source=flags[value]["source"] or "server",

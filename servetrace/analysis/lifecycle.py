@@ -1,35 +1,13 @@
-"""The request state machine: named rules, quarantine and the per-request timeline (DESIGN §3).
+"""The per-request timeline: one row per request, its rule, outcome and steps (design §3).
 
-```
-arrival → QUEUED → admission → RUNNING → first_token → DECODING → completion
-            ↑                     │                        │
-            └──── preemption ─────┴────────────────────────┘
-any non-terminal state → cancellation or error;   terminal → release (optional)
-```
+Data flows: canonical events → row quarantine → request key → *ticks* and *control*
+events → state machine (``lifecycle_rules``, with each request's side decided by
+``lifecycle_side``) → one row per request, the sorted ticks and the state transitions.
 
 The trace is split once into *ticks* (``first_token``/``token`` rows, the bulk of any log)
 and *control* events (everything else, a handful per request). Ticks are sorted by
-request and time and reduced with one ``group_by``; the state machine runs row by row
-(as shifted columns, never a Python loop) over the small control frame plus one
-synthetic row per request for its first tick. Each invalid request gets exactly one rule:
-the first violated one in ``RULES`` order.
-
-**Server-side or client-side is decided per request, from its own events.** A request
-with at least one ``admission`` row is server-side: arrival puts it in QUEUED and it needs
-an admission before its first token. A request without any is client-side (a load
-client cannot see admission): arrival leads straight to RUNNING, and its queue wait and
-prefill are unavailable (null), never zero. So one stray admission row invalidates only
-the request it belongs to, a trace may mix both kinds (a server log joined with client
-logs), and the result never depends on which other requests happen to be in the same
-file or streamed batch. A request with neither an admission nor any output (cancelled, or
-still in flight, before anything happened to it) cannot tell: it is taken as queued when
-the trace has a *valid* admitted request (a server log: it was waiting, and its queue
-wait runs to its cancellation) and as client-side otherwise, so a stray admission in a
-client log does not turn its early cancellations into "queued". Trace-wide,
-``Timeline.has_admissions`` says whether any valid request was admitted (queued
-concurrency is reported only then); when it is, ``admission_warnings`` counts the valid
-requests with output but no admission, since in a server log that is a lost row rather
-than a client.
+request and time and reduced with one ``group_by``; the state machine runs over the small
+control frame plus one synthetic row per request for its first tick.
 
 **Nothing depends on row order.** Events of a request are taken in time order, at equal
 timestamps in lifecycle order (``schema.EVENT_KINDS``). Request attributes (every
@@ -45,37 +23,16 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
+from servetrace.analysis.lifecycle_rules import (
+    KEY,
+    prev_state_at_cancel,
+    rule_column,
+    sequence,
+    tokens_while_queued,
+    transitions,
+)
+from servetrace.analysis.lifecycle_side import decide, mixed_admission_warnings, server_side
 from servetrace.schema import EVENT_DTYPE, TERMINAL_EVENTS, TICK_EVENTS
-
-# Rule name -> what it means. Order is priority: a request breaking several rules is
-# reported under the first one.
-RULES: dict[str, str] = {
-    "missing_request_id": "row has no request_id",
-    "missing_event": "row has no event kind",
-    "missing_timestamp": "row has no timestamp",
-    "invalid_token_count": "tokens < 1 on a first_token/token row, or a negative "
-    "prompt_tokens/output_tokens",
-    "missing_arrival": "request has no arrival event",
-    "duplicate_arrival": "request has more than one arrival event",
-    "event_before_arrival": "an event precedes the request's arrival",
-    "duplicate_first_token": "request has more than one first_token event",
-    "token_before_first_token": "a token event precedes the first_token event",
-    "duplicate_terminal": "request has more than one completion/cancellation/error",
-    "event_after_terminal": "an event other than release follows completion/cancellation/error",
-    "token_before_admission": "first token before the request was admitted",
-    "admission_while_not_queued": "admission while the request was not queued",
-    "preemption_while_not_running": "preemption while the request was not running",
-    "token_while_queued": "a token was emitted while the request was queued (preempted)",
-    "completion_without_tokens": "completion with no output token",
-    "release_before_terminal": "release before completion/cancellation/error",
-    "duplicate_release": "request has more than one release event",
-}
-ROW_RULES = ("missing_request_id", "missing_event", "missing_timestamp")
-
-# Numeric states, so the state machine is integer arithmetic on columns.
-QUEUED, RUNNING, DECODING, TERMINATED, RELEASED = 1, 2, 3, 4, 5
-
-KEY = "_key"
 
 
 @dataclass(frozen=True)
@@ -191,89 +148,6 @@ def _control_frame(others: pl.DataFrame, tick_aggs: pl.DataFrame) -> pl.DataFram
     return pl.concat([control, first_ticks]).sort(KEY, "ts", "event")
 
 
-def _state_after(event: pl.Expr, admitted: pl.Expr) -> pl.Expr:
-    # A client-side request has no admission event: arrival leads straight to running.
-    return (
-        pl.when(event == "arrival")
-        .then(pl.when(admitted).then(QUEUED).otherwise(RUNNING))
-        .when(event == "admission")
-        .then(RUNNING)
-        .when(event == "first_token")
-        .then(DECODING)
-        .when(event == "preemption")
-        .then(QUEUED)
-        .when(event.is_in(TERMINAL_EVENTS))
-        .then(TERMINATED)
-        .otherwise(RELEASED)
-    )
-
-
-def _sequence(control: pl.DataFrame, trace_end: int, unadmitted_queued: bool) -> pl.DataFrame:
-    """Row-wise state machine over the control events: state before/after, rule hits."""
-    same = pl.col(KEY) == pl.col(KEY).shift(1)
-    same_next = pl.col(KEY) == pl.col(KEY).shift(-1)
-    # Per request, from its own rows (module docstring): an admission makes it server-side,
-    # an output without one client-side; with neither, the trace decides.
-    admitted = (pl.col("event") == "admission").any().over(KEY)
-    if unadmitted_queued:
-        admitted = admitted | ~pl.col("synthetic").any().over(KEY)
-    seq = control.with_columns(
-        _state_after(pl.col("event"), admitted).alias("state"),
-    ).with_columns(
-        pl.when(same).then(pl.col("state").shift(1)).otherwise(0).alias("prev_state"),
-        pl.when(same_next).then(pl.col("ts").shift(-1)).alias("next_ts"),
-    )
-    e, prev = pl.col("event"), pl.col("prev_state")
-    running = prev.is_in([RUNNING, DECODING])
-    return seq.with_columns(
-        ((e == "arrival") & (prev != 0)).alias("hit_event_before_arrival"),
-        ((e == "admission") & (prev != QUEUED) & (prev < TERMINATED)).alias(
-            "hit_admission_while_not_queued"
-        ),
-        ((e == "first_token") & (prev == QUEUED)).alias("hit_token_before_admission"),
-        ((e == "preemption") & ~running & (prev < TERMINATED)).alias(
-            "hit_preemption_while_not_running"
-        ),
-        # Time queued after each preemption: until the next event (re-admission or a
-        # cancellation), or the end of the trace for a request still waiting.
-        pl.when(e == "preemption")
-        .then(pl.col("next_ts").fill_null(trace_end) - pl.col("ts"))
-        .alias("requeued_part_ns"),
-    )
-
-
-def _tokens_while_queued(ticks: pl.DataFrame, control: pl.DataFrame) -> pl.DataFrame:
-    """Keys of requests with a tick between a preemption and the next admission."""
-    preempted = control.filter(pl.col("event") == "preemption").select(KEY).unique()
-    if preempted.height == 0:
-        return preempted
-    # Lifecycle order at equal timestamps: admission < token < preemption. So a token at t
-    # is after an admission at t and before a preemption at t: a preemption takes effect
-    # just after its timestamp (t + 1 ns) for this test.
-    is_preemption = pl.col("event") == "preemption"
-    gates = (
-        control.filter(pl.col("event").is_in(["admission", "preemption"]))
-        .join(preempted, on=KEY, how="semi")
-        .select(
-            KEY,
-            (pl.col("ts") + is_preemption.cast(pl.Int64)).alias("ts"),
-            pl.col("ts").alias("_order"),
-            is_preemption.alias("queued"),
-        )
-        .sort(KEY, "ts", "_order")
-    )
-    later_ticks = ticks.join(preempted, on=KEY, how="semi").select(KEY, "ts").sort(KEY, "ts")
-    hits = later_ticks.join_asof(
-        gates,
-        on="ts",
-        by=KEY,
-        strategy="backward",
-        allow_exact_matches=True,
-        check_sortedness=False,
-    )
-    return hits.filter(pl.col("queued").fill_null(False)).select(KEY).unique()
-
-
 def _control_aggregates(
     others: pl.DataFrame, seq: pl.DataFrame, attributes: list[str]
 ) -> pl.DataFrame:
@@ -324,48 +198,6 @@ def _control_aggregates(
     return per_seq.join(ordered.group_by(KEY, maintain_order=True).agg(aggs), on=KEY, how="left")
 
 
-def prev_state_at_cancel() -> pl.Expr:
-    return (
-        pl.col("prev_state").filter(pl.col("event") == "cancellation").first().alias("cancel_state")
-    )
-
-
-def _rule_column() -> pl.Expr:
-    terminal = pl.col("terminal_ns")
-    checks: dict[str, pl.Expr] = {
-        "invalid_token_count": (pl.col("min_chunk_tokens") < 1) | (pl.col("min_count") < 0),
-        "missing_arrival": pl.col("n_arrival").fill_null(0) == 0,
-        "duplicate_arrival": pl.col("n_arrival") > 1,
-        "event_before_arrival": pl.col("hit_event_before_arrival"),
-        "duplicate_first_token": pl.col("n_first") > 1,
-        "token_before_first_token": (pl.col("n_first") >= 1) & ~pl.col("first_is_first"),
-        "duplicate_terminal": pl.col("n_terminal") > 1,
-        # At equal timestamps every kind but release precedes the terminal event.
-        "event_after_terminal": (pl.col("last_control_ns") > terminal)
-        | (pl.col("last_tick_ns") > terminal),
-        "admission_while_not_queued": pl.col("hit_admission_while_not_queued"),
-        "token_before_admission": pl.col("hit_token_before_admission"),
-        "preemption_while_not_running": pl.col("hit_preemption_while_not_running"),
-        "token_while_queued": pl.col("hit_token_while_queued"),
-        "completion_without_tokens": (pl.col("terminal_event") == "completion")
-        & (pl.col("ticks").fill_null(0) == 0),
-        "release_before_terminal": pl.col("release_ns").is_not_null()
-        & (terminal.is_null() | (pl.col("release_ns") < terminal)),
-        "duplicate_release": pl.col("n_release") > 1,
-    }
-    assert set(checks) == set(RULES) - set(ROW_RULES)
-    expr: pl.Expr | None = None
-    for name in reversed([r for r in RULES if r in checks]):
-        cond = checks[name].fill_null(False)
-        expr = (
-            pl.when(cond)
-            .then(pl.lit(name))
-            .otherwise(expr if expr is not None else pl.lit(None, pl.String))
-        )
-    assert expr is not None
-    return expr.alias("rule")
-
-
 @dataclass(frozen=True)
 class TraceFacts:
     """Facts about the whole trace that a part of it cannot know (streaming batches)."""
@@ -405,8 +237,8 @@ def build_timeline(
 ) -> Timeline:
     """Apply the lifecycle rules to canonical events; one row per request.
 
-    ``unadmitted_queued``: whether a request with neither admission nor output (see the
-    module docstring) waits in the queue; ``None`` decides it from the valid requests of
+    ``unadmitted_queued``: whether a request with neither admission nor output (see
+    ``lifecycle_side``) waits in the queue; ``None`` decides it from the valid requests of
     ``events``. The streaming engine passes it when a batch alone cannot know.
     """
     events, row_quarantine = split_row_quarantine(events)
@@ -419,36 +251,23 @@ def build_timeline(
     tick_aggs = _tick_aggregates(ticks)
     others = events.filter(~pl.col("event").is_in(TICK_EVENTS))
     control = _control_frame(others, tick_aggs)
-    parts = (events, ticks, tick_aggs, others, control, attributes, trace_end or 0)
-    if unadmitted_queued is not None:
-        requests, seq = _requests(*parts, unadmitted_queued)
-    else:
-        # Guess from the rows (any admission at all), and run the state machine again only
-        # when every admitted request turned out invalid and the guess mattered.
-        guess = bool((others["event"] == "admission").any())
-        requests, seq = _requests(*parts, guess)
-        valid_admitted = requests.filter(pl.col("rule").is_null() & (pl.col("n_admission") > 0))
-        if guess and valid_admitted.height == 0 and _ambiguous(requests).any():
-            requests, seq = _requests(*parts, False)
+
+    def run(queued: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+        parts = (events, ticks, tick_aggs, others, control, attributes, trace_end or 0)
+        return _requests(*parts, queued)
+
+    requests, seq = decide(run, others, unadmitted_queued)
     valid = requests.filter(pl.col("rule").is_null())
-    transitions = _transitions(seq, valid.select(KEY))
     return Timeline(
         requests=requests,
         ticks=ticks,
-        transitions=transitions,
+        transitions=transitions(seq, valid.select(KEY)),
         row_quarantine=row_quarantine,
         trace_start_ns=trace_start,
         trace_end_ns=trace_end,
         has_admissions=bool((valid["n_admission"] > 0).any()),
         has_releases=has_releases,
     )
-
-
-def _ambiguous(requests: pl.DataFrame) -> pl.Series:
-    """Requests with neither an admission nor an output tick: server or client unknown."""
-    return requests.select(
-        ((pl.col("n_admission") == 0) & pl.col("ticks").is_null()).alias("ambiguous")
-    )["ambiguous"]
 
 
 def _requests(
@@ -462,8 +281,8 @@ def _requests(
     unadmitted_queued: bool,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One row per request with its rule and outcome, and the control sequence."""
-    seq = _sequence(control, trace_end, unadmitted_queued)
-    queued_tokens = _tokens_while_queued(ticks, control)
+    seq = sequence(control, trace_end, server_side(unadmitted_queued))
+    queued_tokens = tokens_while_queued(ticks, control)
     control_aggs = _control_aggregates(others, seq, attributes).with_columns(
         pl.col(KEY).is_in(queued_tokens[KEY].implode()).alias("hit_token_while_queued")
     )
@@ -475,7 +294,7 @@ def _requests(
         .with_columns(
             (pl.col("n_control").fill_null(0) + pl.col("ticks").fill_null(0)).alias("rows")
         )
-        .with_columns(_rule_column())
+        .with_columns(rule_column())
         .with_columns(
             pl.when(pl.col("terminal_event") == "completion")
             .then(pl.lit("completed"))
@@ -493,17 +312,7 @@ def _requests(
 
 def admission_warnings(timeline: Timeline) -> list[str]:
     """Say so when valid requests of both kinds (admitted or not) share a trace."""
-    if not timeline.has_admissions:
-        return []
-    valid = timeline.requests.filter(pl.col("rule").is_null())
-    without = int(((valid["n_admission"] == 0) & valid["ticks"].is_not_null()).sum())
-    if without == 0:
-        return []
-    return [
-        f"{without} of {valid.height} valid requests have no admission event while the others "
-        "do: they are taken as client-side (queue wait and prefill unavailable); in a server "
-        "log this means lost admission rows"
-    ]
+    return mixed_admission_warnings(timeline.requests, timeline.has_admissions)
 
 
 def _request_ids(
@@ -518,24 +327,6 @@ def _request_ids(
         events.join(tick_only, on=KEY, how="semi").group_by(KEY).agg(pl.col("request_id").first())
     )
     return pl.concat([ids, rest])
-
-
-def _transitions(seq: pl.DataFrame, valid_keys: pl.DataFrame) -> pl.DataFrame:
-    """Queued/running/in-system level changes at each control event of valid requests."""
-    state, prev = pl.col("state"), pl.col("prev_state")
-
-    def level(s: pl.Expr, states: list[int]) -> pl.Expr:
-        return s.is_in(states).cast(pl.Int64)
-
-    return seq.join(valid_keys, on=KEY, how="semi").select(
-        KEY,
-        "ts",
-        (level(state, [QUEUED]) - level(prev, [QUEUED])).alias("d_queued"),
-        (level(state, [RUNNING, DECODING]) - level(prev, [RUNNING, DECODING])).alias("d_running"),
-        (
-            level(state, [QUEUED, RUNNING, DECODING]) - level(prev, [QUEUED, RUNNING, DECODING])
-        ).alias("d_in_system"),
-    )
 
 
 def subset(timeline: Timeline, keys: pl.Series) -> Timeline:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from servetrace.analysis.lifecycle import DECODING, KEY, QUEUED, RUNNING, Timeline
+from servetrace.analysis.lifecycle import Timeline
+from servetrace.analysis.lifecycle_rules import DECODING, KEY, QUEUED, RUNNING
 
 
 @dataclass(frozen=True)

@@ -12,17 +12,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-import numpy as np
 import polars as pl
 
 from servetrace.analysis import intervals, survival
-from servetrace.analysis.errors import ERRORED, error_counts, errored_report
+from servetrace.analysis.concurrency import concurrency
+from servetrace.analysis.errors import error_counts, errored_report
+from servetrace.analysis.figures import (
+    CANCEL_STAGES,
+    OUTCOMES,
+    THROUGHPUT_KEYS,
+    failed,
+    rates,
+    summary_notes,
+    window_aggregates,
+)
 from servetrace.analysis.formula import FormulaReport, check_formula
-from servetrace.analysis.lifecycle import RULES, Timeline
+from servetrace.analysis.lifecycle import Timeline
+from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.errors import UsageError
 from servetrace.stats.describe import describe
-from servetrace.units import NS_PER_S
 
 EXAMPLES_SHOWN = 5
 
@@ -159,69 +168,13 @@ def latency_distributions(
     return out
 
 
-def concurrency(
-    transitions: pl.DataFrame, start: int | None, end: int | None, has_admissions: bool
-) -> dict[str, float | int | None]:
-    """Time-weighted mean and peak of requests queued, running and in the system."""
-    names = ("queued", "running", "in_system")
-    empty: dict[str, float | int | None] = {}
-    for name in names:
-        empty[f"{name}_mean"] = None
-        empty[f"{name}_peak"] = None
-    if start is None or end is None or end <= start or transitions.height == 0:
-        return empty
-    levels = (
-        transitions.group_by("ts")
-        .agg(pl.col(f"d_{n}").sum() for n in names)
-        .sort("ts")
-        .select("ts", *[pl.col(f"d_{n}").cum_sum().alias(n) for n in names])
-        .filter(pl.col("ts") <= end)
-    )
-    ts = levels["ts"].to_numpy()
-    held = np.diff(np.append(np.clip(ts, start, end), end)).astype(np.float64)
-    out: dict[str, float | int | None] = {}
-    for name in names:
-        if name != "in_system" and not has_admissions:
-            out[f"{name}_mean"], out[f"{name}_peak"] = None, None
-            continue
-        level = levels[name].to_numpy().astype(np.float64)
-        out[f"{name}_mean"] = float(np.dot(level, held) / (end - start))
-        out[f"{name}_peak"] = int(level.max())
-    return out
-
-
 def throughput(
     requests: pl.DataFrame, arrival_known: bool, goodput_met: int | None
 ) -> dict[str, float | None]:
     """Rates over the window first arrival → last terminal event, completed requests."""
-    keys = (
-        "window_s",
-        "requests_per_s",
-        "output_tokens_per_s",
-        "total_tokens_per_s",
-        "goodput_requests_per_s",
-    )
     if not arrival_known or requests.height == 0:
-        return dict.fromkeys(keys)
-    ended = requests.filter(pl.col("e2e_ns").is_not_null())
-    if ended.height == 0:
-        return dict.fromkeys(keys)
-    start = int(requests.select(pl.col("arrival_ns").min()).item())
-    end = int(ended.select((pl.col("arrival_ns") + pl.col("e2e_ns")).max()).item())
-    window_s = (end - start) / NS_PER_S if end > start else None
-    completed = requests.filter(pl.col("outcome") == "completed")
-    if not window_s:
-        return dict.fromkeys(keys)
-    output = int(completed["output_tokens"].sum())
-    prompt = int(completed["prompt_tokens"].sum())
-    prompt_known = completed.height > 0 and completed["prompt_tokens"].null_count() == 0
-    return {
-        "window_s": window_s,
-        "requests_per_s": completed.height / window_s,
-        "output_tokens_per_s": output / window_s,
-        "total_tokens_per_s": (output + prompt) / window_s if prompt_known else None,
-        "goodput_requests_per_s": goodput_met / window_s if goodput_met is not None else None,
-    }
+        return dict.fromkeys(THROUGHPUT_KEYS)
+    return rates(requests.select(window_aggregates()).row(0, named=True), goodput_met)
 
 
 def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> GoodputReport | None:
@@ -253,17 +206,9 @@ def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> Goodpu
 
 def _cancelled(requests: pl.DataFrame) -> dict[str, Any]:
     cancelled = requests.filter(pl.col("outcome") == "cancelled")
-    # Client tools end failed requests (HTTP 429, timeouts) with a cancellation too; the
-    # importer keeps their error code, so the report can tell failing from giving up.
-    # 499 is "client closed request": the client's own cancellation, not a failure.
-    failed = (
-        cancelled.filter(pl.col("error_code").is_not_null() & (pl.col("error_code") != 499)).height
-        if "error_code" in cancelled.columns
-        else 0
-    )
     return {
         "count": cancelled.height,
-        "with_error": failed,
+        "with_error": cancelled.filter(failed(cancelled.columns)).height,
         "output_tokens_delivered": int(cancelled["output_tokens"].sum()),
         "time_to_cancel_ns": describe(cancelled["e2e_ns"]),
         "examples": _ids(cancelled),
@@ -308,14 +253,8 @@ def summarize(
 ) -> Summary:
     """Everything the report shows, from the timeline and the per-request frame."""
     completed = requests.filter(pl.col("outcome") == "completed")
-    outcomes = {
-        name: int((requests["outcome"] == name).sum())
-        for name in ("completed", "cancelled", "in_flight", ERRORED)
-    }
-    cancelled_in = {
-        name: int((requests["cancelled_in"] == name).sum())
-        for name in ("queued", "prefill", "decode", "before_first_token")
-    }
+    outcomes = {name: int((requests["outcome"] == name).sum()) for name in OUTCOMES}
+    cancelled_in = {name: int((requests["cancelled_in"] == name).sum()) for name in CANCEL_STAGES}
     arrival_known = _constant_flag(requests, "arrival_known")
     ticks_available = _constant_flag(requests, "ticks_available")
     source = "server"
@@ -330,14 +269,7 @@ def summarize(
         gaps = gaps.select(pl.col(m.column).sort() for m in LATENCY_METRICS if m.per == "gap")
     metrics = latency_distributions(completed, gaps)
     tolerance = formula_tolerance or (1_000_000, 0.01)
-    notes = list(warnings)
-    if 0 < completed.height < 100:
-        notes.append(f"only {completed.height} completed requests: p99 and p99.9 are unreliable")
-    if not arrival_known:
-        notes.append(
-            "send times are unknown in this trace: throughput and concurrency are not "
-            "computed (latencies are measured from each request's own send)"
-        )
+    notes = [*warnings, *summary_notes(completed.height, arrival_known)]
     rates = throughput(requests, arrival_known, met)
     return Summary(
         accounting=accounting(timeline),

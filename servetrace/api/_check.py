@@ -22,9 +22,9 @@ from servetrace.api._compare import label_of
 from servetrace.errors import InputError, UsageError
 from servetrace.rules.baseline import ReportBaseline, read_report
 from servetrace.rules.config import CheckConfig, load_config
-from servetrace.rules.evaluate import CheckResult as GateResult
 from servetrace.rules.evaluate import evaluate
 from servetrace.rules.grammar import parse_rules
+from servetrace.rules.result import CheckResult as GateResult
 from servetrace.rules.rules import Rule
 
 

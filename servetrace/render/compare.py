@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import io
 import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
@@ -20,17 +19,27 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
-from servetrace.analysis.errors import errors_phrase
-from servetrace.analysis.unavailable import phrase
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
-from servetrace.render.compare_many import candidate_verdict
+from servetrace.render.compare_cells import (
+    change_text,
+    ci_text,
+    errored_line,
+    hidden_line,
+    negligible,
+    p_text,
+    row_key,
+    rows_of,
+    tidy,
+    unavailable_line,
+)
+from servetrace.render.compare_many import candidate_verdict, overview_markdown, overview_text
+from servetrace.render.compare_markdown import compare_markdown
 from servetrace.render.compare_words import (
     comparison_notes,
     comparison_warnings,
     display_buckets,
     display_decomposition,
-    display_rows,
     method_dict,
     method_line,
     tradeoff_text,
@@ -46,39 +55,6 @@ class CompareFormat(str, Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
-
-
-# --------------------------------------------------------------------------- helpers
-def _p(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _ci(low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return "-"
-    if not (math.isfinite(low) or math.isfinite(high)):
-        return "-"  # a ratio from zero: no finite bound to show
-    return f"{_factor(low)}-{_factor(high)}"
-
-
-def _factor(value: float) -> str:
-    if not math.isfinite(value):
-        return "inf"
-    return f"{value:.3f}" if value < 10 else f"{value:.3g}"
-
-
-def _key(row: Mapping[str, Any]) -> str:
-    return f"{row['metric']}.{row['stat']}"
-
-
-def _change(row: Mapping[str, Any]) -> str:
-    return str(row["words"]) if row["significant"] else "no significant change"
-
-
-def _rows(comparison: Comparison) -> list[dict[str, Any]]:
-    return display_rows(comparison)
 
 
 # --------------------------------------------------------------------------- JSON
@@ -99,7 +75,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "workload": {c.candidate_label: workload_dict(c.workload) for c in comparisons},
             "load": {c.candidate_label: load_dict(c.load) for c in comparisons},
             "verdicts": [candidate_verdict(c) for c in comparisons],
-            "rows": [row for c in comparisons for row in _rows(c)],
+            "rows": [row for c in comparisons for row in rows_of(c)],
             "unavailable": {c.candidate_label: dict(c.unavailable) for c in comparisons},
             "errors": {
                 c.candidate_label: {"baseline": c.errors[0], "candidate": c.errors[1]}
@@ -138,11 +114,11 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     hidden: list[str] = []
-    for row in _rows(comparison):
+    for row in rows_of(comparison):
         if row["metric"] in comparison.unavailable and not row["significant"]:
             continue  # not "no significant change": the trace cannot say (own line)
         if not row["significant"] and not verbose:
-            hidden.append(_key(row))
+            hidden.append(row_key(row))
             continue
         style = None
         if row["significant"]:
@@ -152,35 +128,11 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
             row["stat"],
             format_value(row["baseline"], row["unit"]),
             format_value(row["candidate_value"], row["unit"]),
-            Text(_change(row), style=style or ""),
-            _ci(row["ci_low"], row["ci_high"]),
-            _p(row["p_value"]),
+            Text(change_text(row), style=style or ""),
+            ci_text(row["ci_low"], row["ci_high"]),
+            p_text(row["p_value"]),
         )
     return (table if table.row_count else None), hidden
-
-
-def errored_line(comparison: Comparison) -> str | None:
-    """``Errored (failed, not cancelled): baseline none; candidate 130 × HTTP 429``."""
-    base, cand = comparison.errors
-    if not base and not cand:
-        return None
-    return (
-        "Errored (failed, not cancelled): baseline "
-        + (errors_phrase(base) if base else "none")
-        + "; candidate "
-        + (errors_phrase(cand) if cand else "none")
-    )
-
-
-def unavailable_line(comparison: Comparison) -> str:
-    """``Unavailable: itl (request-level export), preemptions (client trace)``."""
-    return "Unavailable: " + phrase(comparison.unavailable)
-
-
-def _hidden_line(hidden: Sequence[str], total: int) -> str:
-    if len(hidden) == total:
-        return f"No significant change in any of the {total} statistics compared."
-    return f"No significant change ({len(hidden)}): " + ", ".join(hidden)
 
 
 def _decomposition_table(comparison: Comparison) -> Table:
@@ -196,8 +148,8 @@ def _decomposition_table(comparison: Comparison) -> Table:
     for row in display_decomposition(comparison):
         if (
             row["component"] == "residual"
-            and _negligible(row["delta_mean_ms"])
-            and _negligible(row["delta_p50_ms"])
+            and negligible(row["delta_mean_ms"])
+            and negligible(row["delta_p50_ms"])
         ):
             continue
         name = row["component"]
@@ -207,19 +159,10 @@ def _decomposition_table(comparison: Comparison) -> Table:
             name,
             format_value(row["baseline_mean_ms"], "ms"),
             format_value(row["candidate_mean_ms"], "ms"),
-            signed(_tidy(row["delta_mean_ms"]), "ms"),
-            signed(_tidy(row["delta_p50_ms"]), "ms"),
+            signed(tidy(row["delta_mean_ms"]), "ms"),
+            signed(tidy(row["delta_p50_ms"]), "ms"),
         )
     return table
-
-
-def _negligible(value: float | None) -> bool:
-    return value is None or abs(value) < 1e-6
-
-
-def _tidy(value: float | None) -> float | None:
-    """Float noise of a sum of means shows as 0."""
-    return 0.0 if value is not None and abs(value) < 1e-9 else value
 
 
 def _buckets_table(comparison: Comparison) -> Table | None:
@@ -249,7 +192,7 @@ def _tests_table(comparison: Comparison) -> Table:
         table.add_column(name, justify="right" if name in ("n", "p") else "left")
     for row in comparison.tests.iter_rows(named=True):
         n = f"{row['n_baseline']}/{row['n_candidate']}"
-        table.add_row(row["metric"], row["test"], row["based_on"], n, _p(row["p_value"]))
+        table.add_row(row["metric"], row["test"], row["based_on"], n, p_text(row["p_value"]))
     return table
 
 
@@ -281,7 +224,7 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
         if table is not None:
             parts.append(table)
         if hidden:
-            parts.append(Text(_hidden_line(hidden, comparison.rows.height)))
+            parts.append(Text(hidden_line(hidden, comparison.rows.height)))
         if comparison.unavailable:
             parts.append(Text(unavailable_line(comparison)))
         errored = errored_line(comparison)
@@ -345,85 +288,6 @@ def compare_text(
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
-# --------------------------------------------------------------------------- Markdown
-def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|")
-
-
-def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False) -> str:
-    """GitHub-flavoured Markdown, ready for a pull-request comment."""
-    lines: list[str] = []
-    for comparison in comparisons:
-        lines.append(
-            f"### servetrace compare: `{_md(comparison.candidate_label)}` vs "
-            f"`{_md(comparison.baseline_label)}`"
-        )
-        lines.append("")
-        marker = "" if comparison.workload.paired else ":warning: "
-        lines.append(f"**Workload:** {marker}{_md(workload_message(comparison.workload))}")
-        lines.append("")
-        if comparison.load is not None and comparison.load.verdict != "unknown":
-            mark = ":warning: " if comparison.load.verdict == "differs" else ""
-            lines.append(f"**Load:** {mark}{_md(load_message(comparison.load))}")
-            lines.append("")
-        rows = _rows(comparison)
-        gone = comparison.unavailable
-        rows = [r for r in rows if r["significant"] or r["metric"] not in gone]
-        shown = [r for r in rows if r["significant"] or verbose]
-        hidden = [_key(r) for r in rows if not (r["significant"] or verbose)]
-        if shown:
-            ci = f"{comparison.confidence:.0%} CI"
-            lines.append(f"| metric | baseline | candidate | change | {ci} | p |")
-            lines.append("|---|---:|---:|---|---|---:|")
-            for row in shown:
-                change = _change(row)
-                if row["significant"]:
-                    change = f"**{change}**"
-                lines.append(
-                    f"| `{_key(row)}` | {format_value(row['baseline'], row['unit'])} | "
-                    f"{format_value(row['candidate_value'], row['unit'])} | {change} | "
-                    f"{_ci(row['ci_low'], row['ci_high'])} | {_p(row['p_value'])} |"
-                )
-            lines.append("")
-        if hidden:
-            lines.append(_hidden_line([f"`{h}`" for h in hidden], len(rows)))
-            lines.append("")
-        if gone:
-            lines.append(unavailable_line(comparison))
-            lines.append("")
-        errored = errored_line(comparison)
-        if errored:
-            lines.append(_md(errored))
-            lines.append("")
-        tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
-        if tradeoff:
-            lines.append(f"**{_md(tradeoff)}**")
-            lines.append("")
-        if comparison.decomposition.height:
-            lines.append("<details><summary>Where the e2e difference comes from</summary>")
-            lines.append("")
-            lines.append("| component | baseline mean | candidate mean | Δ mean | Δ p50 |")
-            lines.append("|---|---:|---:|---:|---:|")
-            for row in display_decomposition(comparison):
-                lines.append(
-                    f"| {row['component']} | {format_value(row['baseline_mean_ms'], 'ms')} | "
-                    f"{format_value(row['candidate_mean_ms'], 'ms')} | "
-                    f"{signed(_tidy(row['delta_mean_ms']), 'ms')} | "
-                    f"{signed(_tidy(row['delta_p50_ms']), 'ms')} |"
-                )
-            lines.append("")
-            lines.append("</details>")
-            lines.append("")
-        lines.append(f"<sub>{_md(method_line(comparison))}</sub>")
-        lines.append("")
-        warnings = comparison_warnings(comparison)
-        for warning in warnings:
-            lines.append(f"> :warning: {_md(warning)}")
-        if warnings:
-            lines.append("")
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
 def render_compare(
     comparisons: Sequence[Comparison], fmt: CompareFormat | str, *, verbose: bool = False
 ) -> str:
@@ -431,8 +295,6 @@ def render_compare(
     fmt = CompareFormat(fmt)
     if fmt is CompareFormat.json:
         return compare_json(comparisons)
-    from servetrace.render.compare_many import overview_markdown, overview_text
-
     many = len(comparisons) > 1
     if fmt is CompareFormat.markdown:
         head = overview_markdown(comparisons) if many else ""

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace.analysis.formula import FormulaCheck, FormulaReport
-from servetrace.analysis.lifecycle import RULES
+from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.render._json import clean

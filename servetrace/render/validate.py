@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servetrace.analysis.lifecycle import RULES
+from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.summary import Summary
 from servetrace.render.summary import report_dict
 

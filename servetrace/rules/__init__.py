@@ -6,5 +6,8 @@
 - ``config``   the ``[check]`` table of ``servetrace.toml`` / ``pyproject.toml``;
 - ``baseline`` a ``servetrace analyze --format json`` report used as a baseline;
 - ``outcome``  pass / fail / skip, the reason codes, and why a value can be missing;
-- ``evaluate`` the rules on a trace (and baseline): numbers only. Words: ``render.check``.
+- ``observe``  a rule's statistic on a trace or baseline, or the reason it has none;
+- ``result``   ``RuleResult`` / ``CheckResult``: numbers only;
+- ``evaluate`` the rules on a trace (and baseline): numbers only. Words:
+  ``render.check_words`` (lines) and ``render.check`` (formats).
 """

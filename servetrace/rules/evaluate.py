@@ -1,9 +1,11 @@
 """Evaluate SLO rules and regression budgets on one trace: numbers only, no words.
 
-A ``RuleResult`` carries the rule, a ``Status`` (pass, fail, skip), a ``Reason`` code and
-the numbers behind them in internal units (ns for times, a ratio for fractions, per
-second for rates); ``servetrace.render.check`` turns them into lines, JSON, Markdown and
-JUnit. Why a missing value fails or skips a rule is ``servetrace.rules.outcome``'s rule.
+A ``RuleResult`` (``servetrace.rules.result``) carries the rule, a ``Status`` (pass, fail,
+skip), a ``Reason`` code and the numbers behind them in internal units (ns for times, a
+ratio for fractions, per second for rates); ``servetrace.render.check_words`` and
+``servetrace.render.check`` turn them into lines, JSON, Markdown and JUnit. The values
+are read by ``servetrace.rules.observe``; why a missing value fails or skips a rule is
+``servetrace.rules.outcome``'s rule.
 
 A regression budget fails when the candidate is beyond it **and** the change is
 significant: the interval of ``candidate / baseline`` (``servetrace.comparison.measure``,
@@ -15,170 +17,31 @@ json`` (summary numbers, no samples to test), only the budget applies and
 
 from __future__ import annotations
 
-import functools
-import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from servetrace.analysis.memory import Analysis
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.comparison.catalog import (
-    OPERATORS,
-    MetricSpec,
-    MetricUnavailable,
-    get_metric,
-    metric_value,
-)
+from servetrace.comparison.catalog import OPERATORS, MetricUnavailable, get_metric, metric_value
 from servetrace.comparison.measure import Measured, Skipped, measure
 from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
 from servetrace.rules.baseline import ReportBaseline, as_report
 from servetrace.rules.config import option_problems
 from servetrace.rules.grammar import parse_rules
-from servetrace.rules.outcome import Reason, Side, Status, TraceFacts, missing_reason, precheck
+from servetrace.rules.observe import Baseline, Observed, baseline_observer, observer
+from servetrace.rules.outcome import Reason, Side, Status
 from servetrace.rules.percentile_gate import (
     PercentileInterval,
     decide,
     more_samples,
     percentile_interval,
 )
-from servetrace.rules.rules import RegressionRule, Rule, RuleKind, SloRule
+from servetrace.rules.result import CheckResult, RuleResult
+from servetrace.rules.rules import RegressionRule, Rule, SloRule
 from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
 from servetrace.stats.ratio import DEFAULT_CONFIDENCE
 from servetrace.stats.verdicts import MIN_SAMPLES
-
-Baseline = Analysis | ReportBaseline
-
-
-@dataclass(frozen=True)
-class RuleResult:
-    """The outcome of one rule; numbers in internal units (ns for times).
-
-    ``value`` is the trace's statistic, ``limit`` the SLO limit or the worst value the
-    budget allows, ``baseline`` the baseline's statistic (budgets only). ``ratio``,
-    ``ci_low``, ``ci_high`` and ``p_value`` are the significance test of a budget;
-    ``samples`` the requests on the smaller side when a budget was ``not_testable``;
-    ``missing_in`` which side had no value when the reason is a missing value.
-    """
-
-    rule: Rule
-    status: Status
-    reason: Reason
-    value: float | None
-    limit: float | None
-    baseline: float | None = None
-    significant: bool | None = None
-    ratio: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p_value: float | None = None
-    samples: int | None = None
-    missing_in: Side | None = None
-    # SLOs on a latency percentile: its interval (ns; None ends are unbounded), the
-    # samples behind it, and (INCONCLUSIVE) how many more would decide it.
-    interval: tuple[float | None, float | None] | None = None
-    interval_samples: int | None = None
-    more_samples: int | None = None
-    interval_confidence: float | None = None
-
-    @property
-    def kind(self) -> RuleKind:
-        return self.rule.kind
-
-    @property
-    def spec(self) -> MetricSpec:
-        return get_metric(self.rule.metric)
-
-    @property
-    def passed(self) -> bool:
-        return self.status is Status.PASS
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """Every rule's result. It passes when no rule failed and, under ``require_all``,
-    none was skipped. ``notes`` are what the measuring engine said about the test."""
-
-    results: tuple[RuleResult, ...]
-    significance: bool
-    seed: int
-    resamples: int
-    confidence: float
-    baseline_kind: Literal["trace", "json"] | None
-    require_all: bool = False
-    workload: WorkloadMatch | None = None
-    notes: tuple[Skipped, ...] = ()
-    allow_inconclusive: bool = False
-
-    @property
-    def failures(self) -> tuple[RuleResult, ...]:
-        return tuple(r for r in self.results if r.status is Status.FAIL)
-
-    @property
-    def inconclusive(self) -> tuple[RuleResult, ...]:
-        return tuple(r for r in self.results if r.status is Status.INCONCLUSIVE)
-
-    @property
-    def skipped(self) -> tuple[RuleResult, ...]:
-        return tuple(r for r in self.results if r.status is Status.SKIP)
-
-    @property
-    def passed(self) -> bool:
-        return (
-            not self.failures
-            and not (self.require_all and self.skipped)
-            and not (self.inconclusive and not self.allow_inconclusive)
-        )
-
-
-# --------------------------------------------------------------------------- facts
-def trace_facts(analysis: Analysis) -> TraceFacts:
-    """What a trace can express, from its per-request frame and summary."""
-    requests = analysis.requests
-    summary = analysis.summary
-    completed = int((requests["outcome"] == "completed").sum()) if requests.height else 0
-    preemptions = (
-        int(requests["preemptions"].fill_null(0).sum()) if "preemptions" in requests.columns else 0
-    )
-    return TraceFacts(
-        requests_valid=requests.height,
-        completed=completed,
-        client=summary.source == "client",
-        ticks_available=summary.ticks_available,
-        arrival_known=summary.arrival_known,
-        window_known=summary.throughput.get("window_s") is not None,
-        preemption_events=preemptions,
-    )
-
-
-@dataclass(frozen=True)
-class _Observed:
-    value: float | None
-    reason: Reason | None  # why there is no value (or why it means nothing)
-
-
-def _observe(
-    rule: Rule,
-    read: Callable[[], float | None],
-    requests_valid: int,
-    facts: Callable[[], TraceFacts],
-) -> _Observed:
-    spec = get_metric(rule.metric)
-    # Facts are read only when needed: most rules have their value.
-    if requests_valid == 0:
-        return _Observed(None, Reason.NO_REQUESTS)
-    try:
-        value = read()
-    except MetricUnavailable:
-        value = None
-    if spec.name == "preemptions":
-        early = precheck(facts(), spec)
-        if early is not None:
-            return _Observed(None, early)
-    if value is None or not math.isfinite(value):
-        return _Observed(None, missing_reason(facts(), spec, rule.stat))
-    return _Observed(value, None)
 
 
 def _needs_targets(rule: Rule, goodput: Sequence[GoodputTarget], analysis: Analysis) -> bool:
@@ -248,8 +111,8 @@ def evaluate(
             "; ".join(problems), hint="add goodput targets such as ttft<=200ms, tpot<=50ms"
         )
 
-    trace = _observer(analysis, goodput)
-    base = _baseline_observer(baseline, goodput, problems)
+    trace = observer(analysis, goodput)
+    base = baseline_observer(baseline, goodput, problems)
     base_observed = {rule.key: base(rule) for rule in regressions}
     if problems:  # statistics a JSON baseline cannot hold: before any work on the trace
         raise UsageError("; ".join(problems))
@@ -310,43 +173,8 @@ def evaluate(
     )
 
 
-def _observer(analysis: Analysis, goodput: Sequence[GoodputTarget]) -> Callable[[Rule], _Observed]:
-    facts = functools.cache(lambda: trace_facts(analysis))
-    valid = analysis.requests.height
-
-    def observe(rule: Rule) -> _Observed:
-        def read() -> float | None:
-            return metric_value(analysis, rule.metric, rule.stat, goodput=goodput)
-
-        return _observe(rule, read, valid, facts)
-
-    return observe
-
-
-def _baseline_observer(
-    baseline: Baseline | None, goodput: Sequence[GoodputTarget], problems: list[str]
-) -> Callable[[Rule], _Observed]:
-    if baseline is None:
-        return lambda rule: _Observed(None, None)
-    if not isinstance(baseline, ReportBaseline):
-        return _observer(baseline, goodput)
-    report = baseline
-    facts = functools.cache(report.facts)
-
-    def observe(rule: Rule) -> _Observed:
-        spec = get_metric(rule.metric)
-        try:
-            value = report.value(spec, rule.stat)
-        except UsageError as error:
-            problems.append(f"{rule}: {error.message}")
-            return _Observed(None, None)
-        return _observe(rule, lambda: value, facts().requests_valid, facts)
-
-    return observe
-
-
 def _slo_result(
-    rule: SloRule, observed: _Observed, band: PercentileInterval | None = None
+    rule: SloRule, observed: Observed, band: PercentileInterval | None = None
 ) -> RuleResult:
     value, limit = observed.value, rule.limit
     if value is None:
@@ -371,8 +199,8 @@ def _slo_result(
 
 def _regression_result(
     rule: RegressionRule,
-    observed: _Observed,
-    base_observed: _Observed,
+    observed: Observed,
+    base_observed: Observed,
     tested: Measured | None,
     test_significance: bool,
 ) -> RuleResult:

@@ -1,7 +1,7 @@
 """What a rule's outcome can be, and why a trace has no value for a statistic.
 
 A rule ends in one of three states (``Status``) for one reason (``Reason``, a code; the
-words are ``servetrace.render.check``'s). When a trace has no value for a statistic,
+words are ``servetrace.render.check_words``'). When a trace has no value for a statistic,
 the reason decides the state, by one rule:
 
 - **FAIL** when the run produced nothing to measure: no valid request (``no_requests``;

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from servetrace.analysis.lifecycle import RULES
+from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.memory import analyze_events
 from tests.conftest import MS, events, make_request
 

@@ -206,3 +206,127 @@ def test_goodput_counts_requests_meeting_every_target() -> None:
     assert summary.goodput["requests_met"] == 1
     assert summary.goodput["fraction"] == pytest.approx(1 / 3)
     assert summary.throughput["goodput_requests_per_s"] == pytest.approx(1 / 0.310)
+
+
+def test_cancelled_after_a_preemption_and_readmission_was_in_decode() -> None:
+    # Tokens at 20 and 30, preempted at 40, admitted again at 50, cancelled at 60 before
+    # its next token: it had reached its first token, so it was cancelled in decode (not
+    # prefill, though it was running without a token since its re-admission).
+    frame = events(
+        make_request("r", admission=[10, 50], first=20, ticks=[30], preempt=[40], cancel=60)
+    )
+    r = one(frame)
+    assert r["outcome"] == "cancelled"
+    assert r["cancelled_in"] == "decode"
+    assert r["preemptions"] == 1 and r["requeued_ns"] == 10 * MS
+
+
+def test_a_request_without_a_ticks_available_value_has_real_ticks() -> None:
+    # A request-level import (ticks_available false) joined with a canonical log whose
+    # rows carry no value: the canonical request keeps its per-tick figures.
+    frame = events(
+        make_request("imported", first=10, complete=50, output_tokens=5),
+        make_request("canonical", arrival=100, first=110, ticks=[120, 140], complete=140),
+    ).with_columns(pl.when(pl.col("request_id") == "imported").then(False).alias("ticks_available"))
+    rows = {r["request_id"]: r for r in analyze_events(frame).requests.iter_rows(named=True)}
+    assert rows["canonical"]["itl_mean_ns"] == 15 * MS  # (140 - 110) / 2 gaps
+    assert rows["canonical"]["itl_max_ns"] == 20 * MS
+    assert rows["imported"]["itl_mean_ns"] is None and rows["imported"]["itl_max_ns"] is None
+
+
+def test_a_request_level_import_reads_its_last_token_time() -> None:
+    # Stream closed at 90 ms, last token logged at 70: response and decode end at the
+    # last token, and the 20 ms between it and the close is the delivery tail.
+    frame = events(make_request("a", first=10, complete=90, output_tokens=4)).with_columns(
+        pl.lit(False).alias("ticks_available"), pl.lit(70 * MS).alias("last_token_ns")
+    )
+    r = one(frame)
+    assert r["response_ns"] == 70 * MS
+    assert r["decode_ns"] == 60 * MS
+    assert r["delivery_tail_ns"] == 20 * MS
+    assert r["tpot_ns"] == 20 * MS  # 60 ms over N - 1 = 3
+
+
+def test_every_duration_is_measured_from_the_request_own_arrival() -> None:
+    # Arrival at 1000 ms (not 0, where "- arrival" and "+ arrival" agree): admission
+    # 1030, first token 1080, ticks 1090 and 1100, completion 1110.
+    r = one(
+        events(
+            make_request(
+                "a", arrival=1000, admission=1030, first=1080, ticks=[1090, 1100], complete=1110
+            )
+        )
+    )
+    assert r["queue_wait_ns"] == 30 * MS
+    assert r["prefill_ns"] == 50 * MS
+    assert r["ttft_ns"] == 80 * MS
+    assert r["decode_ns"] == 20 * MS
+    assert r["response_ns"] == 100 * MS
+    assert r["e2e_ns"] == 110 * MS
+    assert r["delivery_tail_ns"] == 10 * MS
+    # nothing preempted: counted as 0 and 0 ns requeued, not unknown
+    assert r["preemptions"] == 0 and r["requeued_ns"] == 0
+
+
+def test_a_request_cancelled_in_the_queue_has_no_ticks_counted_as_zero() -> None:
+    frame = events(
+        make_request("q", arrival=500, cancel=540),
+        make_request("s", arrival=0, admission=1, first=2, complete=2),
+    )
+    rows = {r["request_id"]: r for r in analyze_events(frame).requests.iter_rows(named=True)}
+    q = rows["q"]
+    assert q["outcome"] == "cancelled" and q["cancelled_in"] == "queued"
+    assert q["queue_wait_ns"] == 40 * MS  # waited from 500 until its cancellation at 540
+    assert q["ticks"] == 0 and q["output_tokens"] == 0 and q["preemptions"] == 0
+
+
+def test_a_request_level_import_has_no_longest_gap() -> None:
+    # Two tick rows of an export without per-token times (first token, then the other 3
+    # tokens at stream close): the 40 ms between them is not an inter-token gap.
+    frame = events(
+        make_request("a", first=10, ticks=[50], tokens=[1, 3], complete=50, output_tokens=4)
+    ).with_columns(pl.lit(False).alias("ticks_available"))
+    r = one(frame)
+    assert r["itl_max_ns"] is None and r["itl_mean_ns"] is None
+    assert r["decode_ns"] == 40 * MS and r["tpot_ns"] == pytest.approx(40 * MS / 3)
+
+
+def test_a_trace_without_output_token_counts_counts_its_ticks() -> None:
+    frame = events(make_request("a", first=10, ticks=[20], tokens=[1, 2], complete=20))
+    r = one(frame.drop("output_tokens"))
+    assert r["output_tokens"] == 3 and r["ticks"] == 2
+
+
+def test_a_two_token_answer_meets_the_formula_exactly() -> None:
+    # TTFT 10 ms, one gap of 30 ms: T_response = TTFT + (2 - 1) · 30 = 40, residual 0.
+    r = one(events(make_request("a", first=10, ticks=[40], complete=40)))
+    assert r["output_tokens"] == 2 and r["itl_mean_ns"] == 30 * MS
+    assert r["formula_residual_ns"] == 0
+
+
+def test_a_trace_without_prompt_lengths_has_a_typed_empty_column() -> None:
+    analysis = analyze_events(
+        events(make_request("a", first=10, complete=10)).drop("prompt_tokens")
+    )
+    assert analysis.requests["prompt_tokens"].to_list() == [None]
+    assert analysis.requests.schema["prompt_tokens"] == pl.Int64
+
+
+def test_requests_come_in_arrival_order_ties_by_id() -> None:
+    frame = events(
+        make_request("c", arrival=10, first=11, complete=11),
+        make_request("b", arrival=0, first=1, complete=1),
+        make_request("a", arrival=10, first=12, complete=12),
+    )
+    assert analyze_events(frame).requests["request_id"].to_list() == ["b", "a", "c"]
+
+
+def test_only_completed_requests_gaps_are_pooled_into_itl() -> None:
+    # Completed: gaps 10 and 20 ms. Cancelled after ticks 5 ms apart: not in the pool.
+    frame = events(
+        make_request("done", first=10, ticks=[20, 40], complete=40),
+        make_request("gone", arrival=0, first=10, ticks=[15, 20], cancel=25),
+    )
+    itl = analyze_events(frame).summary.metrics["itl"]
+    assert itl["count"] == 2
+    assert itl["min"] == 10 * MS and itl["max"] == 20 * MS

@@ -3,7 +3,7 @@
 It must not import servetrace's lifecycle or metrics: the fuzzer compares the two. It is
 written for clarity, not speed (traces here have tens of rows), straight from README.md:
 "The lifecycle and its rules", "Metrics", and the per-request semantics of server-side
-and client-side requests (the lifecycle module docstring, README "guarantees").
+and client-side requests (the `lifecycle_side` module docstring, README "guarantees").
 
 A row is a dict with ``request_id``, ``event``, ``ts`` (int ns), optionally ``tokens``,
 ``prompt_tokens``, ``output_tokens`` and attributes.

@@ -11,11 +11,11 @@ from servetrace.render.check import (
     check_junit,
     check_markdown,
     render_check,
-    rule_line,
 )
-from servetrace.rules.evaluate import CheckResult, RuleResult
+from servetrace.render.check_words import rule_line
 from servetrace.rules.grammar import parse_rules
 from servetrace.rules.outcome import Reason, Status
+from servetrace.rules.result import CheckResult, RuleResult
 
 MS = 1_000_000
 SLO_PASS, SLO_FAIL, BUDGET, SKIPPED, RATE = parse_rules(

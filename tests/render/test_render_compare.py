@@ -16,10 +16,10 @@ from servetrace.comparison.workload import WorkloadMatch
 from servetrace.render.compare import (
     CompareFormat,
     compare_dict,
-    compare_markdown,
     compare_text,
     render_compare,
 )
+from servetrace.render.compare_markdown import compare_markdown
 from servetrace.render.compare_words import (
     ROW_KEYS,
     change_words,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from servetrace.analysis.memory import Analysis, analyze_events
 from servetrace.cli import app
 from servetrace.errors import UsageError
-from servetrace.render.check import rule_line
+from servetrace.render.check_words import rule_line
 from servetrace.render.summary import summary_dict
 from servetrace.rules.baseline import as_report
 from servetrace.rules.evaluate import evaluate

@@ -1,0 +1,106 @@
+"""A comparison as GitHub-flavoured Markdown, ready for a pull-request comment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from servetrace.comparison.compare import Comparison
+from servetrace.render.compare_cells import (
+    change_text,
+    ci_text,
+    hidden_line,
+    p_text,
+    row_key,
+    rows_of,
+    tidy,
+    errored_line,
+    unavailable_line,
+)
+from servetrace.render.compare_words import (
+    comparison_warnings,
+    display_decomposition,
+    method_line,
+    tradeoff_text,
+)
+from servetrace.render.format import format_value, signed
+from servetrace.render.load import load_message
+from servetrace.render.workload import workload_message
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False) -> str:
+    """GitHub-flavoured Markdown, ready for a pull-request comment."""
+    lines: list[str] = []
+    for comparison in comparisons:
+        lines.append(
+            f"### servetrace compare: `{_md(comparison.candidate_label)}` vs "
+            f"`{_md(comparison.baseline_label)}`"
+        )
+        lines.append("")
+        marker = "" if comparison.workload.paired else ":warning: "
+        lines.append(f"**Workload:** {marker}{_md(workload_message(comparison.workload))}")
+        lines.append("")
+        if comparison.load is not None and comparison.load.verdict != "unknown":
+            mark = ":warning: " if comparison.load.verdict == "differs" else ""
+            lines.append(f"**Load:** {mark}{_md(load_message(comparison.load))}")
+            lines.append("")
+        rows = rows_of(comparison)
+        gone = comparison.unavailable
+        rows = [r for r in rows if r["significant"] or r["metric"] not in gone]
+        shown = [r for r in rows if r["significant"] or verbose]
+        hidden = [row_key(r) for r in rows if not (r["significant"] or verbose)]
+        if shown:
+            ci = f"{comparison.confidence:.0%} CI"
+            lines.append(f"| metric | baseline | candidate | change | {ci} | p |")
+            lines.append("|---|---:|---:|---|---|---:|")
+            for row in shown:
+                change = change_text(row)
+                if row["significant"]:
+                    change = f"**{change}**"
+                lines.append(
+                    f"| `{row_key(row)}` | {format_value(row['baseline'], row['unit'])} | "
+                    f"{format_value(row['candidate_value'], row['unit'])} | {change} | "
+                    f"{ci_text(row['ci_low'], row['ci_high'])} | {p_text(row['p_value'])} |"
+                )
+            lines.append("")
+        if hidden:
+            lines.append(hidden_line([f"`{h}`" for h in hidden], len(rows)))
+            lines.append("")
+        if gone:
+            lines.append(unavailable_line(comparison))
+            lines.append("")
+        errored = errored_line(comparison)
+        if errored:
+            lines.append(_md(errored))
+            lines.append("")
+        tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
+        if tradeoff:
+            lines.append(f"**{_md(tradeoff)}**")
+            lines.append("")
+        if comparison.decomposition.height:
+            lines.append("<details><summary>Where the e2e difference comes from</summary>")
+            lines.append("")
+            lines.append("| component | baseline mean | candidate mean | Δ mean | Δ p50 |")
+            lines.append("|---|---:|---:|---:|---:|")
+            for row in display_decomposition(comparison):
+                lines.append(
+                    f"| {row['component']} | {format_value(row['baseline_mean_ms'], 'ms')} | "
+                    f"{format_value(row['candidate_mean_ms'], 'ms')} | "
+                    f"{signed(tidy(row['delta_mean_ms']), 'ms')} | "
+                    f"{signed(tidy(row['delta_p50_ms']), 'ms')} |"
+                )
+            lines.append("")
+            lines.append("</details>")
+            lines.append("")
+        lines.append(f"<sub>{_md(method_line(comparison))}</sub>")
+        lines.append("")
+        warnings = comparison_warnings(comparison)
+        for warning in warnings:
+            lines.append(f"> :warning: {_md(warning)}")
+        if warnings:
+            lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
