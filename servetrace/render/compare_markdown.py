@@ -9,12 +9,12 @@ from servetrace.comparison.compare import Comparison
 from servetrace.render.compare_cells import (
     change_text,
     ci_text,
+    errored_line,
     hidden_line,
     p_text,
     row_key,
     rows_of,
     tidy,
-    errored_line,
     unavailable_line,
 )
 from servetrace.render.compare_words import (
