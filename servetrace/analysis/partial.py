@@ -34,7 +34,6 @@ import polars as pl
 from servetrace.analysis.histogram import EXACT_GAPS, RELATIVE_BOUND, LogHistogram
 from servetrace.analysis.lifecycle import (
     KEY,
-    ROW_RULES,
     Timeline,
     TraceFacts,
     admission_warnings,
@@ -43,6 +42,7 @@ from servetrace.analysis.lifecycle import (
     quarantined_rows,
     trace_facts,
 )
+from servetrace.analysis.lifecycle_rules import ROW_RULES
 from servetrace.analysis.memory import Analysis, AnalysisOptions, attribute_columns, span_warnings
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.summary import summarize
