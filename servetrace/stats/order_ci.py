@@ -113,6 +113,11 @@ def ranks(n: int | IntArray, q: float, confidence: float) -> tuple[IntArray, Int
     return found[where.reshape(-1), 0], found[where.reshape(-1), 1]
 
 
+def rank_pair(n: int, q: float, confidence: float) -> tuple[int, int]:
+    """``ranks`` of one size, without the array round trip (``--by`` asks per group)."""
+    return _ranks_one(int(n), q, _check(q, confidence))
+
+
 def interval(
     ordered: npt.NDArray[np.float64], q: float, confidence: float
 ) -> tuple[float | None, float | None]:
