@@ -112,9 +112,12 @@ def check_formula(
     steps = multi.select((pl.col("output_tokens") - 1).sum()).item() if multi.height else 0
     fleet_itl = multi["decode_ns"].sum() / steps if steps else None
     notes: list[str] = []
+    # Unknown output counts (analysis.output_counts) leave N, hence the formula, unknown.
+    uncounted = int(completed["output_tokens"].null_count())
     if fleet_itl is None:
         fleet = FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())
-        notes.append("no completed request has 2 or more output tokens: no fleet ITL")
+        if not uncounted or uncounted < completed.height:
+            notes.append("no completed request has 2 or more output tokens: no fleet ITL")
     else:
         with_error = completed.with_columns(
             (
@@ -124,7 +127,12 @@ def check_formula(
             ).alias("fleet_error_ns")
         )
         fleet = _check(with_error, "fleet_error_ns", abs_tol_ns, rel_tol)
-    unchecked = completed.height - per_request.checked
+    if uncounted:
+        notes.append(
+            f"{uncounted} completed requests have no output-token count: the formula is "
+            "unavailable for them (N unknown)"
+        )
+    unchecked = completed.height - per_request.checked - uncounted
     if unchecked:
         notes.append(
             f"{unchecked} completed requests have no per-tick times (single tick carrying "

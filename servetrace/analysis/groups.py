@@ -54,6 +54,7 @@ def _throughput(
             (pl.col("arrival_ns") + pl.col("e2e_ns")).max().alias("end"),
             completed.sum().alias("completed"),
             pl.col("output_tokens").filter(completed).sum().alias("output"),
+            pl.col("output_tokens").filter(completed).null_count().alias("output_missing"),
             pl.col("prompt_tokens").filter(completed).sum().alias("prompt"),
             pl.col("prompt_tokens").filter(completed).null_count().alias("prompt_missing"),
         )
@@ -70,11 +71,14 @@ def _throughput(
         window_s = (end - start) / NS_PER_S
         prompt_known = row["completed"] > 0 and row["prompt_missing"] == 0
         output, prompt = int(row["output"] or 0), int(row["prompt"] or 0)
+        counted = row["output_missing"] == 0  # else unknown (analysis.output_counts)
         out[value] = {
             "window_s": window_s,
             "requests_per_s": row["completed"] / window_s,
-            "output_tokens_per_s": output / window_s,
-            "total_tokens_per_s": (output + prompt) / window_s if prompt_known else None,
+            "output_tokens_per_s": output / window_s if counted else None,
+            "total_tokens_per_s": (
+                (output + prompt) / window_s if prompt_known and counted else None
+            ),
             "goodput_requests_per_s": met[value] / window_s if value in met else None,
         }
     return out
@@ -87,11 +91,21 @@ def _ended(
     of = frame.filter(pl.col("outcome") == outcome)
     counts = rows_by_group(
         of.group_by(G).agg(
-            pl.len().alias("count"), pl.col("output_tokens").sum().alias("tokens"), *extra
+            pl.len().alias("count"),
+            pl.when(pl.col("output_tokens").null_count() == 0)
+            .then(pl.col("output_tokens").sum())
+            .alias("tokens"),
+            pl.col("output_tokens").null_count().alias("uncounted"),
+            *extra,
         )
     )
-    empty = {"count": 0, "tokens": 0, "with_error": 0}
+    empty = {"count": 0, "tokens": 0, "with_error": 0, "uncounted": 0}
     return {v: counts.get(v, empty) for v in values}, examples(of)
+
+
+def _delivered(row: Mapping[str, Any]) -> int | None:
+    """Tokens delivered by a group's ended requests; None when a count is unknown."""
+    return None if row.get("uncounted") else int(row["tokens"] or 0)
 
 
 def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict[str, Any]]:
@@ -160,6 +174,7 @@ def summarize_groups(
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
     rates = _throughput(requests, values, known, met)
+    uncounted = dict(completed.group_by(G).agg(pl.col("output_tokens").null_count()).iter_rows())
     error = (
         (pl.col("error_code").is_not_null() & (pl.col("error_code") != 499)).sum()
         if "error_code" in requests.columns
@@ -236,13 +251,13 @@ def summarize_groups(
             cancelled={
                 "count": int(cancels[value]["count"]),
                 "with_error": int(cancels[value]["with_error"]),
-                "output_tokens_delivered": int(cancels[value]["tokens"] or 0),
+                "output_tokens_delivered": _delivered(cancels[value]),
                 "time_to_cancel_ns": to_cancel["e2e_ns"].get(value, empty),
                 "examples": cancel_ids.get(value, []),
             },
             in_flight={
                 "count": int(flying[value]["count"]),
-                "output_tokens_delivered": int(flying[value]["tokens"] or 0),
+                "output_tokens_delivered": _delivered(flying[value]),
                 "age_at_end_ns": ages["age_ns"].get(value, empty),
                 "examples": flying_ids.get(value, []),
             },
@@ -259,6 +274,7 @@ def summarize_groups(
             warnings=tuple(notes),
             errors=errors_by.get(value, {}),
             errored=errored_by[value],
+            output_uncounted=int(uncounted.get(value, 0)),
         )
     last_events = {v: group_spans[v]["end"] for v in values}
     return grouped_censoring.attach(result, requests, gaps, G, KEY, last_events, admissions)

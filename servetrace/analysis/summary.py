@@ -20,6 +20,7 @@ from servetrace.analysis.errors import ERRORED, error_counts, errored_report
 from servetrace.analysis.formula import FormulaReport, check_formula
 from servetrace.analysis.lifecycle import RULES, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.output_counts import token_sum, uncounted
 from servetrace.errors import UsageError
 from servetrace.stats.describe import describe
 from servetrace.units import NS_PER_S
@@ -100,6 +101,9 @@ class Summary:
     # issue 9: failed requests by code, and what they delivered before failing
     errors: dict[str, int] = field(default_factory=dict)
     errored: dict[str, Any] = field(default_factory=dict)
+    # Completed requests whose output-token count the trace does not know
+    # (analysis.output_counts): output tok/s is null, and all of them means no tpot.
+    output_uncounted: int = 0
 
 
 def _ids(frame: pl.DataFrame) -> list[Any]:
@@ -212,14 +216,16 @@ def throughput(
     completed = requests.filter(pl.col("outcome") == "completed")
     if not window_s:
         return dict.fromkeys(keys)
-    output = int(completed["output_tokens"].sum())
+    output = token_sum(completed)  # None: a count is unknown (analysis.output_counts)
     prompt = int(completed["prompt_tokens"].sum())
     prompt_known = completed.height > 0 and completed["prompt_tokens"].null_count() == 0
     return {
         "window_s": window_s,
         "requests_per_s": completed.height / window_s,
-        "output_tokens_per_s": output / window_s,
-        "total_tokens_per_s": (output + prompt) / window_s if prompt_known else None,
+        "output_tokens_per_s": output / window_s if output is not None else None,
+        "total_tokens_per_s": (
+            (output + prompt) / window_s if prompt_known and output is not None else None
+        ),
         "goodput_requests_per_s": goodput_met / window_s if goodput_met is not None else None,
     }
 
@@ -264,7 +270,7 @@ def _cancelled(requests: pl.DataFrame) -> dict[str, Any]:
     return {
         "count": cancelled.height,
         "with_error": failed,
-        "output_tokens_delivered": int(cancelled["output_tokens"].sum()),
+        "output_tokens_delivered": token_sum(cancelled),
         "time_to_cancel_ns": describe(cancelled["e2e_ns"]),
         "examples": _ids(cancelled),
     }
@@ -275,7 +281,7 @@ def _in_flight(requests: pl.DataFrame, trace_end: int | None) -> dict[str, Any]:
     age = flying.select((pl.lit(trace_end) - pl.col("arrival_ns")).alias("age"))["age"]
     return {
         "count": flying.height,
-        "output_tokens_delivered": int(flying["output_tokens"].sum()),
+        "output_tokens_delivered": token_sum(flying),
         "age_at_end_ns": describe(age),
         "examples": _ids(flying),
     }
@@ -370,4 +376,5 @@ def summarize(
         intervals=intervals.metric_intervals(completed, gaps),
         errors=error_counts(requests),
         errored=errored_report(requests),
+        output_uncounted=uncounted(requests),
     )

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace.analysis.errors import errors_phrase
-from servetrace.analysis.unavailable import phrase
+from servetrace.analysis.unavailable import phrase, reason_for
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
 from servetrace.render.compare_many import candidate_verdict
@@ -139,7 +139,8 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     hidden: list[str] = []
     for row in _rows(comparison):
-        if row["metric"] in comparison.unavailable and not row["significant"]:
+        gone = reason_for(comparison.unavailable, row["metric"], row["stat"])
+        if gone is not None and not row["significant"]:
             continue  # not "no significant change": the trace cannot say (own line)
         if not row["significant"] and not verbose:
             hidden.append(_key(row))
@@ -368,7 +369,9 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             lines.append("")
         rows = _rows(comparison)
         gone = comparison.unavailable
-        rows = [r for r in rows if r["significant"] or r["metric"] not in gone]
+        rows = [
+            r for r in rows if r["significant"] or reason_for(gone, r["metric"], r["stat"]) is None
+        ]
         shown = [r for r in rows if r["significant"] or verbose]
         hidden = [_key(r) for r in rows if not (r["significant"] or verbose)]
         if shown:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from servetrace.analysis.memory import Analysis
 from servetrace.analysis.summary import GoodputTarget
+from servetrace.analysis.unavailable import output_unknown, unavailable_reasons
 from servetrace.comparison.catalog import (
     OPERATORS,
     MetricSpec,
@@ -149,6 +150,7 @@ def trace_facts(analysis: Analysis) -> TraceFacts:
         arrival_known=summary.arrival_known,
         window_known=summary.throughput.get("window_s") is not None,
         preemption_events=preemptions,
+        output_unknown=output_unknown(unavailable_reasons(summary)),
     )
 
 
