@@ -328,3 +328,19 @@ def test_by_group_rates_are_unavailable(tmp_path: Path) -> None:
     assert not set(un.OUTPUT_RATES) & set(un.unavailable(y))
     report = analysis.to_dict()
     assert report["unavailable"]["output_tokens_per_s"] == UNKNOWN
+
+
+SLICE = ["--slice", "2s", "-f", "json"]
+
+
+def test_slices_of_a_request_level_trace_have_no_token_rate(tmp_path: Path) -> None:
+    """--slice: the one synthetic tick per request is no emission count (was 1 tok/request)."""
+    path = _table(tmp_path, ["11", "11", "11", "0", "3"])
+    result = runner.invoke(
+        app,
+        ["analyze", str(path), *CLI_MAP, "--column", "output_tokens=n_out", *SLICE],
+    )
+    assert result.exit_code == 0, result.stderr
+    slices = json.loads(result.stdout)["slices"]
+    assert [s["arrivals"] for s in slices] == [2, 2, 1]
+    assert [s["output_tokens_per_s"] for s in slices] == [None, None, None]
