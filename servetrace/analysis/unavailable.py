@@ -62,7 +62,7 @@ def unavailable_reasons(summary: Any) -> dict[str, str]:
         out["throughput"] = ARRIVAL_UNKNOWN
     uncounted = getattr(summary, "output_uncounted", 0)
     if uncounted:
-        if summary.arrival_known:
+        if summary.arrival_known or summary.throughput.get("window_s") is not None:
             out.update(dict.fromkeys(OUTPUT_RATES, OUTPUT_UNKNOWN))
         if uncounted >= summary.outcomes.get("completed", 0):
             out.update(dict.fromkeys(OUTPUT_COUNTED, OUTPUT_UNKNOWN))

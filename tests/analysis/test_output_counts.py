@@ -344,3 +344,21 @@ def test_slices_of_a_request_level_trace_have_no_token_rate(tmp_path: Path) -> N
     slices = json.loads(result.stdout)["slices"]
     assert [s["arrivals"] for s in slices] == [2, 2, 1]
     assert [s["output_tokens_per_s"] for s in slices] == [None, None, None]
+
+
+def test_declared_window_does_not_sum_unknown_counts() -> None:
+    """A run's declared duration (4 s): 2 completed → 0.5 req/s; one count unknown → no tok/s."""
+    from servetrace.runs.throughput import declared_throughput
+
+    requests = pl.DataFrame(
+        {
+            "outcome": ["completed", "completed"],
+            "output_tokens": [10, None],
+            "prompt_tokens": [5, 7],
+        },
+        schema={"outcome": pl.String, "output_tokens": pl.Int64, "prompt_tokens": pl.Int64},
+    )
+    got = declared_throughput(requests, 4.0, None)
+    assert got["requests_per_s"] == 0.5
+    assert got["output_tokens_per_s"] is None
+    assert got["total_tokens_per_s"] is None
