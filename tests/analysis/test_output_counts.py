@@ -362,3 +362,21 @@ def test_declared_window_does_not_sum_unknown_counts() -> None:
     assert got["requests_per_s"] == 0.5
     assert got["output_tokens_per_s"] is None
     assert got["total_tokens_per_s"] is None
+
+
+@pytest.mark.parametrize("batch_rows", [1000, 2_000_000])
+def test_streamed_analysis_agrees(tmp_path: Path, batch_rows: int) -> None:
+    """The same unknown counts whether the trace is analysed in memory or in batches."""
+    path = _table(tmp_path, ["11", "", "11", "0", "3"])
+    columns = {**COLUMNS, "output_tokens": "n_out"}
+    kwargs = {"from_format": "requests", "time_unit": "ms", "columns": columns}
+    whole = servetrace.analyze(path, **kwargs).summary  # type: ignore[arg-type]
+    streamed = servetrace.analyze(
+        path,
+        streaming=True,
+        batch_rows=batch_rows,
+        **kwargs,  # type: ignore[arg-type]
+    ).summary
+    assert streamed.output_uncounted == whole.output_uncounted == 1
+    assert streamed.throughput == whole.throughput
+    assert streamed.metrics["tpot"] == whole.metrics["tpot"]
