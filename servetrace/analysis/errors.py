@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.analysis.output_counts import token_sum
 from servetrace.stats.describe import describe
 
 ERRORED = "errored"
@@ -67,7 +68,7 @@ def errored_report(requests: pl.DataFrame) -> dict[str, Any]:
     ordered = errored.sort("arrival_ns", "request_id", nulls_last=True)
     return {
         "count": errored.height,
-        "output_tokens_delivered": int(errored["output_tokens"].sum()),
+        "output_tokens_delivered": token_sum(errored),
         "time_to_error_ns": describe(errored["e2e_ns"]),
         "examples": ordered["request_id"].head(EXAMPLES_SHOWN).to_list(),
     }

@@ -48,6 +48,8 @@ def window_aggregates() -> list[pl.Expr]:
         (pl.col("arrival_ns") + pl.col("e2e_ns")).max().alias("end"),
         done.sum().alias("completed"),
         pl.col("output_tokens").filter(done).sum().alias("output"),
+        # an unknown count (analysis.output_counts) leaves the token rates unknown
+        pl.col("output_tokens").filter(done).null_count().alias("output_missing"),
         pl.col("prompt_tokens").filter(done).sum().alias("prompt"),
         pl.col("prompt_tokens").filter(done).null_count().alias("prompt_missing"),
     ]
@@ -67,11 +69,12 @@ def rates(window: Mapping[str, Any], goodput_met: int | None) -> dict[str, float
     completed = window["completed"]
     output, prompt = int(window["output"] or 0), int(window["prompt"] or 0)
     prompt_known = completed > 0 and window["prompt_missing"] == 0
+    counted = window["output_missing"] == 0  # else unknown (analysis.output_counts)
     return {
         "window_s": window_s,
         "requests_per_s": completed / window_s,
-        "output_tokens_per_s": output / window_s,
-        "total_tokens_per_s": (output + prompt) / window_s if prompt_known else None,
+        "output_tokens_per_s": output / window_s if counted else None,
+        "total_tokens_per_s": ((output + prompt) / window_s if prompt_known and counted else None),
         "goodput_requests_per_s": goodput_met / window_s if goodput_met is not None else None,
     }
 

@@ -96,11 +96,19 @@ def fleet_error(fleet_itl: pl.Expr | float) -> pl.Expr:
     ).alias("fleet_error_ns")
 
 
-def notes(fleet_itl: float | None, unchecked: int) -> tuple[str, ...]:
-    """Why part of the check could not be made."""
+def notes(
+    fleet_itl: float | None, unchecked: int, uncounted: int = 0, completed: int = 0
+) -> tuple[str, ...]:
+    """Why part of the check could not be made. ``uncounted``: completed requests whose
+    output count is unknown (analysis.output_counts), so N, hence the formula, is unknown."""
     out: list[str] = []
-    if fleet_itl is None:
+    if fleet_itl is None and not (uncounted and uncounted >= completed):
         out.append("no completed request has 2 or more output tokens: no fleet ITL")
+    if uncounted:
+        out.append(
+            f"{uncounted} completed requests have no output-token count: the formula is "
+            "unavailable for them (N unknown)"
+        )
     if unchecked:
         out.append(
             f"{unchecked} completed requests have no per-tick times (single tick carrying "
@@ -151,17 +159,18 @@ def check_formula(
     multi = completed.filter(MULTI_TOKEN)
     steps = multi.select(FLEET_STEPS).item() if multi.height else 0
     fleet_itl = multi.select(FLEET_DECODE).item() / steps if steps else None
+    uncounted = int(completed["output_tokens"].null_count())
     if fleet_itl is None:
         fleet = FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())
     else:
         with_error = completed.with_columns(fleet_error(fleet_itl))
         fleet = _check(with_error, "fleet_error_ns", abs_tol_ns, rel_tol)
-    unchecked = completed.height - per_request.checked
+    unchecked = completed.height - per_request.checked - uncounted
     return FormulaReport(
         abs_tol_ns=abs_tol_ns,
         rel_tol=rel_tol,
         per_request=per_request,
         fleet=fleet,
         fleet_itl_ns=float(fleet_itl) if fleet_itl is not None else None,
-        notes=notes(fleet_itl, unchecked),
+        notes=notes(fleet_itl, unchecked, uncounted, completed.height),
     )

@@ -188,6 +188,7 @@ def formula(
     )
     fleet = _formula_checks(errors, "fleet_error_ns", abs_tol_ns, rel_tol)
     counts = dict(checkable.group_by(G).len().iter_rows())
+    uncounted = dict(checkable.group_by(G).agg(pl.col("output_tokens").null_count()).iter_rows())
     empty = FormulaCheck(0, 0, empty_distribution(), ())
     out: dict[Any, FormulaReport] = {}
     for value in values:
@@ -199,6 +200,11 @@ def formula(
             per_request=check,
             fleet=fleet.get(value, empty) if itl_value is not None else empty,
             fleet_itl_ns=float(itl_value) if itl_value is not None else None,
-            notes=notes(itl_value, counts.get(value, 0) - check.checked),
+            notes=notes(
+                itl_value,
+                counts.get(value, 0) - check.checked - uncounted.get(value, 0),
+                uncounted.get(value, 0),
+                counts.get(value, 0),
+            ),
         )
     return out

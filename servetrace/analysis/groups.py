@@ -70,11 +70,21 @@ def _ended(
     of = frame.filter(pl.col("outcome") == outcome)
     counts = rows_by_group(
         of.group_by(G).agg(
-            pl.len().alias("count"), pl.col("output_tokens").sum().alias("tokens"), *extra
+            pl.len().alias("count"),
+            pl.when(pl.col("output_tokens").null_count() == 0)
+            .then(pl.col("output_tokens").sum())
+            .alias("tokens"),
+            pl.col("output_tokens").null_count().alias("uncounted"),
+            *extra,
         )
     )
-    empty = {"count": 0, "tokens": 0, "with_error": 0}
+    empty = {"count": 0, "tokens": 0, "with_error": 0, "uncounted": 0}
     return {v: counts.get(v, empty) for v in values}, examples(of)
+
+
+def _delivered(row: Mapping[str, Any]) -> int | None:
+    """Tokens delivered by a group's ended requests; None when a count is unknown."""
+    return None if row.get("uncounted") else int(row["tokens"] or 0)
 
 
 def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict[str, Any]]:
@@ -144,6 +154,7 @@ def summarize_groups(
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
     rates = _throughput(requests, values, known, met)
+    uncounted = dict(completed.group_by(G).agg(pl.col("output_tokens").null_count()).iter_rows())
     error = failed(requests.columns).sum()
     cancels, cancel_ids = _ended(requests, "cancelled", values, [error.alias("with_error")])
     to_cancel = describe_groups(requests.filter(pl.col("outcome") == "cancelled"), ["e2e_ns"])
@@ -203,13 +214,13 @@ def summarize_groups(
             cancelled={
                 "count": int(cancels[value]["count"]),
                 "with_error": int(cancels[value]["with_error"]),
-                "output_tokens_delivered": int(cancels[value]["tokens"] or 0),
+                "output_tokens_delivered": _delivered(cancels[value]),
                 "time_to_cancel_ns": to_cancel["e2e_ns"].get(value, empty),
                 "examples": cancel_ids.get(value, []),
             },
             in_flight={
                 "count": int(flying[value]["count"]),
-                "output_tokens_delivered": int(flying[value]["tokens"] or 0),
+                "output_tokens_delivered": _delivered(flying[value]),
                 "age_at_end_ns": ages["age_ns"].get(value, empty),
                 "examples": flying_ids.get(value, []),
             },
@@ -224,6 +235,7 @@ def summarize_groups(
             warnings=tuple(notes),
             errors=errors_by.get(value, {}),
             errored=errored_by[value],
+            output_uncounted=int(uncounted.get(value, 0)),
         )
     last_events = {v: group_spans[v]["end"] for v in values}
     return grouped_censoring.attach(result, requests, gaps, G, KEY, last_events, admissions)

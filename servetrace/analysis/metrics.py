@@ -13,6 +13,7 @@ import polars as pl
 
 from servetrace.analysis.lifecycle import Timeline
 from servetrace.analysis.lifecycle_rules import DECODING, KEY, QUEUED, RUNNING
+from servetrace.analysis.output_counts import known_count
 
 
 @dataclass(frozen=True)
@@ -107,15 +108,19 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
         .then(pl.coalesce(fallback_last, pl.when(completed).then(pl.col("terminal_ns"))))
         .otherwise(pl.col("last_tick_ns"))
     )
-    n_out = pl.coalesce(
+    reported = (
         pl.col("reported_output_tokens")
         if "reported_output_tokens" in valid.columns
-        else pl.lit(None, pl.Int64),
-        pl.col("tokens_sum"),
+        else pl.lit(None, pl.Int64)
     )
+    n_out = pl.coalesce(reported, pl.col("tokens_sum"))
+    # A request-level trace's one tick is no count: unknown, not 1 (analysis.output_counts).
     frame = valid.with_columns(
         last_tick.alias("_last_tick_ns"),
-        n_out.fill_null(0).cast(pl.Int64).alias("output_tokens"),
+        pl.when(known_count(no_ticks, reported, pl.col("ticks")))
+        .then(n_out.fill_null(0))
+        .cast(pl.Int64)
+        .alias("output_tokens"),
         pl.col("ticks").fill_null(0).cast(pl.Int64),
         pl.col("preemptions").fill_null(0).cast(pl.Int64),
         _cancelled_in(),

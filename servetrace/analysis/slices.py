@@ -8,7 +8,7 @@ each (every figure one ``group_by`` over the slice index, never a loop over slic
 - ``arrivals``: requests arriving in the slice;
 - ``completed``, ``requests_per_s``: requests *completing* in the slice, per second of it;
 - ``output_tokens_per_s``: output tokens *emitted* in the slice (by tick time), per
-  second (null when the ticks are not at hand);
+  second (null when the ticks are not at hand, or are synthetic: a request-level trace);
 - ``goodput_requests_per_s``: completing requests that met every ``--goodput`` target;
 - ``ttft_p50/p99``, ``tpot_p50/p99``: of completed requests that *arrived* in the slice
   (so a slice's latencies are those of ``--window`` over it), linear interpolation;
@@ -137,7 +137,9 @@ def slice_figures(
         .join(finished, on="slice", how="left")
         .join(_levels(analysis, origin, end, width_ns, count), on="slice", how="left")
     )
-    if events is not None:
+    # A request-level trace's one tick per request is synthetic: it says when the first
+    # token came, not how many tokens a slice emitted (analysis.output_counts).
+    if events is not None and analysis.summary.ticks_available:
         frame = frame.join(
             _tokens(events, analysis, origin, width_ns, count), on="slice", how="left"
         )

@@ -30,6 +30,7 @@ from servetrace.analysis.formula import FormulaReport, check_formula
 from servetrace.analysis.lifecycle import Timeline
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.output_counts import token_sum, uncounted
 from servetrace.errors import UsageError
 from servetrace.stats.describe import describe
 
@@ -109,6 +110,9 @@ class Summary:
     # issue 9: failed requests by code, and what they delivered before failing
     errors: dict[str, int] = field(default_factory=dict)
     errored: dict[str, Any] = field(default_factory=dict)
+    # Completed requests whose output-token count the trace does not know
+    # (analysis.output_counts): output tok/s is null, and all of them means no tpot.
+    output_uncounted: int = 0
 
 
 def _ids(frame: pl.DataFrame) -> list[Any]:
@@ -209,7 +213,7 @@ def _cancelled(requests: pl.DataFrame) -> dict[str, Any]:
     return {
         "count": cancelled.height,
         "with_error": cancelled.filter(failed(cancelled.columns)).height,
-        "output_tokens_delivered": int(cancelled["output_tokens"].sum()),
+        "output_tokens_delivered": token_sum(cancelled),
         "time_to_cancel_ns": describe(cancelled["e2e_ns"]),
         "examples": _ids(cancelled),
     }
@@ -220,7 +224,7 @@ def _in_flight(requests: pl.DataFrame, trace_end: int | None) -> dict[str, Any]:
     age = flying.select((pl.lit(trace_end) - pl.col("arrival_ns")).alias("age"))["age"]
     return {
         "count": flying.height,
-        "output_tokens_delivered": int(flying["output_tokens"].sum()),
+        "output_tokens_delivered": token_sum(flying),
         "age_at_end_ns": describe(age),
         "examples": _ids(flying),
     }
@@ -306,4 +310,5 @@ def summarize(
         intervals=intervals.metric_intervals(completed, gaps),
         errors=error_counts(requests),
         errored=errored_report(requests),
+        output_uncounted=uncounted(requests),
     )

@@ -3,13 +3,17 @@
 A client sees no admission (no ``queue_wait``/``prefill``) and no preemption (no
 ``requeued``/``preemptions``); a request-level export has no per-token times (no
 ``itl``); a source whose last token is its end has no separate completion time (an
-all-zero ``delivery_tail``); a trace without send times has no throughput window. The
+all-zero ``delivery_tail``); a trace without send times has no throughput window; a
+request-level trace without output-token counts (``analysis/output_counts.py``) has no
+output or total tok/s (any completed request uncounted) and no ``output_tokens``,
+``tpot`` or per-request ``formula`` check (every completed request uncounted). The
 reason codes are those ``check`` SKIPs with (``rules/outcome.py``'s ``Reason`` values and
 its metric sets), so analyze, compare and check give the same reason for the same gap.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 # The codes of rules/outcome.Reason (kept as plain strings: analysis does not import the
@@ -18,14 +22,20 @@ CLIENT_TRACE = "client_trace"
 NO_TOKEN_TIMES = "no_token_times"
 ARRIVAL_UNKNOWN = "arrival_unknown"
 NO_COMPLETION_TIME = "no_completion_time"
+OUTPUT_UNKNOWN = "output_count_unknown"
 
 SERVER_SIDE = ("queue_wait", "prefill", "requeued", "preemptions")
 TOKEN_TIMED = ("itl",)
+# Unavailable when any completed request's output count is unknown (a sum over the rest
+# would be an undercount), resp. when every completed request's is.
+OUTPUT_RATES = ("output_tokens_per_s", "total_tokens_per_s")
+OUTPUT_COUNTED = ("output_tokens", "tpot", "formula")
 WORDS = {
     CLIENT_TRACE: "client trace",
     NO_TOKEN_TIMES: "request-level export",
     ARRIVAL_UNKNOWN: "no send times",
     NO_COMPLETION_TIME: "no completion time apart from the last token",
+    OUTPUT_UNKNOWN: "no output token counts",
 }
 
 
@@ -50,7 +60,28 @@ def unavailable_reasons(summary: Any) -> dict[str, str]:
             out[name] = NO_TOKEN_TIMES
     if not summary.arrival_known:
         out["throughput"] = ARRIVAL_UNKNOWN
+    uncounted = getattr(summary, "output_uncounted", 0)
+    if uncounted:
+        if summary.arrival_known or summary.throughput.get("window_s") is not None:
+            out.update(dict.fromkeys(OUTPUT_RATES, OUTPUT_UNKNOWN))
+        if uncounted >= summary.outcomes.get("completed", 0):
+            out.update(dict.fromkeys(OUTPUT_COUNTED, OUTPUT_UNKNOWN))
     return out
+
+
+def output_unknown(reasons: Mapping[str, Any]) -> frozenset[str]:
+    """The names in ``reasons`` (codes or words) unavailable for unknown output counts."""
+    why = (OUTPUT_UNKNOWN, WORDS[OUTPUT_UNKNOWN])
+    return frozenset(name for name, reason in reasons.items() if reason in why)
+
+
+def reason_for(reasons: dict[str, str], metric: str, stat: str | None = None) -> str | None:
+    """The reason of ``metric`` (``tpot``) or of its statistic (``throughput``'s
+    ``output_tokens_per_s``), None when both are available."""
+    found = reasons.get(metric)
+    if found is None and stat is not None:
+        found = reasons.get(stat)
+    return found
 
 
 def unavailable(summary: Any) -> dict[str, str]:

@@ -42,6 +42,7 @@ import polars as pl
 from servetrace.analysis.memory import Analysis
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import GoodputTarget
+from servetrace.analysis.unavailable import unavailable
 from servetrace.errors import UsageError
 from servetrace.stats.describe import STATISTICS, canonical_stat, is_statistic, statistic, to_array
 
@@ -362,7 +363,9 @@ def metric_value(
     if spec.name == "throughput":
         value = analysis.summary.throughput.get(stat)
         if value is None:
-            reason = "prompt lengths are unknown" if stat == "total_tokens_per_s" else "unknown"
+            reason = unavailable(analysis.summary).get(stat) or (
+                "prompt lengths are unknown" if stat == "total_tokens_per_s" else "unknown"
+            )
             raise MetricUnavailable(f"throughput.{stat} is not available: {reason}")
         return float(value)
     if spec.name == "goodput" and stat == "requests_per_s" and not goodput:

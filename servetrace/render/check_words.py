@@ -51,6 +51,10 @@ def _unavailable(result: RuleResult, whose: str) -> str:
         return f"{whose} has no per-token times (a request-level export): no {metric}"
     if reason is Reason.ARRIVAL_UNKNOWN:
         return f"send times are unknown in {whose}: no window for {metric}.{stat}"
+    if reason is Reason.OUTPUT_UNKNOWN:
+        return f"output token counts are unknown in {whose}: no {metric}" + (
+            f".{stat}" if metric == "throughput" else ""
+        )
     if reason is Reason.PROMPT_UNKNOWN:
         return f"prompt lengths are unknown in {whose}: no {metric}.{stat}"
     return f"no completed request of {whose} has a {metric}"

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
+from servetrace.analysis.unavailable import reason_for
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
 from servetrace.render.compare_cells import (
@@ -115,7 +116,8 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     hidden: list[str] = []
     for row in rows_of(comparison):
-        if row["metric"] in comparison.unavailable and not row["significant"]:
+        gone = reason_for(comparison.unavailable, row["metric"], row["stat"])
+        if gone is not None and not row["significant"]:
             continue  # not "no significant change": the trace cannot say (own line)
         if not row["significant"] and not verbose:
             hidden.append(row_key(row))

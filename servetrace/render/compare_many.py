@@ -32,7 +32,11 @@ def candidate_verdict(comparison: Comparison) -> dict[str, Any]:
     keys = lambda frame: [f"{m}.{s}" for m, s in frame.select("metric", "stat").iter_rows()]  # noqa: E731
     # Rows of metrics a side cannot express are neither better, worse nor unchanged.
     gone = rows.filter(
-        ~rows["significant"] & rows["metric"].is_in(list(comparison.unavailable))
+        ~rows["significant"]
+        & (
+            rows["metric"].is_in(list(comparison.unavailable))
+            | rows["stat"].is_in(list(comparison.unavailable))
+        )
     ).height
     return {
         "candidate": comparison.candidate_label,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from servetrace.analysis.unavailable import reason_for
 from servetrace.comparison.compare import Comparison
 from servetrace.render.compare_cells import (
     change_text,
@@ -50,7 +51,9 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             lines.append("")
         rows = rows_of(comparison)
         gone = comparison.unavailable
-        rows = [r for r in rows if r["significant"] or r["metric"] not in gone]
+        rows = [
+            r for r in rows if r["significant"] or reason_for(gone, r["metric"], r["stat"]) is None
+        ]
         shown = [r for r in rows if r["significant"] or verbose]
         hidden = [row_key(r) for r in rows if not (r["significant"] or verbose)]
         if shown:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from servetrace.analysis.unavailable import reason_for
 from servetrace.comparison.attribution import Tradeoff
 from servetrace.comparison.catalog import get_metric
 from servetrace.comparison.caveats import Caveat
@@ -84,7 +85,7 @@ def display_rows(comparison: Comparison) -> list[dict[str, Any]]:
             "words": change_words(
                 row["ratio"], row["verdict"], speed=spec.speaks_of_speed(row["stat"])
             ),
-            "unavailable": comparison.unavailable.get(row["metric"]),
+            "unavailable": reason_for(comparison.unavailable, row["metric"], row["stat"]),
         }
         if shown["unavailable"] is not None and not row["significant"]:
             # not "no significant change": the trace cannot say (issue 9, item 5)

@@ -10,7 +10,13 @@ from typing import Any
 
 from servetrace.analysis.errors import code_label, errors_phrase
 from servetrace.analysis.summary import Summary
-from servetrace.analysis.unavailable import phrase, unavailable
+from servetrace.analysis.unavailable import (
+    OUTPUT_RATES,
+    OUTPUT_UNKNOWN,
+    WORDS,
+    phrase,
+    unavailable,
+)
 from servetrace.render._json import clean
 from servetrace.stats.describe import STATISTICS
 from servetrace.units import NS_PER_MS
@@ -54,8 +60,15 @@ def errored_lines(summary: Summary) -> list[str]:
     tokens = summary.errored.get("output_tokens_delivered", 0)
     return [
         f"errored: {errors_phrase(summary.errors)} (failed, not cancelled: not in latency "
-        f"statistics); {tokens:,} tokens delivered before the error"
+        f"statistics); {delivered_phrase(tokens)} before the error"
     ]
+
+
+def delivered_phrase(tokens: int | None) -> str:
+    """``1,200 tokens delivered``, or why the count is unknown (analysis.output_counts)."""
+    if tokens is None:
+        return f"tokens delivered unknown ({WORDS[OUTPUT_UNKNOWN]})"
+    return f"{tokens:,} tokens delivered"
 
 
 def outcome_csv_rows(summary: Summary) -> list[list[Any]]:
@@ -73,5 +86,17 @@ def hidden_metrics(summary: Summary) -> set[str]:
 
 
 def unavailable_caption(summary: Summary) -> str:
-    reasons = {k: v for k, v in unavailable(summary).items() if k != "throughput"}
+    # the throughput line says why its rates are missing
+    reasons = {
+        k: v for k, v in unavailable(summary).items() if k != "throughput" and k not in OUTPUT_RATES
+    }
     return f"; unavailable: {phrase(reasons)}" if reasons else ""
+
+
+def output_rate_part(summary: Summary) -> str:
+    """``1,234 output tok/s``, or why there is none (analysis.output_counts)."""
+    rate = summary.throughput.get("output_tokens_per_s")
+    if rate is not None:
+        return f"{rate:,.0f} output tok/s"
+    reason = unavailable(summary).get("output_tokens_per_s")
+    return f"output tok/s unavailable ({reason})" if reason else "output tok/s unavailable"

@@ -24,11 +24,13 @@ from servetrace.analysis.summary import Summary
 from servetrace.render._json import clean
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
+    delivered_phrase,
     errored_lines,
     errored_part,
     hidden_metrics,
     outcome_csv_rows,
     outcome_keys,
+    output_rate_part,
     unavailable_caption,
 )
 from servetrace.render.survival import ci95_dict, survival_dict
@@ -250,7 +252,7 @@ def _lines(summary: Summary) -> list[str]:
             f"throughput over {_fmt(t['window_s'])} s"
             + (" (declared duration)" if summary.window_source == "declared" else "")
             + f": {t['requests_per_s']:.2f} req/s, "
-            f"{t['output_tokens_per_s']:,.0f} output tok/s"
+            + output_rate_part(summary)
         )
         if t["total_tokens_per_s"] is not None:
             line += f", {t['total_tokens_per_s']:,.0f} total tok/s"
@@ -279,7 +281,7 @@ def _lines(summary: Summary) -> list[str]:
         lines.append(
             "cancelled in: "
             + ", ".join(f"{k} {v:,}" for k, v in ci.items())
-            + f"; {tokens:,} tokens delivered before cancel"
+            + f"; {delivered_phrase(tokens)} before cancel"
             + (
                 f"; {summary.cancelled['with_error']:,} of them ended with an error"
                 if summary.cancelled.get("with_error")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from servetrace.analysis.unavailable import output_unknown
 from servetrace.comparison.catalog import MetricSpec
 from servetrace.errors import InputError, UsageError
 from servetrace.rules.outcome import TraceFacts
@@ -110,6 +111,7 @@ class ReportBaseline:
             ticks_available=document.get("ticks_available", True) is not False,
             arrival_known=document.get("arrival_known", True) is not False,
             window_known=isinstance(window, int | float) and not isinstance(window, bool),
+            output_unknown=output_unknown(_mapping(document.get("unavailable"))),
         )
 
     def _number(self, value: Any, where: str) -> float | None:

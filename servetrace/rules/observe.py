@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from servetrace.analysis.memory import Analysis
 from servetrace.analysis.summary import GoodputTarget
+from servetrace.analysis.unavailable import output_unknown, unavailable_reasons
 from servetrace.comparison.catalog import MetricUnavailable, get_metric, metric_value
 from servetrace.errors import UsageError
 from servetrace.rules.baseline import ReportBaseline
@@ -39,6 +40,7 @@ def trace_facts(analysis: Analysis) -> TraceFacts:
         arrival_known=summary.arrival_known,
         window_known=summary.throughput.get("window_s") is not None,
         preemption_events=preemptions,
+        output_unknown=output_unknown(unavailable_reasons(summary)),
     )
 
 

@@ -13,7 +13,10 @@ the reason decides the state, by one rule:
   preemption (``client_trace``); a request-level export has no per-token times, hence no
   ITL (``no_token_times``); a trace without send times has no throughput window
   (``arrival_unknown``); without prompt lengths there is no ``total_tokens_per_s``
-  (``prompt_unknown``); completed requests none of which has the metric (``tpot`` of
+  (``prompt_unknown``); without output-token counts (a request-level trace whose tool
+  logged none: ``analysis/output_counts.py``) there is no output/total tok/s,
+  ``output_tokens`` or ``tpot`` (``output_count_unknown``); completed requests none of
+  which has the metric (``tpot`` of
   one-token answers: ``metric_missing``). A skipped rule passes the check unless
   ``require_all`` (``--require-all``) asks for every rule to be checked.
 
@@ -56,6 +59,7 @@ class Reason(str, Enum):
     NO_TOKEN_TIMES = "no_token_times"
     ARRIVAL_UNKNOWN = "arrival_unknown"
     PROMPT_UNKNOWN = "prompt_unknown"
+    OUTPUT_UNKNOWN = "output_count_unknown"
     METRIC_MISSING = "metric_missing"
     # INCONCLUSIVE
     UNDECIDED = "undecided"  # the percentile's interval contains the limit
@@ -76,6 +80,7 @@ _STATUS: dict[Reason, Status] = {
             Reason.NO_TOKEN_TIMES,
             Reason.ARRIVAL_UNKNOWN,
             Reason.PROMPT_UNKNOWN,
+            Reason.OUTPUT_UNKNOWN,
             Reason.METRIC_MISSING,
         ),
         Status.SKIP,
@@ -101,6 +106,9 @@ class TraceFacts:
     arrival_known: bool
     window_known: bool
     preemption_events: int | None = None
+    # Metrics and rate statistics unavailable for unknown output counts
+    # (analysis.unavailable's OUTPUT_RATES / OUTPUT_COUNTED that apply to the trace).
+    output_unknown: frozenset[str] = frozenset()
 
 
 def precheck(facts: TraceFacts, spec: MetricSpec) -> Reason | None:
@@ -127,11 +135,15 @@ def missing_reason(facts: TraceFacts, spec: MetricSpec, stat: str) -> Reason:
             return Reason.NO_COMPLETED
         if not facts.window_known:
             return Reason.ZERO_WINDOW
-        return Reason.PROMPT_UNKNOWN  # the only rate that can be missing over a window
+        if spec.name == "throughput" and stat in facts.output_unknown:
+            return Reason.OUTPUT_UNKNOWN
+        return Reason.PROMPT_UNKNOWN  # the only other rate that can be missing
     if facts.completed == 0:
         return Reason.NO_COMPLETED
     if spec.name in SERVER_SIDE and facts.client:
         return Reason.CLIENT_TRACE
     if spec.name in TOKEN_TIMED and not facts.ticks_available:
         return Reason.NO_TOKEN_TIMES
+    if spec.name in facts.output_unknown:
+        return Reason.OUTPUT_UNKNOWN
     return Reason.METRIC_MISSING

@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.memory import Analysis as EngineAnalysis
+from servetrace.analysis.output_counts import token_sum
 from servetrace.analysis.summary import Summary
 
 _NO_SEND_TIMES = "send times are unknown in this trace"
@@ -36,14 +37,16 @@ def declared_throughput(
 ) -> dict[str, float | None]:
     """The throughput keys of ``analysis.summary.throughput`` over ``duration_s``."""
     completed = requests.filter(pl.col("outcome") == "completed")
-    output = int(completed["output_tokens"].sum()) if completed.height else 0
+    output = token_sum(completed) if completed.height else 0  # None: a count is unknown
     prompt_known = completed.height > 0 and completed["prompt_tokens"].null_count() == 0
     prompt = int(completed["prompt_tokens"].sum()) if prompt_known else 0
     return {
         "window_s": duration_s,
         "requests_per_s": completed.height / duration_s,
-        "output_tokens_per_s": output / duration_s,
-        "total_tokens_per_s": (output + prompt) / duration_s if prompt_known else None,
+        "output_tokens_per_s": output / duration_s if output is not None else None,
+        "total_tokens_per_s": (
+            (output + prompt) / duration_s if prompt_known and output is not None else None
+        ),
         "goodput_requests_per_s": goodput_met / duration_s if goodput_met is not None else None,
     }
 

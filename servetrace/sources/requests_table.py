@@ -15,7 +15,10 @@ field's name); the fields are:
 | ``output_tokens`` / ``prompt_tokens`` | token counts |
 | ``error_code`` / ``error`` | a failure: a code other than 0/200, or a text → ``error`` |
 
-(``error_code`` 499 is the client closing the request: ``cancellation``.)
+(``error_code`` 499 is the client closing the request: ``cancellation``.) Without an
+``output_tokens`` column the output counts are *unknown* (``analysis/output_counts.py``):
+output and total tok/s, ``output_tokens``, TPOT and the formula check are unavailable,
+never computed from a guess of 1 per request.
 
 The arrival is ``arrival``, else ``end − e2e``; the first token ``first_token``, else
 ``arrival + ttft``; the end ``end``, else ``arrival + e2e``. Without any time point the
@@ -234,7 +237,11 @@ def read(
     notes = Notes()
     notes.add(
         "one row per request: a request-level trace (one tick, the first token, per request); "
-        "TTFT, e2e and TPOT are available, the ITL distribution is not"
+        + (
+            "TTFT, e2e and TPOT are available, the ITL distribution is not"
+            if "output_tokens" in source
+            else "TTFT and e2e are available, TPOT and the ITL distribution are not"
+        )
     )
     if not arrival_known:
         notes.add(
@@ -242,7 +249,10 @@ def read(
             "throughput and concurrency are unavailable"
         )
     if "output_tokens" not in source:
-        notes.add("no output_tokens column: output counts default to 1 and TPOT is unavailable")
+        notes.add(
+            "no output_tokens column: output token counts are unknown, so output and total "
+            "tok/s, output_tokens, TPOT and the formula check are unavailable (not 1)"
+        )
     unserved = requests.filter(~pl.col("_failed") & pl.col("ticks_ns").is_null()).height
     if unserved:
         notes.add(

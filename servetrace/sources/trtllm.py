@@ -256,8 +256,8 @@ def _report(requests: pl.DataFrame, polls: int, notes: Notes) -> None:
         "to the µs, relative to each other; they are not aligned to wall-clock time"
     )
     notes.add(
-        "TensorRT-LLM's perf metrics carry no token counts and no per-token times: TPOT and "
-        "the ITL distribution are unavailable (not zero), output_tokens counts the one tick; "
+        "TensorRT-LLM's perf metrics carry no token counts and no per-token times: TPOT, "
+        "output_tokens, output tok/s and the ITL distribution are unavailable (not zero); "
         "completion is the last token (no completion time), so delivery_tail is 0 by "
         "construction"
     )
