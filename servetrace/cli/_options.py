@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from servetrace.analysis.summary import GoodputTarget
+from servetrace.render.naming import Naming
 from servetrace.rules.grammar import parse_goodput_target
 from servetrace.sources.canonical import parse_mapping
 
@@ -91,6 +93,24 @@ FromOpt = Annotated[
 GoodputOpt = Annotated[
     list[str] | None,
     typer.Option(help="Per-request SLO target, e.g. 'ttft<=200ms'; repeat for several."),
+]
+# Options analyze, validate and merge share (one trace's report), declared once.
+RequestsOutOpt = Annotated[
+    Path | None, typer.Option(help="Write per-request metrics here (.parquet or .csv).")
+]
+QuarantineOutOpt = Annotated[
+    Path | None,
+    typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
+]
+ByOpt = Annotated[str | None, typer.Option(help="One summary per value of this column.")]
+StrictOpt = Annotated[bool, typer.Option(help="Exit 1 if any request breaks a rule.")]
+NamingOpt = Annotated[Naming, typer.Option(help="Show metrics under the names this tool uses.")]
+FormulaAbsTolOpt = Annotated[
+    float, typer.Option(help="Formula check: absolute tolerance (ms).", callback=DURATION_MS)
+]
+FormulaRelTolOpt = Annotated[
+    float,
+    typer.Option(help="Formula check: tolerance relative to response time.", callback=NON_NEGATIVE),
 ]
 TracesArg = Annotated[
     list[str],

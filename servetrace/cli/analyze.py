@@ -15,12 +15,17 @@ from servetrace.api._analyze import analyze_one
 from servetrace.cli._app import app, guarded, out_console, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._options import (
-    DURATION_MS,
-    NON_NEGATIVE,
+    ByOpt,
     ColumnOpt,
     EventMapOpt,
+    FormulaAbsTolOpt,
+    FormulaRelTolOpt,
     FromOpt,
     GoodputOpt,
+    NamingOpt,
+    QuarantineOutOpt,
+    RequestsOutOpt,
+    StrictOpt,
     TimeUnitOpt,
     TracesArg,
     goodput_targets,
@@ -87,29 +92,14 @@ def analyze(
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
         SummaryFormat.table
     ),
-    requests_out: Annotated[
-        Path | None,
-        typer.Option(help="Write per-request metrics here (.parquet or .csv)."),
-    ] = None,
-    quarantine_out: Annotated[
-        Path | None,
-        typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
-    ] = None,
-    by: Annotated[str | None, typer.Option(help="One summary per value of this column.")] = None,
+    requests_out: RequestsOutOpt = None,
+    quarantine_out: QuarantineOutOpt = None,
+    by: ByOpt = None,
     goodput: GoodputOpt = None,
-    strict: Annotated[bool, typer.Option(help="Exit 1 if any request breaks a rule.")] = False,
-    naming: Annotated[
-        Naming, typer.Option(help="Show metrics under the names this tool uses.")
-    ] = Naming.servetrace,
-    formula_abs_tol_ms: Annotated[
-        float, typer.Option(help="Formula check: absolute tolerance (ms).", callback=DURATION_MS)
-    ] = 1.0,
-    formula_rel_tol: Annotated[
-        float,
-        typer.Option(
-            help="Formula check: tolerance relative to response time.", callback=NON_NEGATIVE
-        ),
-    ] = 0.01,
+    strict: StrictOpt = False,
+    naming: NamingOpt = Naming.servetrace,
+    formula_abs_tol_ms: FormulaAbsTolOpt = 1.0,
+    formula_rel_tol: FormulaRelTolOpt = 0.01,
     streaming: Annotated[
         bool | None,
         typer.Option(
@@ -333,10 +323,7 @@ def _runs_output(
 @guarded
 def validate(
     traces: TracesArg,
-    quarantine_out: Annotated[
-        Path | None,
-        typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
-    ] = None,
+    quarantine_out: QuarantineOutOpt = None,
     fmt: Annotated[
         SummaryFormat, typer.Option("--format", "-f", help="table or json.")
     ] = SummaryFormat.table,

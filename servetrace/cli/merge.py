@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 
 from servetrace.cli._app import app, guarded
-from servetrace.cli._options import DURATION_MS, NON_NEGATIVE, GoodputOpt
+from servetrace.cli._options import (
+    ByOpt,
+    FormulaAbsTolOpt,
+    FormulaRelTolOpt,
+    GoodputOpt,
+    NamingOpt,
+    QuarantineOutOpt,
+    RequestsOutOpt,
+    StrictOpt,
+)
 from servetrace.errors import InputError, UsageError
 from servetrace.render.naming import Naming
 from servetrace.render.summary import SummaryFormat
@@ -33,29 +42,14 @@ def merge(
             "as the whole trace, and merge takes it with more partials.",
         ),
     ] = None,
-    requests_out: Annotated[
-        Path | None,
-        typer.Option(help="Write per-request metrics here (.parquet or .csv)."),
-    ] = None,
-    quarantine_out: Annotated[
-        Path | None,
-        typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
-    ] = None,
-    by: Annotated[str | None, typer.Option(help="One summary per value of this column.")] = None,
+    requests_out: RequestsOutOpt = None,
+    quarantine_out: QuarantineOutOpt = None,
+    by: ByOpt = None,
     goodput: GoodputOpt = None,
-    strict: Annotated[bool, typer.Option(help="Exit 1 if any request breaks a rule.")] = False,
-    naming: Annotated[
-        Naming, typer.Option(help="Show metrics under the names this tool uses.")
-    ] = Naming.servetrace,
-    formula_abs_tol_ms: Annotated[
-        float, typer.Option(help="Formula check: absolute tolerance (ms).", callback=DURATION_MS)
-    ] = 1.0,
-    formula_rel_tol: Annotated[
-        float,
-        typer.Option(
-            help="Formula check: tolerance relative to response time.", callback=NON_NEGATIVE
-        ),
-    ] = 0.01,
+    strict: StrictOpt = False,
+    naming: NamingOpt = Naming.servetrace,
+    formula_abs_tol_ms: FormulaAbsTolOpt = 1.0,
+    formula_rel_tol: FormulaRelTolOpt = 0.01,
     censoring: Annotated[
         bool,
         typer.Option("--censoring", help="Under the table: Kaplan–Meier percentiles."),
