@@ -47,6 +47,19 @@ def format_value(value: float | None, unit: str) -> str:
     return f"{text} {unit}" if unit else text
 
 
+def table_number(value: float | None, digits: int = 2) -> str:
+    """A table cell: ``–`` for none, ``12,345``, ``1,234``, ``123.4``, ``12.34``."""
+    if value is None:
+        return "–"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:.1f}"
+    return f"{value:.{digits}f}"
+
+
 def short_ms(ms: float) -> str:
     """A magnitude in ms, short: ``155 ms``, ``27.3 ms``, ``420 µs``."""
     if ms >= 100:

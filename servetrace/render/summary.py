@@ -22,6 +22,7 @@ from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.render._json import clean
+from servetrace.render.format import table_number
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
     delivered_phrase,
@@ -187,16 +188,7 @@ def render_json(report: Mapping[str, Any]) -> str:
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
-    value = clean(value)
-    if value is None:
-        return "–"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:.1f}"
-    return f"{value:.{digits}f}"
+    return table_number(clean(value), digits)
 
 
 def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:

@@ -17,6 +17,7 @@ from servetrace.analysis.fluidity import SOURCE, FluidityTargets, fluidity_summa
 from servetrace.analysis.memory import Analysis
 from servetrace.analysis.window import Window
 from servetrace.render._json import clean
+from servetrace.render.format import table_number
 from servetrace.units import NS_PER_MS, NS_PER_S
 
 SLICE_COLUMNS = (
@@ -115,15 +116,7 @@ def time_dict(
 
 # ---------------------------------------------------------------- human-readable forms
 def _cell(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
+    return table_number(value)
 
 
 def lines(report: dict[str, Any]) -> list[str]:
