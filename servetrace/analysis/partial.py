@@ -121,6 +121,26 @@ def deferred_ids(events: pl.DataFrame) -> pl.Series:
     return status.filter(pl.col("deferred"))["request_id"]
 
 
+def _kernel(
+    events: pl.DataFrame,
+    attributes: list[str],
+    facts: TraceFacts,
+    unadmitted_queued: bool | None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The local engines' per-request kernel on ``events``: timeline, metrics and gaps
+    (dense keys), transitions, and the quarantined rows with their rule."""
+    timeline = build_timeline(events, attributes, facts, unadmitted_queued)
+    metrics = request_metrics(timeline, attributes)
+    gaps = gap_frame(timeline, metrics)
+    quarantine = (
+        quarantined_rows(events, timeline)
+        if has_invalid(timeline)
+        else events.clear().with_columns(pl.lit(None, pl.String).alias("rule"))
+    )
+    requests_tl, metrics, transitions, gaps = _dense_keys(timeline, metrics, gaps)
+    return requests_tl, metrics, transitions, gaps, quarantine
+
+
 def _dense_keys(timeline: Timeline, metrics: pl.DataFrame, gaps: pl.DataFrame) -> tuple:
     """Renumber a kernel's keys 0..n-1 (string ids' keys are category codes)."""
     renumber = timeline.requests.select(KEY, pl.int_range(pl.len(), dtype=pl.Int64).alias("_new"))
@@ -158,15 +178,9 @@ def partial_of(
     held = pl.col("request_id").is_in(later.implode()).fill_null(False)
     deferred, rest = events.filter(held), events.filter(~held)
     # No request left in ``rest`` is ambiguous, so unadmitted_queued cannot matter.
-    timeline = build_timeline(rest, attributes, facts, unadmitted_queued=False)
-    metrics = request_metrics(timeline, attributes)
-    gaps = gap_frame(timeline, metrics)
-    quarantine = (
-        quarantined_rows(rest, timeline)
-        if has_invalid(timeline)
-        else rest.clear().with_columns(pl.lit(None, pl.String).alias("rule"))
+    requests_tl, metrics, transitions, gaps, quarantine = _kernel(
+        rest, attributes, facts, unadmitted_queued=False
     )
-    requests_tl, metrics, transitions, gaps = _dense_keys(timeline, metrics, gaps)
     histogram = None
     if gaps.height > exact_gaps:
         histogram = LogHistogram()
@@ -328,15 +342,9 @@ def _resolve_deferred(part: Partial, facts: TraceFacts) -> Partial:
             events = events.with_columns(pl.lit(None).alias(name))
     # Known admitted requests elsewhere: queued. Otherwise the deferred rows decide, as a
     # whole-trace build_timeline would (its guess, undone when no admitted one is valid).
-    timeline = build_timeline(events, attributes, facts, True if admitted else None)
-    metrics = request_metrics(timeline, attributes)
-    gaps = gap_frame(timeline, metrics)
-    quarantine = (
-        quarantined_rows(events, timeline)
-        if has_invalid(timeline)
-        else events.clear().with_columns(pl.lit(None, pl.String).alias("rule"))
+    requests_tl, metrics, transitions, gaps, quarantine = _kernel(
+        events, attributes, facts, True if admitted else None
     )
-    requests_tl, metrics, transitions, gaps = _dense_keys(timeline, metrics, gaps)
     resolved = Partial(
         inputs=(),
         start_ns=facts.start_ns,
