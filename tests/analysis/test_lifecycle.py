@@ -5,8 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from servetrace.analysis.lifecycle_rules import RULES
+from servetrace.analysis.lifecycle_rules import KEY, RULES
 from servetrace.analysis.memory import analyze_events
+from servetrace.schema import EVENT_DTYPE
 from tests.conftest import MS, events, make_request
 
 GOOD = make_request("good", admission=1, first=2, ticks=[3], complete=3)
@@ -246,3 +247,51 @@ def test_attributes_come_from_the_arrival_whatever_the_row_order() -> None:
         requests = analyze_events(order).requests
         got = {r["request_id"]: (r["policy"], r["tenant"]) for r in requests.iter_rows(named=True)}
         assert got == expected
+
+
+# Two requests' ticks: (request, ts ms, event, tokens). Request 1's first_token and a token
+# share t=2 (the first_token goes first); request 2 has a 3-token chunk.
+_TICKS = [
+    (1, 2, "first_token", 1),
+    (2, 1, "first_token", 1),
+    (1, 2, "token", 1),
+    (2, 4, "token", 3),
+    (1, 5, "token", 1),
+]
+# The tick frame every row order must give: by request, then time, first_token first.
+_EXPECTED_TICKS = [
+    # _key, ts, tokens, is_first, gap_ns
+    (1, 2 * MS, 1, True, None),
+    (1, 2 * MS, 1, False, 0),
+    (1, 5 * MS, 1, False, 3 * MS),
+    (2, 1 * MS, 1, True, None),
+    (2, 4 * MS, 3, False, 3 * MS),
+]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        [0, 1, 2, 3, 4],  # time order
+        [0, 2, 4, 1, 3],  # by request (a request-sorted log): grouped as written
+        [4, 3, 2, 1, 0],  # reversed: gaps would be negative, so sorted
+        [2, 0, 4, 1, 3],  # the token written before its first_token at the same time
+        [1, 3, 4, 0, 2],  # per request in time order, requests interleaved out of time order
+    ],
+)
+def test_ticks_come_by_request_then_time_whatever_the_row_order(order: list[int]) -> None:
+    from servetrace.analysis.lifecycle import build_timeline
+
+    rows = [
+        {"request_id": rid, "event": kind, "ts": ts * MS, "tokens": tokens}
+        for rid, ts, kind, tokens in (_TICKS[i] for i in order)
+    ]
+    rows += [{"request_id": rid, "event": "arrival", "ts": 0, "tokens": None} for rid in (1, 2)]
+    frame = events(rows, id_type=pl.Int64).with_columns(pl.col("event").cast(EVENT_DTYPE))
+    ticks = build_timeline(frame, []).ticks
+    assert ticks.rows() == _EXPECTED_TICKS
+    requests = build_timeline(frame, []).requests.sort(KEY)
+    assert requests["itl_max_ns"].to_list() == [3 * MS, 3 * MS]
+    assert requests["first_tick_ns"].to_list() == [2 * MS, 1 * MS]
+    assert requests["first_is_first"].to_list() == [True, True]
+    assert requests["tokens_sum"].to_list() == [3, 4]
