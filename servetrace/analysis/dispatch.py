@@ -15,19 +15,14 @@ import polars as pl
 from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_trace
 from servetrace.analysis.partitioned import analyze_partitioned
 from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, NotTimeOrdered, analyze_streaming
-from servetrace.sources.canonical import IngestOptions, Trace, read_events
+from servetrace.sources.canonical import IngestOptions, read_events
 
 # Above this many events the batched path is both lighter and faster (benchmarks/README.md:
 # 1e8 events in 15 s at 1.4 GB streamed, 22 s at 11.9 GB in memory).
 AUTO_STREAMING_EVENTS = 30_000_000
 
 
-def _event_count(trace: Trace) -> int:
-    """Rows in the trace; free for Parquet and Arrow (metadata), a scan for text files."""
-    try:
-        return int(trace.events.select(pl.len()).collect().item())
-    except pl.exceptions.PolarsError:
-        return 0  # the analysis itself will report what is wrong with the file
+_NO_LIMIT = 2**63  # load_below that loads every trace
 
 
 def analyze_paths(
@@ -43,12 +38,15 @@ def analyze_paths(
 
     A streamed log that turns out not to be in time order is analysed again partitioned
     by request (``partitioned``), never refused and never loaded whole into memory."""
-    trace = read_events(paths, ingest)
+    auto = streaming is None
+    # A trace bound for the in-memory engine is decoded once, at the read (its ingest
+    # checks then run on the decoded columns instead of reading the file again).
+    load_below = AUTO_STREAMING_EVENTS if auto else (None if streaming else _NO_LIMIT)
+    trace = read_events(paths, ingest, load_below=load_below)
     if restrict is not None:  # --window: only the requests arriving in it (analysis.window)
         trace = replace(trace, events=restrict(trace.events))
-    auto = streaming is None
     if auto:
-        streaming = _event_count(trace) >= AUTO_STREAMING_EVENTS
+        streaming = not trace.loaded
     if not streaming:
         return analyze_trace(trace, options)
     try:

@@ -13,9 +13,11 @@ line), so nothing escapes ``read_events`` as an internal error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
@@ -24,6 +26,8 @@ from servetrace.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from servetrace.sources import parsed, paths, sniff, textcheck
 from servetrace.sources.normalise import COUNT_COLUMNS, IngestOptions, event_mapping, normalise
 from servetrace.sources.paths import hive_values
+
+_T = TypeVar("_T")
 
 __all__ = [
     "COUNT_COLUMNS",
@@ -61,6 +65,8 @@ class Trace:
     inputs: tuple[str, ...]
     files: tuple[str, ...]
     attributes: tuple[str, ...]
+    rows: int | None = None  # input rows, before any --window restriction
+    loaded: bool = False  # decoded and held in memory (read_events' load_below)
 
 
 def parse_mapping(items: Iterable[str], flag: str) -> dict[str, str]:
@@ -208,6 +214,37 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
+def _raw_scan(path: Path, options: IngestOptions, partition: dict[str, str] | None) -> pl.LazyFrame:
+    """One file as it is (lazy), with its hive folder values added."""
+    text_columns = [options.columns.get(name, name) for name in ("request_id", "ts")]
+    frame = _scan_file(path, text_columns)
+    if partition:
+        present = set(frame.collect_schema().names())
+        frame = frame.with_columns(
+            pl.lit(value).alias(key) for key, value in partition.items() if key not in present
+        )
+    return frame
+
+
+def _canonical(raw: pl.LazyFrame, path: Path, options: IngestOptions, load: bool) -> pl.LazyFrame:
+    """``raw`` as canonical events: lazily, or (``load``) decoded once and held, the ingest
+    checks and the normalisation run on the decoded columns (lazily, the checks read the
+    file once more)."""
+    if not load:
+        return normalise(raw, path, options)
+    return normalise(raw.collect().lazy(), path, options).collect().lazy()
+
+
+def _guarded(path: Path, work: Callable[[], _T]) -> _T:
+    """``work`` on one file, its failures as one line naming the file."""
+    try:
+        return work()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+    except (pl.exceptions.PolarsError, ValueError) as error:
+        raise _read_problem(path, error) from None
+
+
 def scan_file(
     path: Path, options: IngestOptions, partition: dict[str, str] | None = None
 ) -> pl.LazyFrame:
@@ -216,31 +253,31 @@ def scan_file(
     Text files are parsed once in full here (``parsed``), so a broken line is reported
     now, naming the line, rather than deep inside the analysis.
     """
-    text_columns = [options.columns.get(name, name) for name in ("request_id", "ts")]
-    try:
-        frame = _scan_file(path, text_columns)
-        if partition:
-            present = set(frame.collect_schema().names())
-            frame = frame.with_columns(
-                pl.lit(value).alias(key) for key, value in partition.items() if key not in present
-            )
-        return normalise(frame, path, options)
-    except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
-    except (pl.exceptions.PolarsError, ValueError) as error:
-        raise _read_problem(path, error) from None
+    return _guarded(path, lambda: normalise(_raw_scan(path, options, partition), path, options))
 
 
-def read_events(inputs: Sequence[str], options: IngestOptions | None = None) -> Trace:
+def _row_count(raw: pl.LazyFrame) -> int:
+    """Rows of a raw scan: Parquet/IPC metadata, text already parsed."""
+    return int(raw.select(pl.len()).collect().item())
+
+
+def read_events(
+    inputs: Sequence[str], options: IngestOptions | None = None, *, load_below: int | None = None
+) -> Trace:
     """Resolve ``inputs`` and scan every file into one canonical event LazyFrame.
 
     Several files (or the parts of a directory) form one trace: their rows are
-    concatenated, so a request may span parts.
+    concatenated, so a request may span parts. ``load_below``: a trace of fewer rows is
+    decoded once and held in memory (``Trace.loaded``), for the in-memory engine.
     """
     options = options or IngestOptions()
     parts = resolve_parts(inputs)
     files = [path for path, _ in parts]
-    frames = [scan_file(path, options, partition) for path, partition in parts]
+    # A list, not a dict by path: a file named twice is read twice, as before.
+    raws = [(path, _guarded(path, partial(_raw_scan, path, options, hive))) for path, hive in parts]
+    rows = sum(_guarded(path, partial(_row_count, raw)) for path, raw in raws)
+    load = load_below is not None and rows < load_below
+    frames = [_guarded(path, partial(_canonical, raw, path, options, load)) for path, raw in raws]
     if len(frames) == 1:
         events = frames[0]
     else:
@@ -262,4 +299,6 @@ def read_events(inputs: Sequence[str], options: IngestOptions | None = None) -> 
         inputs=tuple(inputs),
         files=tuple(str(f) for f in files),
         attributes=attributes,
+        rows=rows,
+        loaded=load,
     )

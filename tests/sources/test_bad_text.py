@@ -113,7 +113,7 @@ def test_timestamps_that_do_not_fit_are_refused(
     assert needle in stderr and "column 'ts'" in stderr and str(path) in stderr
 
 
-@pytest.mark.parametrize("value", [str(2**63), str(2**40), "1e20"])
+@pytest.mark.parametrize("value", [str(2**63), str(2**40), str(2**32), str(-(2**32)), "1e20"])
 def test_token_counts_that_could_wrap_are_refused(tmp_path: Path, value: str) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text(
