@@ -309,7 +309,8 @@ def _broken_counts(schema: pl.Schema) -> dict[str, pl.Expr]:
         & (v.is_null() | v.is_nan() | (v != v.floor()) | (v.abs() >= MAX_COUNT))
         for c, v in values.items()
     }
-    return {c: integers.get(c, broken.get(c)) for c in present if c in integers or c in broken}
+    checks = {**integers, **broken}
+    return {c: checks[c] for c in present if c in checks}  # in column order
 
 
 def _normalise_counts(
