@@ -33,6 +33,7 @@ from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.output_counts import token_sum, uncounted
 from servetrace.errors import UsageError
 from servetrace.stats.describe import describe
+from servetrace.stats.sorting import sorted_series
 
 EXAMPLES_SHOWN = 5
 
@@ -270,7 +271,9 @@ def summarize(
     if not isinstance(gaps, dict):
         # Sorted once: every percentile and interval of the pooled gaps is then an index
         # (Polars keeps the sorted flag), instead of a selection of millions per statistic.
-        gaps = gaps.select(pl.col(m.column).sort() for m in LATENCY_METRICS if m.per == "gap")
+        gaps = pl.DataFrame(
+            [sorted_series(gaps[m.column]) for m in LATENCY_METRICS if m.per == "gap"]
+        )
     metrics = latency_distributions(completed, gaps)
     tolerance = formula_tolerance or (1_000_000, 0.01)
     notes = [*warnings, *summary_notes(completed.height, arrival_known)]
