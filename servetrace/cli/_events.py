@@ -45,16 +45,17 @@ def analysis_plots(
 def compare_plots(
     baseline: str,
     base: Analysis,
-    candidates: dict[str, Analysis],
+    candidates: list[tuple[str, Analysis]],
     comparisons: list[Comparison],
     directory: Path,
 ) -> str:
-    """``compare --plots DIR``: the comparison's charts as SVG and PNG."""
+    """``compare --plots DIR``: the comparison's charts as SVG and PNG; ``baseline`` and
+    each candidate named by its label."""
     from servetrace.render.plots import compare_plots as write
     from servetrace.render.report import require_extra
 
     require_extra()
-    sides = [(label, analysis.engine) for label, analysis in candidates.items()]
+    sides = [(label, analysis.engine) for label, analysis in candidates]
     links = write((baseline, base.engine), sides, comparisons, directory)
     _wrote(directory)
     return links

@@ -129,7 +129,15 @@ def compare_command(
     # Each warning once on stderr (the report repeats them in context on stdout).
     for message in dict.fromkeys(w for c in comparisons for w in comparison_warnings(c)):
         warn(message)
-    links = compare_plots(baseline, base, analyses, comparisons, plots) if plots else ""
+    # The charts name each trace as the report does: by its --label, else its path.
+    labelled = [
+        (c.candidate_label, analyses[path]) for c, path in zip(comparisons, candidates, strict=True)
+    ]
+    links = (
+        compare_plots(comparisons[0].baseline_label, base, labelled, comparisons, plots)
+        if plots
+        else ""
+    )
     out_console.out(render_compare(comparisons, fmt, verbose=verbose), end="")
     if fmt is CompareFormat.markdown:
         out_console.out(links, end="")

@@ -161,6 +161,17 @@ def test_compare_plots(tmp_path: Path) -> None:
     assert f"({plots.as_posix()}/cmp-ratios.png)" in result.stdout
 
 
+@needs_extra
+def test_compare_plots_name_the_traces_by_their_labels(tmp_path: Path) -> None:
+    plots = tmp_path / "cmp"
+    args = ["compare", FCFS, CHUNKED, "--metric", "ttft", "--plots", str(plots)]
+    result = runner.invoke(app, [*args, "--label", "fcfs-A", "--label", "chunked-B"])
+    assert result.exit_code == 0, result.output
+    cdf = (plots / "cmp-cdf-ttft.svg").read_text()
+    assert "fcfs-A" in cdf and "chunked-B" in cdf
+    assert Path(FCFS).name not in cdf and Path(CHUNKED).name not in cdf
+
+
 def test_timeline_cli_options(tmp_path: Path, small: Path) -> None:
     out = tmp_path / "t.json"
     result = runner.invoke(app, ["timeline", str(small), "-o", str(out), "--requests", "b,c"])
