@@ -2,9 +2,11 @@
 
 Each group gets what analysing its requests alone would give: its own requests, its own
 end of trace (its last event) for in-flight censoring, its own samples for the
-intervals. This is one pass per group (a partition, not a scan per group); beyond
-``MAX_GROUPS`` values the per-group estimates are left out (empty), as a report of
-that many groups is a table for a machine, not a reader.
+intervals. All groups at once: one grouped Kaplan–Meier per metric
+(``grouped_survival``) and one sort per metric for the intervals
+(``grouped_intervals``), no pass per group. Beyond ``MAX_GROUPS`` values the per-group
+estimates are left out (empty), as a report of that many groups is a table for a
+machine, not a reader.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.analysis import intervals, survival
+from servetrace.analysis.grouped_intervals import metric_intervals_by
+from servetrace.analysis.grouped_survival import estimate_by
 from servetrace.analysis.summary import Summary
 
 MAX_GROUPS = 1000
@@ -33,29 +36,26 @@ def attach(
     """The summaries with ``survival`` and ``intervals`` filled in per group."""
     if len(summaries) > MAX_GROUPS:
         return summaries
-    parts = {k[0]: v for k, v in requests.partition_by(group, as_dict=True).items()}
-    gap_parts: dict[Any, pl.DataFrame] = {}
-    if isinstance(gaps, pl.DataFrame):
-        joined = gaps.join(requests.select(key, group), on=key, how="inner")
-        gap_parts = {k[0]: v for k, v in joined.partition_by(group, as_dict=True).items()}
-    out: dict[Any, Summary] = {}
-    for value, summary in summaries.items():
-        part = parts.get(value, requests.clear())
-        completed = part.filter(pl.col("outcome") == "completed")
-        group_gaps: pl.DataFrame | dict[str, Any] = (
-            gap_parts.get(value, gaps.clear())
-            if isinstance(gaps, pl.DataFrame)
-            else dict(summary.metrics["itl"])
-        )
-        out[value] = replace(
-            summary,
-            survival=survival.estimate(
-                part,
-                summary.metrics,
-                ends.get(value),
-                admissions.get(value, False),
-                summary.arrival_known,
-            ),
-            intervals=intervals.metric_intervals(completed, group_gaps),
-        )
-    return out
+    values = list(summaries)
+    metrics = {v: s.metrics for v, s in summaries.items()}
+    survival = estimate_by(
+        requests,
+        group,
+        values,
+        metrics,
+        ends,
+        admissions,
+        {v: s.arrival_known for v, s in summaries.items()},
+    )
+    group_gaps = (
+        gaps.join(requests.select(key, group), on=key, how="inner")
+        if isinstance(gaps, pl.DataFrame)
+        else None
+    )
+    completed = requests.filter(pl.col("outcome") == "completed")
+    itl = {v: m["itl"] for v, m in metrics.items()}
+    intervals = metric_intervals_by(completed, group_gaps, group, values, itl)
+    return {
+        value: replace(summary, survival=survival[value], intervals=intervals[value])
+        for value, summary in summaries.items()
+    }
