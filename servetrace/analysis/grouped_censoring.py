@@ -20,6 +20,7 @@ import polars as pl
 from servetrace.analysis.grouped_intervals import metric_intervals_by
 from servetrace.analysis.grouped_survival import estimate_by
 from servetrace.analysis.summary import Summary
+from servetrace.stats.grouped_order import GroupedSample
 
 MAX_GROUPS = 1000
 
@@ -27,13 +28,16 @@ MAX_GROUPS = 1000
 def attach(
     summaries: dict[Any, Summary],
     requests: pl.DataFrame,
-    gaps: pl.DataFrame | Mapping[Any, Any],
+    gaps: GroupedSample | None,
     group: str,
-    key: str,
     ends: Mapping[Any, int | None],
     admissions: Mapping[Any, bool],
 ) -> dict[Any, Summary]:
-    """The summaries with ``survival`` and ``intervals`` filled in per group."""
+    """The summaries with ``survival`` and ``intervals`` filled in per group.
+
+    ``requests`` carry the group (``group``) and its number (``grouped_gaps.CODE``, the
+    position of the value in ``summaries``); ``gaps`` are the sorted gaps of each group
+    (None when streamed)."""
     if len(summaries) > MAX_GROUPS:
         return summaries
     values = list(summaries)
@@ -47,14 +51,9 @@ def attach(
         admissions,
         {v: s.arrival_known for v, s in summaries.items()},
     )
-    group_gaps = (
-        gaps.join(requests.select(key, group), on=key, how="inner")
-        if isinstance(gaps, pl.DataFrame)
-        else None
-    )
     completed = requests.filter(pl.col("outcome") == "completed")
     itl = {v: m["itl"] for v, m in metrics.items()}
-    intervals = metric_intervals_by(completed, group_gaps, group, values, itl)
+    intervals = metric_intervals_by(completed, gaps, values, itl)
     return {
         value: replace(summary, survival=survival[value], intervals=intervals[value])
         for value, summary in summaries.items()

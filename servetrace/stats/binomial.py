@@ -39,9 +39,9 @@ _STIRLERR_SMALL = np.array(
     + [math.lgamma(k + 1.0) - (k + 0.5) * math.log(k) + k - 0.5 * _LN_2PI for k in range(1, 16)]
 )
 _BD0_TERMS = 24  # |v| < 0.1 there, so v^(2j) < 1e-48 after 24 terms
-_BELOW_ULP = 4.0  # a term under ulp/4 of the sum, and all after it (100× smaller each)
-# stirlerr's Stirling series above 15: fewer terms as k grows (branch, k above, up to)
-_STIRLING_BRANCHES = ((0, 500.0, np.inf), (1, 80.0, 500.0), (2, 35.0, 80.0), (3, 15.0, 35.0))
+_NEGLIGIBLE = 2.0**-55  # a term this small relative to bd0's sum cannot change its bits
+# stirlerr: the table up to 15, then Stirling's series with fewer terms as k grows
+_STIRLING_FROM = np.array([15.0, 35.0, 80.0, 500.0])
 
 
 def stirlerr(k: npt.ArrayLike) -> FloatArray:
@@ -50,55 +50,69 @@ def stirlerr(k: npt.ArrayLike) -> FloatArray:
     Each branch of the series is evaluated on its own elements only (the same
     operations on each element as evaluating every branch everywhere)."""
     k = np.asarray(k, dtype=np.float64)
-    small = k <= 15
+    branch = np.searchsorted(_STIRLING_FROM, k, side="left")  # 0: k ≤ 15, the table
+    if k.size == 0:
+        return np.empty_like(k)
+    first, last = int(branch.min()), int(branch.max())
+    if first == last:  # the usual case: one branch for all, no indexing
+        return _stirling_branch(k, first)
     out = np.empty_like(k)
-    out[small] = _STIRLERR_SMALL[k[small].astype(np.int64)]
-    s0, s1, s2, s3, s4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
-    for branch, lowest, highest in _STIRLING_BRANCHES:
-        where = ~small & (k > lowest) & (k <= highest)
-        if not where.any():
-            continue
-        big = k[where]
-        nn = big * big
-        if branch == 0:
-            out[where] = (s0 - s1 / nn) / big
-        elif branch == 1:
-            out[where] = (s0 - (s1 - s2 / nn) / nn) / big
-        elif branch == 2:
-            out[where] = (s0 - (s1 - (s2 - s3 / nn) / nn) / nn) / big
-        else:
-            out[where] = (s0 - (s1 - (s2 - (s3 - s4 / nn) / nn) / nn) / nn) / big
+    for b in range(first, last + 1):
+        where = branch == b
+        out[where] = _stirling_branch(k[where], b)
     return out
+
+
+def _stirling_branch(k: FloatArray, branch: int) -> FloatArray:
+    if branch == 0:
+        return np.asarray(_STIRLERR_SMALL[k.astype(np.int64)], dtype=np.float64)
+    return _stirling_series(k, branch)
+
+
+def _stirling_series(big: FloatArray, branch: int) -> FloatArray:
+    """Stirling's series of stirlerr, fewer terms as k grows (branch 1: 15 < k ≤ 35, 2:
+    ≤ 80, 3: ≤ 500, 4: above)."""
+    s0, s1, s2, s3, s4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
+    nn = big * big
+    if branch == 4:
+        return np.asarray((s0 - s1 / nn) / big)
+    if branch == 3:
+        return np.asarray((s0 - (s1 - s2 / nn) / nn) / big)
+    if branch == 2:
+        return np.asarray((s0 - (s1 - (s2 - s3 / nn) / nn) / nn) / big)
+    return np.asarray((s0 - (s1 - (s2 - (s3 - s4 / nn) / nn) / nn) / nn) / big)
 
 
 def bd0(x: npt.ArrayLike, m: npt.ArrayLike) -> FloatArray:
     """The deviance ``x ln(x/m) + m − x`` (x ≥ 0, m > 0) without cancellation.
 
     Near ``m`` it is the series ``(x − m)v + Σ_j 2x v^(2j+1)/(2j+1)``, v = (x−m)/(x+m),
-    |v| < 0.1; the sum stops once every further term is below a quarter of an ulp of
-    the partial sum (the terms shrink 100-fold each), where adding it would not change
-    a bit."""
+    |v| < 0.1. Term j is at most ``2|v|^(2j−1)/(2j+1)`` of the sum; once that is below
+    2^-55 for the largest |v|, it and every later term are under half an ulp of the sum
+    and adding them would not change a bit, so the series stops there."""
     x = np.asarray(x, dtype=np.float64)
     m = np.broadcast_to(np.asarray(m, dtype=np.float64), x.shape)
     near = np.abs(x - m) < 0.1 * (x + m)
-    out = np.empty(x.shape, dtype=np.float64)
-    far = ~near
-    if far.any():
-        xf, mf = x[far], m[far]
+    every = bool(near.all())
+    if every:
+        out = np.empty(x.shape, dtype=np.float64)
+    else:
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[far] = np.where(xf > 0, xf * np.log(xf / mf), 0.0) + mf - xf
+            out = np.where(x > 0, x * np.log(x / m), 0.0) + m - x
     if near.any():
-        xn, mn = x[near], m[near]
+        xn, mn = (x, m) if every else (x[near], m[near])
         v = (xn - mn) / (xn + mn)
         s = (xn - mn) * v
         ej = 2.0 * xn * v
         v2 = v * v
+        widest = float(np.abs(v).max())
         for j in range(1, _BD0_TERMS + 1):
+            if 2.0 * widest ** (2 * j - 1) / (2 * j + 1) < _NEGLIGIBLE:
+                break
             ej = ej * v2
-            term = ej / (2 * j + 1)
-            s = s + term
-            if np.all(np.abs(term) * _BELOW_ULP < np.spacing(np.abs(s))):
-                break  # every later term is smaller still: s keeps its bits
+            s = s + ej / (2 * j + 1)
+        if every:
+            return np.asarray(s, dtype=np.float64).reshape(x.shape)
         out[near] = s
     return out
 
