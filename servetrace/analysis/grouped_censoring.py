@@ -28,16 +28,15 @@ MAX_GROUPS = 1000
 def attach(
     summaries: dict[Any, Summary],
     requests: pl.DataFrame,
-    gaps: GroupedSample | None,
+    samples: Mapping[str, GroupedSample | None],
     group: str,
     ends: Mapping[Any, int | None],
     admissions: Mapping[Any, bool],
 ) -> dict[Any, Summary]:
     """The summaries with ``survival`` and ``intervals`` filled in per group.
 
-    ``requests`` carry the group (``group``) and its number (``grouped_gaps.CODE``, the
-    position of the value in ``summaries``); ``gaps`` are the sorted gaps of each group
-    (None when streamed)."""
+    ``requests`` carry the group (``group``); ``samples`` hold each metric column's values
+    sorted by group (``grouped_gaps.sample_of``; ``itl_ns`` None when streamed)."""
     if len(summaries) > MAX_GROUPS:
         return summaries
     values = list(summaries)
@@ -51,9 +50,8 @@ def attach(
         admissions,
         {v: s.arrival_known for v, s in summaries.items()},
     )
-    completed = requests.filter(pl.col("outcome") == "completed")
     itl = {v: m["itl"] for v, m in metrics.items()}
-    intervals = metric_intervals_by(completed, gaps, values, itl)
+    intervals = metric_intervals_by(samples, values, itl)
     return {
         value: replace(summary, survival=survival[value], intervals=intervals[value])
         for value, summary in summaries.items()

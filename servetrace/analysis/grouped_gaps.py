@@ -1,7 +1,8 @@
-"""The pooled ITL gaps of every ``--by`` group, sorted once and described from the sort.
+"""Every ``--by`` group's sample of a metric, sorted once and described from the sort.
 
-A trace's gaps outnumber its requests a thousand to one, so ``--by`` sorts them once by
-(group, gap) (``stats.grouped_order``) and takes from that one array each group's
+A trace's gaps outnumber its requests a thousand to one, so ``--by`` sorts them (and each
+per-request metric) once by (group, value) (``stats.grouped_order``) and takes from that
+one array each group's
 ``describe`` (count, min, percentiles, max by index; mean and std from exact integer
 sums) and its percentile intervals (``grouped_intervals``). Groups are numbered by
 their position in the sorted list of values (column ``CODE``).
@@ -9,7 +10,7 @@ their position in the sorted list of values (column ``CODE``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,9 +43,14 @@ def sample_of(frame: pl.DataFrame, column: str, groups: int) -> GroupedSample:
     return sort_by_group(part[CODE].to_numpy(), part[column].to_numpy(), groups)
 
 
-def describe_integers(sample: GroupedSample, values: Sequence[Any]) -> dict[Any, Distribution]:
-    """``stats.describe`` of each group's integer sample (``grouped_figures.describe_groups``
-    of an integer column, from the sort)."""
+def describe_sample(
+    sample: GroupedSample,
+    values: Sequence[Any],
+    moments: Mapping[Any, tuple[float, float]] | None = None,
+) -> dict[Any, Distribution]:
+    """``stats.describe`` of each group's sample (``grouped_figures.describe_groups`` of
+    its column, from the sort): mean and std exact for integers, else from ``moments``
+    (``stats.grouped_moments.float_moments_by`` of a float column)."""
     sizes = sample.sizes
     picked: dict[str, np.ndarray] = {}
     for name in STATISTICS:
@@ -57,15 +63,17 @@ def describe_integers(sample: GroupedSample, values: Sequence[Any]) -> dict[Any,
             picked[name] = sample.at(sizes)
         else:
             picked[name] = percentiles(sample, q / 100)
-    sums = _deviation_sums(sample)
+    sums = _deviation_sums(sample) if moments is None else ([], [], [])
     columns = {name: array.tolist() for name, array in picked.items()}
     out: dict[Any, Distribution] = {}
     for i, (value, n) in enumerate(zip(values, sizes.tolist(), strict=True)):
         if n == 0:
             out[value] = {name: (0 if name == "count" else None) for name in STATISTICS}
             continue
-        pivot, s1, s2 = sums[0][i], sums[1][i], sums[2][i]
-        mean, std = integer_moments(n, int(pivot), int(s1), int(s2))
+        if moments is None:
+            mean, std = integer_moments(n, sums[0][i], sums[1][i], sums[2][i])
+        else:
+            mean, std = moments[value]
         found: dict[str, float | int | None] = {"count": n, "mean": mean, "std": std}
         out[value] = {
             name: found[name] if name in found else float(columns[name][i]) for name in STATISTICS

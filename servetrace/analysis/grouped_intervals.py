@@ -13,20 +13,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import polars as pl
 
-from servetrace.analysis.grouped_gaps import sample_of
 from servetrace.analysis.intervals import CONFIDENCE, PERCENTILES
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.stats.grouped_order import GroupedSample
 from servetrace.stats.order_ci import needed_for_bounds, ranks
-
-
-def _pair(low: float, high: float) -> list[float | None] | None:
-    """``[low, high]``, NaN for a bound the sample cannot give (samples are never NaN)."""
-    if low != low and high != high:
-        return None
-    return [None if low != low else low, None if high != high else high]
 
 
 def _intervals(sample: GroupedSample, confidence: float) -> list[dict[str, Any]]:
@@ -46,33 +37,38 @@ def _intervals(sample: GroupedSample, confidence: float) -> list[dict[str, Any]]
             for n, a, b in zip(sizes.tolist(), lows, highs, strict=True)
         ]  # NaN (a != a) stands for a missing bound: the values are never NaN
         short[name] = (~(has_low & has_high)).tolist()
-    needed = {name: needed_for_bounds(q, confidence) for name, q in PERCENTILES.items()}
+    needed = [needed_for_bounds(q, confidence) for q in PERCENTILES.values()]
     names = list(PERCENTILES)
     return [
         {
             "confidence": confidence,
             "n": n,
-            "intervals": {name: bounds[name][i] for name in names},
-            "needed": {name: needed[name] for name in names if n and short[name][i]},
+            "intervals": dict(zip(names, found, strict=True)),
+            "needed": {k: m for k, m, s in zip(names, needed, missing, strict=True) if s and n},
         }
-        for i, n in enumerate(sizes.tolist())
+        for n, found, missing in zip(
+            sizes.tolist(),
+            zip(*bounds.values(), strict=True),
+            zip(*short.values(), strict=True),
+            strict=True,
+        )
     ]
 
 
 def metric_intervals_by(
-    completed: pl.DataFrame,
-    gaps: GroupedSample | None,
+    samples: Mapping[str, GroupedSample | None],
     values: Sequence[Any],
     itl: Mapping[Any, Mapping[str, Any]],
     confidence: float = CONFIDENCE,
 ) -> dict[Any, dict[str, dict[str, Any]]]:
-    """Per value: ``intervals.metric_intervals`` of its completed requests (column
-    ``grouped_gaps.CODE`` numbers their group in ``values``) and its gaps (None when
-    streamed: ``itl`` then holds each group's ITL distribution, and its interval is
-    unavailable)."""
+    """Per value: ``intervals.metric_intervals`` of its completed requests and its gaps:
+    ``samples`` holds each metric column sorted by group (``grouped_gaps.sample_of``,
+    groups numbered as in ``values``); ``itl_ns`` is None when streamed, then ``itl``
+    holds each group's ITL distribution and its interval is unavailable."""
     out: dict[Any, dict[str, dict[str, Any]]] = {v: {} for v in values}
     for spec in LATENCY_METRICS:
-        if spec.per == "gap" and gaps is None:
+        sample = samples[spec.column]
+        if sample is None:
             for v in values:
                 out[v][spec.name] = {
                     "confidence": confidence,
@@ -82,8 +78,6 @@ def metric_intervals_by(
                     "unavailable": "streamed",
                 }
             continue
-        sample = gaps if spec.per == "gap" else sample_of(completed, spec.column, len(values))
-        assert sample is not None
         found = _intervals(sample, confidence)
         for v, entry in zip(values, found, strict=True):
             out[v][spec.name] = entry

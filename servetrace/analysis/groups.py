@@ -38,7 +38,7 @@ from servetrace.analysis.grouped_figures import (
     rows_by_group,
     spans,
 )
-from servetrace.analysis.grouped_gaps import CODE, codes, describe_integers, sample_of
+from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, sample_of
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
@@ -49,6 +49,7 @@ from servetrace.analysis.summary import (
     Summary,
     goodput,
 )
+from servetrace.stats.grouped_moments import float_moments_by
 from servetrace.stats.grouped_order import GroupedSample
 
 
@@ -118,7 +119,7 @@ def _gaps(
         return None, dict(gaps)
     joined = gaps.join(requests.select(KEY, CODE), on=KEY, how="inner")
     sample = sample_of(joined, "itl_ns", len(values))
-    return sample, describe_integers(sample, values)
+    return sample, describe_sample(sample, values)
 
 
 def _flag(requests: pl.DataFrame, column: str) -> pl.Expr:
@@ -157,7 +158,18 @@ def summarize_groups(
     known = {v: bool(flags[v]["arrival_known"]) for v in values}
     completed = requests.filter(pl.col("outcome") == "completed")
     per_request = [s.column for s in LATENCY_METRICS if s.per != "gap"]
-    described = describe_groups(completed, [*per_request, "output_tokens", "prompt_tokens"])
+    samples = {
+        c: sample_of(completed, c, len(values))
+        for c in [*per_request, "output_tokens", "prompt_tokens"]
+    }
+    described = {
+        c: describe_sample(
+            sample,
+            values,
+            None if completed.schema[c].is_integer() else float_moments_by(completed, G, c),
+        )
+        for c, sample in samples.items()
+    }
     gap_sample, itl = _gaps(gaps, requests, values)
     admissions = {v: bool(group_spans[v]["admissions"]) and timeline.has_admissions for v in values}
     busy = concurrency_by(
@@ -258,4 +270,6 @@ def summarize_groups(
             output_uncounted=int(uncounted.get(value, 0)),
         )
     last_events = {v: group_spans[v]["end"] for v in values}
-    return grouped_censoring.attach(result, requests, gap_sample, G, last_events, admissions)
+    return grouped_censoring.attach(
+        result, requests, samples | {"itl_ns": gap_sample}, G, last_events, admissions
+    )
