@@ -19,14 +19,31 @@ from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.stats.grouped_order import GroupedSample
 from servetrace.stats.order_ci import needed_for_bounds, ranks
 
+Ranks = dict[str, tuple[np.ndarray, np.ndarray]]
 
-def _intervals(sample: GroupedSample, confidence: float) -> list[dict[str, Any]]:
-    """``percentile_intervals`` of each group's sample."""
+
+def _ranks_of(samples: Sequence[GroupedSample], confidence: float) -> list[Ranks]:
+    """The interval ranks of every group of every sample: one ``ranks`` call per
+    percentile for all of them (the metrics of one group mostly share a size)."""
+    sizes = np.concatenate([s.sizes for s in samples]) if samples else np.zeros(0, np.int64)
+    cuts = np.cumsum([s.sizes.size for s in samples])[:-1]
+    out: list[Ranks] = [{} for _ in samples]
+    for name, q in PERCENTILES.items():
+        low, high = ranks(sizes, q, confidence)
+        for i, (lo, hi) in enumerate(zip(np.split(low, cuts), np.split(high, cuts), strict=True)):
+            out[i][name] = (lo, hi)
+    return out
+
+
+def _intervals(
+    sample: GroupedSample, found_ranks: Ranks, confidence: float
+) -> list[dict[str, Any]]:
+    """``percentile_intervals`` of each group's sample, from its ranks."""
     sizes = sample.sizes
     bounds: dict[str, list[list[float | None] | None]] = {}
     short: dict[str, list[bool]] = {}
-    for name, q in PERCENTILES.items():
-        low, high = ranks(sizes, q, confidence)
+    for name in PERCENTILES:
+        low, high = found_ranks[name]
         has_low, has_high = low >= 1, high <= sizes
         lows = np.where(has_low, sample.at(low), np.nan).tolist()
         highs = np.where(has_high, sample.at(high), np.nan).tolist()
@@ -66,6 +83,8 @@ def metric_intervals_by(
     groups numbered as in ``values``); ``itl_ns`` is None when streamed, then ``itl``
     holds each group's ITL distribution and its interval is unavailable."""
     out: dict[Any, dict[str, dict[str, Any]]] = {v: {} for v in values}
+    present = [s for spec in LATENCY_METRICS if (s := samples[spec.column]) is not None]
+    all_ranks = dict(zip(map(id, present), _ranks_of(present, confidence), strict=True))
     for spec in LATENCY_METRICS:
         sample = samples[spec.column]
         if sample is None:
@@ -78,7 +97,7 @@ def metric_intervals_by(
                     "unavailable": "streamed",
                 }
             continue
-        found = _intervals(sample, confidence)
+        found = _intervals(sample, all_ranks[id(sample)], confidence)
         for v, entry in zip(values, found, strict=True):
             out[v][spec.name] = entry
     return out
