@@ -118,7 +118,9 @@ class _Merged:
         gaps = gap_frame(timeline, metrics)
         if self.by is not None:
             grouped = gaps.join(metrics.select(KEY, self.by), on=KEY, how="left")
-            for (value,), group in grouped.group_by(self.by):
+            # groups in order of appearance, so which one spills past the shared budget
+            # is the same on every run (hash order is not)
+            for (value,), group in grouped.group_by(self.by, maintain_order=True):
                 self.itl_by.setdefault(value, PooledGaps(self.by_budget)).add(group["itl_ns"])
         # Keys are unique within one partition only: renumber them trace-wide.
         renumber = timeline.requests.select(

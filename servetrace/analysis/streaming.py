@@ -180,7 +180,9 @@ def _analyze_streaming(
         gaps = gap_frame(timeline, metrics)
         if by is not None:
             grouped = gaps.join(metrics.select(KEY, by), on=KEY, how="left")
-            for (value,), group in grouped.group_by(by):
+            # groups in order of appearance, so which one spills past the shared budget
+            # is the same on every run (hash order is not)
+            for (value,), group in grouped.group_by(by, maintain_order=True):
                 itl_by.setdefault(value, PooledGaps(by_budget)).add(group["itl_ns"])
         # Keys are only unique within one batch (string ids are category codes): renumber
         # them trace-wide before keeping anything.
