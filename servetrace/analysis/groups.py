@@ -105,6 +105,37 @@ def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict
     }
 
 
+def _goodput_by(
+    completed: pl.DataFrame, targets: Sequence[GoodputTarget]
+) -> dict[Any, GoodputReport]:
+    """``summary.goodput`` of each group with completed requests, in one ``group_by``; a
+    target no completed request of a group can be judged on is the same UsageError."""
+    if not targets:
+        return {}
+    found = completed.group_by(G, maintain_order=True).agg(
+        pl.len().alias("_n"),
+        pl.all_horizontal([t.expr() for t in targets]).sum().alias("_met"),
+        *[t.expr().mean().alias(f"_share{i}") for i, t in enumerate(targets)],
+        *[
+            pl.col(f"{t.metric}_ns").null_count().alias(f"_unknown{i}")
+            for i, t in enumerate(targets)
+        ],
+    )
+    out: dict[Any, GoodputReport] = {}
+    for row in found.iter_rows(named=True):
+        n, met = int(row["_n"]), int(row["_met"])
+        if any(row[f"_unknown{i}"] == n for i in range(len(targets))):
+            goodput(completed.filter(pl.col(G).eq_missing(row[G])), targets)  # raises
+        out[row[G]] = {
+            "targets": [t.text() for t in targets],
+            "requests_met": met,
+            "requests_completed": n,
+            "fraction": met / n,
+            "attainment_by_target": {t.text(): row[f"_share{i}"] for i, t in enumerate(targets)},
+        }
+    return out
+
+
 def _pair_counts(requests: pl.DataFrame, column: str) -> dict[tuple[Any, Any], int]:
     counts = requests.group_by(G, column).len()
     return {(g, c): int(n) for g, c, n in counts.iter_rows()}
@@ -179,9 +210,7 @@ def summarize_groups(
         admissions,
     )
     formulas = formula(completed, values, *formula_tolerance)
-    goodputs: dict[Any, GoodputReport | None] = {}
-    for value, part in completed.partition_by(G, as_dict=True).items() if targets else ():
-        goodputs[value[0]] = goodput(part, targets)  # one partition pass, few targets
+    goodputs: dict[Any, GoodputReport | None] = dict(_goodput_by(completed, targets))
     met = {v: g["requests_met"] for v, g in goodputs.items() if g is not None}
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
