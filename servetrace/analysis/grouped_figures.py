@@ -26,7 +26,8 @@ from servetrace.analysis.formula import (
     worst,
 )
 from servetrace.analysis.summary import EXAMPLES_SHOWN, Distribution
-from servetrace.stats.describe import STATISTICS, moments, percentile_of
+from servetrace.stats.describe import STATISTICS, percentile_of
+from servetrace.stats.grouped_moments import float_moments_by
 from servetrace.stats.moments import integer_moments
 
 G = "_group"
@@ -58,7 +59,7 @@ def describe_groups(
     The same numbers as ``describe`` of the group alone: percentiles by Polars' linear
     interpolation, mean and std by ``stats.describe.moments`` (order-independent: exact
     integer sums for integer columns, here as Int128 sums of deviations from the group's
-    minimum in the ``group_by``; float columns summed in sorted order, per group).
+    minimum in the ``group_by``; float columns by ``stats.grouped_moments``).
     """
     exprs = []
     for c in columns:
@@ -82,13 +83,14 @@ def describe_groups(
     out: dict[str, dict[Any, Distribution]] = {}
     for c in columns:
         out[c] = {}
-        floats = _float_moments(frame, c) if not frame.schema[c].is_integer() else {}
+        integer = frame.schema[c].is_integer()
+        floats = {} if integer else float_moments_by(frame, G, c)
         for value, row in rows.items():
             count = int(row[f"{c}\x00count"] or 0)
             if not count:
                 out[c][value] = empty_distribution()
                 continue
-            if frame.schema[c].is_integer():
+            if integer:
                 pivot, s1, s2 = (row[f"{c}\x00{k}"] for k in ("pivot", "s1", "s2"))
                 mean, std = integer_moments(count, int(pivot), int(s1), int(s2))
             else:
@@ -103,17 +105,6 @@ def describe_groups(
                 else row[f"{c}\x00{n}"]
                 for n in STATISTICS
             }
-    return out
-
-
-def _float_moments(frame: pl.DataFrame, column: str) -> dict[Any, tuple[float, float]]:
-    """``moments`` of a float column in each group that has values (one partition)."""
-    parts = frame.select(G, column).partition_by(G, as_dict=True)
-    out: dict[Any, tuple[float, float]] = {}
-    for key, part in parts.items():
-        found = moments(part[column].drop_nulls().drop_nans())
-        if found is not None:
-            out[key[0]] = found
     return out
 
 

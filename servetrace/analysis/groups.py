@@ -19,7 +19,7 @@ import polars as pl
 
 from servetrace.analysis import grouped_censoring
 from servetrace.analysis.concurrency import concurrency_by, no_concurrency
-from servetrace.analysis.errors import ERRORED, error_counts_by, errored_report
+from servetrace.analysis.errors import ERRORED, error_counts_by
 from servetrace.analysis.figures import (
     CANCEL_STAGES,
     OUTCOMES,
@@ -38,6 +38,7 @@ from servetrace.analysis.grouped_figures import (
     rows_by_group,
     spans,
 )
+from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, sample_of
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
@@ -48,6 +49,8 @@ from servetrace.analysis.summary import (
     Summary,
     goodput,
 )
+from servetrace.stats.grouped_moments import float_moments_by
+from servetrace.stats.grouped_order import GroupedSample
 
 
 def _throughput(
@@ -88,15 +91,66 @@ def _delivered(row: Mapping[str, Any]) -> int | None:
 
 
 def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict[str, Any]]:
-    """``summary.errored`` per group: one partition of the (few) errored requests."""
-    errored = requests.filter(pl.col("outcome") == ERRORED)
-    parts = {k[0]: v for k, v in errored.partition_by(G, as_dict=True).items()}
-    return {v: errored_report(parts.get(v, errored.clear())) for v in values}
+    """``errors.errored_report`` per group, in one ``group_by`` each."""
+    counts, ids = _ended(requests, ERRORED, values)
+    times = describe_groups(requests.filter(pl.col("outcome") == ERRORED), ["e2e_ns"])["e2e_ns"]
+    return {
+        v: {
+            "count": int(counts[v]["count"]),
+            "output_tokens_delivered": _delivered(counts[v]),
+            "time_to_error_ns": times.get(v, empty_distribution()),
+            "examples": ids.get(v, []),
+        }
+        for v in values
+    }
+
+
+def _goodput_by(
+    completed: pl.DataFrame, targets: Sequence[GoodputTarget]
+) -> dict[Any, GoodputReport]:
+    """``summary.goodput`` of each group with completed requests, in one ``group_by``; a
+    target no completed request of a group can be judged on is the same UsageError."""
+    if not targets:
+        return {}
+    found = completed.group_by(G, maintain_order=True).agg(
+        pl.len().alias("_n"),
+        pl.all_horizontal([t.expr() for t in targets]).sum().alias("_met"),
+        *[t.expr().mean().alias(f"_share{i}") for i, t in enumerate(targets)],
+        *[
+            pl.col(f"{t.metric}_ns").null_count().alias(f"_unknown{i}")
+            for i, t in enumerate(targets)
+        ],
+    )
+    out: dict[Any, GoodputReport] = {}
+    for row in found.iter_rows(named=True):
+        n, met = int(row["_n"]), int(row["_met"])
+        if any(row[f"_unknown{i}"] == n for i in range(len(targets))):
+            goodput(completed.filter(pl.col(G).eq_missing(row[G])), targets)  # raises
+        out[row[G]] = {
+            "targets": [t.text() for t in targets],
+            "requests_met": met,
+            "requests_completed": n,
+            "fraction": met / n,
+            "attainment_by_target": {t.text(): row[f"_share{i}"] for i, t in enumerate(targets)},
+        }
+    return out
 
 
 def _pair_counts(requests: pl.DataFrame, column: str) -> dict[tuple[Any, Any], int]:
     counts = requests.group_by(G, column).len()
     return {(g, c): int(n) for g, c, n in counts.iter_rows()}
+
+
+def _gaps(
+    gaps: pl.DataFrame | Mapping[Any, Distribution], requests: pl.DataFrame, values: list[Any]
+) -> tuple[GroupedSample | None, dict[Any, Distribution]]:
+    """Each group's gaps sorted once (``grouped_gaps``), and their ITL distribution; streamed,
+    no gaps but the distribution of each group (``gaps``)."""
+    if not isinstance(gaps, pl.DataFrame):
+        return None, dict(gaps)
+    joined = gaps.join(requests.select(KEY, CODE), on=KEY, how="inner")
+    sample = sample_of(joined, "itl_ns", len(values))
+    return sample, describe_sample(sample, values)
 
 
 def _flag(requests: pl.DataFrame, column: str) -> pl.Expr:
@@ -117,6 +171,7 @@ def summarize_groups(
     ITL distribution of each value."""
     requests = requests.with_columns(pl.col(column).alias(G))
     values = requests[G].unique().sort(nulls_last=True).to_list()
+    requests = codes(requests, G, values)
     group_of = requests.select(KEY, G)
     rows = timeline.requests.drop(G, strict=False).join(group_of, on=KEY, how="inner")
     group_spans = spans(rows)
@@ -134,11 +189,19 @@ def summarize_groups(
     known = {v: bool(flags[v]["arrival_known"]) for v in values}
     completed = requests.filter(pl.col("outcome") == "completed")
     per_request = [s.column for s in LATENCY_METRICS if s.per != "gap"]
-    described = describe_groups(completed, [*per_request, "output_tokens", "prompt_tokens"])
-    if isinstance(gaps, pl.DataFrame):
-        itl = describe_groups(gaps.join(group_of, on=KEY, how="inner"), ["itl_ns"])["itl_ns"]
-    else:
-        itl = dict(gaps)
+    samples = {
+        c: sample_of(completed, c, len(values))
+        for c in [*per_request, "output_tokens", "prompt_tokens"]
+    }
+    described = {
+        c: describe_sample(
+            sample,
+            values,
+            None if completed.schema[c].is_integer() else float_moments_by(completed, G, c),
+        )
+        for c, sample in samples.items()
+    }
+    gap_sample, itl = _gaps(gaps, requests, values)
     admissions = {v: bool(group_spans[v]["admissions"]) and timeline.has_admissions for v in values}
     busy = concurrency_by(
         timeline.transitions.join(group_of, on=KEY, how="inner"),
@@ -147,9 +210,7 @@ def summarize_groups(
         admissions,
     )
     formulas = formula(completed, values, *formula_tolerance)
-    goodputs: dict[Any, GoodputReport | None] = {}
-    for value, part in completed.partition_by(G, as_dict=True).items() if targets else ():
-        goodputs[value[0]] = goodput(part, targets)  # one partition pass, few targets
+    goodputs: dict[Any, GoodputReport | None] = dict(_goodput_by(completed, targets))
     met = {v: g["requests_met"] for v, g in goodputs.items() if g is not None}
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
@@ -238,4 +299,6 @@ def summarize_groups(
             output_uncounted=int(uncounted.get(value, 0)),
         )
     last_events = {v: group_spans[v]["end"] for v in values}
-    return grouped_censoring.attach(result, requests, gaps, G, KEY, last_events, admissions)
+    return grouped_censoring.attach(
+        result, requests, samples | {"itl_ns": gap_sample}, G, last_events, admissions
+    )

@@ -203,3 +203,14 @@ class PooledGaps:
         if not self._exact:
             return _empty()
         return describe(pl.concat(self._exact))
+
+
+def add_by_group(
+    pools: dict[object, PooledGaps], gaps: pl.DataFrame, by: str, budget: GapBudget
+) -> None:
+    """Each group's ``itl_ns`` into its pool (``--by`` streamed), the groups in the order
+    of their values — not of the rows, which a join may shuffle, nor of hashing — so
+    which pool spills past the shared budget is the same on every run."""
+    parts = gaps.partition_by(by, as_dict=True)
+    for value in gaps[by].unique().sort(nulls_last=True).to_list():
+        pools.setdefault(value, PooledGaps(budget)).add(parts[(value,)]["itl_ns"])

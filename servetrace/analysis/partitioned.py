@@ -34,7 +34,13 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.histogram import EXACT_GAPS, GAP_SCHEMA, GapBudget, PooledGaps
+from servetrace.analysis.histogram import (
+    EXACT_GAPS,
+    GAP_SCHEMA,
+    GapBudget,
+    PooledGaps,
+    add_by_group,
+)
 from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
@@ -118,8 +124,7 @@ class _Merged:
         gaps = gap_frame(timeline, metrics)
         if self.by is not None:
             grouped = gaps.join(metrics.select(KEY, self.by), on=KEY, how="left")
-            for (value,), group in grouped.group_by(self.by):
-                self.itl_by.setdefault(value, PooledGaps(self.by_budget)).add(group["itl_ns"])
+            add_by_group(self.itl_by, grouped, self.by, self.by_budget)
         # Keys are unique within one partition only: renumber them trace-wide.
         renumber = timeline.requests.select(
             KEY, (pl.int_range(pl.len(), dtype=pl.Int64) + self.next_key).alias("_new")

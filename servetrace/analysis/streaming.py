@@ -40,6 +40,7 @@ from servetrace.analysis.histogram import (
     RELATIVE_BOUND,
     GapBudget,
     PooledGaps,
+    add_by_group,
 )
 from servetrace.analysis.lifecycle import (
     KEY,
@@ -180,8 +181,7 @@ def _analyze_streaming(
         gaps = gap_frame(timeline, metrics)
         if by is not None:
             grouped = gaps.join(metrics.select(KEY, by), on=KEY, how="left")
-            for (value,), group in grouped.group_by(by):
-                itl_by.setdefault(value, PooledGaps(by_budget)).add(group["itl_ns"])
+            add_by_group(itl_by, grouped, by, by_budget)
         # Keys are only unique within one batch (string ids are category codes): renumber
         # them trace-wide before keeping anything.
         renumber = timeline.requests.select(

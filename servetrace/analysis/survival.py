@@ -31,9 +31,15 @@ QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 ESTIMATOR = "kaplan-meier"
 
 
-def _censoring(requests: pl.DataFrame, metric: str, trace_end: int) -> pl.DataFrame:
-    """``duration_ns``, ``observed``, ``why`` (cancelled/in_flight/None) per request."""
-    outcome, age = pl.col("outcome"), pl.lit(trace_end) - pl.col("arrival_ns")
+def _censoring(
+    requests: pl.DataFrame, metric: str, trace_end: int | pl.Expr, keep: tuple[str, ...] = ()
+) -> pl.DataFrame:
+    """``duration_ns``, ``observed``, ``why`` (cancelled/in_flight/None) per request.
+
+    ``trace_end`` is the trace's last event, or (``--by``) an expression of each row's
+    group end; ``keep`` columns are carried along (the group)."""
+    end = trace_end if isinstance(trace_end, pl.Expr) else pl.lit(trace_end)
+    outcome, age = pl.col("outcome"), end - pl.col("arrival_ns")
     cancelled, flying = outcome == "cancelled", outcome == "in_flight"
     if metric == "ttft":
         seen = pl.col("ttft_ns").is_not_null()
@@ -59,6 +65,7 @@ def _censoring(requests: pl.DataFrame, metric: str, trace_end: int) -> pl.DataFr
             .then(age)
         )
     return requests.select(
+        *keep,
         duration.cast(pl.Int64).alias("duration_ns"),
         seen.alias("observed"),
         pl.when(seen).then(pl.lit(None, pl.String)).otherwise(outcome).alias("why"),

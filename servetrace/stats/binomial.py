@@ -39,48 +39,82 @@ _STIRLERR_SMALL = np.array(
     + [math.lgamma(k + 1.0) - (k + 0.5) * math.log(k) + k - 0.5 * _LN_2PI for k in range(1, 16)]
 )
 _BD0_TERMS = 24  # |v| < 0.1 there, so v^(2j) < 1e-48 after 24 terms
+_NEGLIGIBLE = 2.0**-55  # a term this small relative to bd0's sum cannot change its bits
+# stirlerr: the table up to 15, then Stirling's series with fewer terms as k grows
+_STIRLING_FROM = np.array([15.0, 35.0, 80.0, 500.0])
 
 
 def stirlerr(k: npt.ArrayLike) -> FloatArray:
-    """``ln k! − ln(sqrt(2πk)(k/e)^k)`` for whole k ≥ 0 (Loader; R ``stirlerr``)."""
+    """``ln k! − ln(sqrt(2πk)(k/e)^k)`` for whole k ≥ 0 (Loader; R ``stirlerr``).
+
+    Each branch of the series is evaluated on its own elements only (the same
+    operations on each element as evaluating every branch everywhere)."""
     k = np.asarray(k, dtype=np.float64)
-    small = k <= 15
+    branch = np.searchsorted(_STIRLING_FROM, k, side="left")  # 0: k ≤ 15, the table
+    if k.size == 0:
+        return np.empty_like(k)
+    first, last = int(branch.min()), int(branch.max())
+    if first == last:  # the usual case: one branch for all, no indexing
+        return _stirling_branch(k, first)
     out = np.empty_like(k)
-    out[small] = _STIRLERR_SMALL[k[small].astype(np.int64)]
-    big = k[~small]
-    nn = big * big
-    s0, s1, s2, s3, s4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
-    out[~small] = np.where(
-        big > 500,
-        (s0 - s1 / nn) / big,
-        np.where(
-            big > 80,
-            (s0 - (s1 - s2 / nn) / nn) / big,
-            np.where(
-                big > 35,
-                (s0 - (s1 - (s2 - s3 / nn) / nn) / nn) / big,
-                (s0 - (s1 - (s2 - (s3 - s4 / nn) / nn) / nn) / nn) / big,
-            ),
-        ),
-    )
+    for b in range(first, last + 1):
+        where = branch == b
+        out[where] = _stirling_branch(k[where], b)
     return out
 
 
+def _stirling_branch(k: FloatArray, branch: int) -> FloatArray:
+    if branch == 0:
+        return np.asarray(_STIRLERR_SMALL[k.astype(np.int64)], dtype=np.float64)
+    return _stirling_series(k, branch)
+
+
+def _stirling_series(big: FloatArray, branch: int) -> FloatArray:
+    """Stirling's series of stirlerr, fewer terms as k grows (branch 1: 15 < k ≤ 35, 2:
+    ≤ 80, 3: ≤ 500, 4: above)."""
+    s0, s1, s2, s3, s4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
+    nn = big * big
+    if branch == 4:
+        return np.asarray((s0 - s1 / nn) / big)
+    if branch == 3:
+        return np.asarray((s0 - (s1 - s2 / nn) / nn) / big)
+    if branch == 2:
+        return np.asarray((s0 - (s1 - (s2 - s3 / nn) / nn) / nn) / big)
+    return np.asarray((s0 - (s1 - (s2 - (s3 - s4 / nn) / nn) / nn) / nn) / big)
+
+
 def bd0(x: npt.ArrayLike, m: npt.ArrayLike) -> FloatArray:
-    """The deviance ``x ln(x/m) + m − x`` (x ≥ 0, m > 0) without cancellation."""
+    """The deviance ``x ln(x/m) + m − x`` (x ≥ 0, m > 0) without cancellation.
+
+    Near ``m`` it is the series ``(x − m)v + Σ_j 2x v^(2j+1)/(2j+1)``, v = (x−m)/(x+m),
+    |v| < 0.1. Term j is at most ``2|v|^(2j−1)/(2j+1)`` of the sum; once that is below
+    2^-55 for the largest |v|, it and every later term are under half an ulp of the sum
+    and adding them would not change a bit, so the series stops there."""
     x = np.asarray(x, dtype=np.float64)
     m = np.broadcast_to(np.asarray(m, dtype=np.float64), x.shape)
     near = np.abs(x - m) < 0.1 * (x + m)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        far = np.where(x > 0, x * np.log(x / m), 0.0) + m - x
-    v = np.where(near, (x - m) / (x + m), 0.0)
-    s = (x - m) * v
-    ej = 2.0 * x * v
-    v2 = v * v
-    for j in range(1, _BD0_TERMS + 1):
-        ej = ej * v2
-        s = s + ej / (2 * j + 1)
-    return np.where(near, s, far)
+    every = bool(near.all())
+    if every:
+        out = np.empty(x.shape, dtype=np.float64)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(x > 0, x * np.log(x / m), 0.0) + m - x
+    if near.any():
+        xn, mn = (x, m) if every else (x[near], m[near])
+        v = (xn - mn) / (xn + mn)
+        s = (xn - mn) * v
+        ej = 2.0 * xn * v
+        v2 = v * v
+        widest = float(np.abs(v).max())
+        for j in range(1, _BD0_TERMS + 1):
+            if 2.0 * widest ** (2 * j - 1) / (2 * j + 1) < _NEGLIGIBLE:
+                break
+            ej = ej * v2
+            s = s + ej / (2 * j + 1)
+        if every:
+            return np.asarray(s, dtype=np.float64).reshape(x.shape)
+        out[near] = s
+    return out
 
 
 def pmf(x: npt.ArrayLike, n: int, p: float) -> FloatArray:
@@ -104,6 +138,43 @@ def pmf(x: npt.ArrayLike, n: int, p: float) -> FloatArray:
     out[x == 0] = math.exp(at0)
     out[x == n] = math.exp(atn)
     return out
+
+
+def pmf_pairs(x: npt.ArrayLike, n: npt.ArrayLike, p: float) -> FloatArray:
+    """``P(B_i = x_i)`` for ``B_i ~ Binomial(n_i, p)``, elementwise: ``pmf`` of many sizes
+    in one pass (``order_ci.ranks`` asks for the windows of every ``--by`` group at once).
+
+    The same operations as ``pmf`` on each element, except that the two end masses
+    (x = 0, x = n) take NumPy's ``exp`` instead of ``math.exp`` (at most an ulp apart)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    n = np.ascontiguousarray(np.broadcast_to(np.asarray(n, dtype=np.float64), x.shape))
+    q = 1.0 - p
+    out = np.zeros_like(x)
+    if p == 0.0 or q == 0.0:
+        out[x == (0.0 if p == 0.0 else n)] = 1.0
+        return out
+    inner = (x > 0) & (x < n)
+    xi, ni = x[inner], n[inner]
+    lc = stirlerr(ni) - stirlerr(xi) - stirlerr(ni - xi)
+    lc = lc - bd0(xi, ni * p) - bd0(ni - xi, ni * q)
+    lf = _LN_2PI + np.log(xi) + np.log1p(-xi / ni)
+    out[inner] = np.exp(lc - 0.5 * lf)
+    zero, full = x == 0, x == n
+    n0, nn = n[zero], n[full]
+    at0 = (-bd0(n0, n0 * q) - n0 * p) if p < 0.1 else n0 * math.log(q)
+    atn = (-bd0(nn, nn * p) - nn * q) if q < 0.1 else nn * math.log(p)
+    out[zero] = np.exp(at0)
+    out[full] = np.exp(atn)
+    return out
+
+
+def windows(n: npt.ArrayLike, p: float) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``_window`` of each size: ``(lo, hi)``, the same arithmetic elementwise."""
+    n = np.asarray(n, dtype=np.int64)
+    mean = n * p
+    width = np.ceil(12.0 * np.sqrt(n * p * (1.0 - p)) + 40.0).astype(np.int64)
+    lo = np.maximum(0, np.floor(mean).astype(np.int64) - width)
+    return lo, np.minimum(n, np.ceil(mean).astype(np.int64) + width)
 
 
 def _window(n: int, p: float) -> tuple[int, int]:

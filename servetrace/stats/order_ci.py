@@ -31,25 +31,69 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from servetrace.stats.binomial import tails
+from servetrace.stats.binomial import pmf_pairs, windows
 
 IntArray = npt.NDArray[np.int64]
 TIE_TOLERANCE = 1e-12
+_CELLS = 1 << 20  # window points per stacked matrix in ``_ranks_many``
+
+
+def _ranks_many(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, IntArray]:
+    """``(l, u)`` of each size (all ≥ 1) from the exact tail sums (``stats.binomial``; no
+    SciPy), every size at once.
+
+    The pmf of every size's window is one elementwise pass; the tail sums are cumulative
+    sums per size, done on matrices of the sizes whose windows are about as wide (padded
+    with zeros, which leave a running sum's bits as they are): one pass per power of two
+    of the window width, not one per size.
+    At most ~``_CELLS`` window points per matrix, so memory stays a few MB.
+    """
+    lo, hi = windows(sizes, q)
+    width = hi - lo + 1
+    below = np.zeros(sizes.size, dtype=np.int64)
+    above = np.zeros(sizes.size, dtype=np.int64)
+    width_class = np.ceil(np.log2(width)).astype(np.int64)
+    for cls in np.unique(width_class):
+        of_class = np.flatnonzero(width_class == cls)
+        block = max(1, _CELLS >> int(cls))
+        for start in range(0, of_class.size, block):
+            _tails_of(of_class[start : start + block], lo, width, sizes, q, tail, below, above)
+    # l − 1 = the largest j with P(B ≤ j) ≤ tail; below the window P(B ≤ j) < 1e-25.
+    l_rank = np.minimum(lo + below, sizes)  # j = lo + below − 1, so l = j + 1
+    # u = the smallest j with P(B ≥ j) ≤ tail; above the window P(B ≥ j) < 1e-25.
+    u_rank = np.maximum(lo + above, 1)
+    return l_rank, np.where(u_rank <= sizes, u_rank, sizes + 1)
+
+
+def _tails_of(
+    rows: IntArray,
+    lo: IntArray,
+    width: IntArray,
+    sizes: IntArray,
+    q: float,
+    tail: float,
+    below: IntArray,
+    above: IntArray,
+) -> None:
+    """Fill ``below`` (window points with P(B ≤ j) ≤ tail) and ``above`` (points with
+    P(B ≥ j) > tail) of ``rows``, sizes whose windows are stacked in one zero-padded matrix."""
+    inside = np.arange(int(width[rows].max())) < width[rows, None]
+    x = np.broadcast_to(lo[rows, None] + np.arange(inside.shape[1]), inside.shape)[inside]
+    n = np.broadcast_to(sizes[rows, None], inside.shape)[inside]
+    padded = np.zeros(inside.shape, dtype=np.longdouble)
+    padded[inside] = pmf_pairs(x, n, q)  # row-major: each size's window in order
+    low = np.cumsum(padded, axis=1)  # P(B ≤ j), the same running sum as one size alone
+    high = np.cumsum(padded[:, ::-1], axis=1)[:, ::-1]  # P(B ≥ j)
+    below[rows] = ((low <= tail) & inside).sum(axis=1)
+    above[rows] = width[rows] - ((high <= tail) & inside).sum(axis=1)
 
 
 @functools.lru_cache(maxsize=1024)
 def _ranks_one(n: int, q: float, tail: float) -> tuple[int, int]:
-    """``(l, u)`` of one n from the exact tail sums (``stats.binomial``; no SciPy).
-
-    Cached: every per-request metric of a report has the same n (its completed requests)."""
-    lo, low, high = tails(n, q)
-    # l − 1 = the largest j with P(B ≤ j) ≤ tail; below the window P(B ≤ j) < 1e-25.
-    below = int(np.searchsorted(low, tail, side="right"))
-    l_rank = min(lo + below, n)  # j = lo + below − 1, so l = j + 1
-    # u = the smallest j with P(B ≥ j) ≤ tail; above the window P(B ≥ j) < 1e-25.
-    above = high.size - int(np.searchsorted(high[::-1], tail, side="right"))
-    u_rank = max(lo + above, 1)
-    return l_rank, (u_rank if u_rank <= n else n + 1)
+    """``_ranks_many`` of one n. Cached: every per-request metric of a report has the same
+    n (its completed requests)."""
+    low, high = _ranks_many(np.array([n], dtype=np.int64), q, tail)
+    return int(low[0]), int(high[0])
 
 
 def _largest_lower(n: IntArray, q: float, tail: float) -> IntArray:
@@ -103,14 +147,18 @@ def scan_ranks(sizes: IntArray, q: float, confidence: float) -> tuple[IntArray, 
 def ranks(n: int | IntArray, q: float, confidence: float) -> tuple[IntArray, IntArray]:
     """1-based ranks ``(l, u)`` of the interval for each n; 0 / n + 1 mean unavailable.
 
-    Exact tail sums without SciPy (``stats.binomial``), once per distinct n: the report
-    asks for a handful of sizes (one per metric and group)."""
+    Exact tail sums without SciPy (``stats.binomial``), once per distinct n, all in one
+    pass (``--by`` asks for one size per metric and group). A size of 0 has neither
+    bound (0, 1)."""
     tail = _check(q, confidence)
     sizes = np.atleast_1d(np.asarray(n, dtype=np.int64))
     distinct, where = np.unique(sizes, return_inverse=True)
-    found = np.array([_ranks_one(int(size), q, tail) for size in distinct], dtype=np.int64)
-    found = found.reshape(-1, 2)
-    return found[where.reshape(-1), 0], found[where.reshape(-1), 1]
+    low = np.zeros(distinct.size, dtype=np.int64)
+    high = np.ones(distinct.size, dtype=np.int64)
+    some = distinct >= 1
+    if some.any():
+        low[some], high[some] = _ranks_many(distinct[some], q, tail)
+    return low[where.reshape(-1)], high[where.reshape(-1)]
 
 
 def rank_pair(n: int, q: float, confidence: float) -> tuple[int, int]:
