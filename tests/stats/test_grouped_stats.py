@@ -132,6 +132,31 @@ def test_describe_of_a_sorted_group_equals_describe_alone() -> None:
         assert got[name] == describe(pl.Series(values[codes == g])), name
 
 
+@pytest.mark.parametrize(
+    ("sizes", "high"),
+    [
+        # groups that start and end inside 65,536-value blocks and span several of them
+        ([70_000, 1, 0, 130_001, 65_535, 2], 5 * 10**9),
+        # gaps of hours (beyond 2^42 ns): the Int128 path
+        ([40_000, 3, 90_000], 2**43),
+    ],
+)
+def test_describe_of_groups_across_sum_blocks_equals_describe_alone(
+    sizes: list[int], high: int
+) -> None:
+    from servetrace.analysis.grouped_gaps import describe_sample
+
+    rng = np.random.default_rng(len(sizes))
+    counts = np.array(sizes)
+    codes = np.repeat(np.arange(counts.size), counts)
+    values = rng.integers(10**6, high, codes.size)
+    sample = sort_by_group(codes, values, counts.size)
+    names = [f"g{i}" for i in range(counts.size)]
+    got = describe_sample(sample, names)
+    for g, name in enumerate(names):
+        assert got[name] == describe(pl.Series(values[codes == g], dtype=pl.Int64)), name
+
+
 def test_ranks_of_many_sizes_equal_each_size_alone() -> None:
     sizes = np.array([1, 2, 3, 7, 25, 26, 100, 3000, 3001, 50_000, 25])
     for q in (0.5, 0.9, 0.99, 0.999):
