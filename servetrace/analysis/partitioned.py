@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,6 @@ import polars as pl
 from servetrace.analysis.histogram import EXACT_GAPS, GAP_SCHEMA, GapBudget, PooledGaps
 from servetrace.analysis.lifecycle import (
     KEY,
-    Timeline,
     TraceFacts,
     admission_warnings,
     build_timeline,
@@ -53,7 +51,8 @@ from servetrace.analysis.memory import (
     unreadable,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
-from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, _histogram_warning, _merge
+from servetrace.analysis.stream_state import KeptRequests
+from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, _histogram_warning
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
 from servetrace.sources.canonical import Trace
@@ -101,8 +100,8 @@ class _Merged:
         self.facts = facts
         self.attributes = attributes
         self.by = by
-        self.parts: list[Timeline] = []
-        self.requests: list[pl.DataFrame] = []
+        self.kept = KeptRequests(grouped=by is not None)
+        self.empty_ticks: pl.DataFrame | None = None
         self.quarantine: list[pl.DataFrame] = []
         self.itl = PooledGaps(GapBudget(exact_gaps))
         self.by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded
@@ -135,15 +134,11 @@ class _Merged:
         else:
             self.itl.add(gaps["itl_ns"])
 
-        self.parts.append(
-            replace(
-                timeline,
-                requests=rekey(timeline.requests),
-                transitions=rekey(timeline.transitions),
-                ticks=timeline.ticks.clear(),  # the bulk of a partition: its gaps are counted
-            )
-        )
-        self.requests.append(rekey(metrics))
+        # Only what is read after the kernel (stream_state); not the ticks, the bulk of
+        # a partition, whose gaps are counted.
+        if self.empty_ticks is None:
+            self.empty_ticks = timeline.ticks.clear()
+        self.kept.add(timeline, metrics, rekey)
         if has_invalid(timeline):
             self.quarantine.append(quarantined_rows(frame, timeline))
 
@@ -207,15 +202,13 @@ def _analyze_partitioned(
         with tempfile.TemporaryDirectory(prefix="servetrace-partitions-", dir=spill_dir) as tmp:
             for path in _spill(trace, partitions, batch_rows, Path(tmp)):
                 merged.add(pl.read_parquet(path))
-    if not merged.parts:
+    if not len(merged.kept) or merged.empty_ticks is None:
         raise InputError(
             f"{', '.join(trace.inputs)}: the trace has no event rows",
             hint="a trace needs at least one row: request_id, event, ts",
         )
-    timeline = _merge(merged.parts, facts)
-    requests = pl.concat(merged.requests, how="diagonal_relaxed").sort(
-        "arrival_ns", "request_id", nulls_last=True
-    )
+    timeline = merged.kept.timeline(facts, merged.empty_ticks)
+    requests = merged.kept.requests()
     exact = merged.itl.frame(GAP_SCHEMA)
     summary = summarize(
         timeline,

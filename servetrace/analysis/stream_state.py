@@ -25,34 +25,35 @@ memory in proportion to the whole trace:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
 from servetrace.analysis.grouped_figures import EVENT_TIMES
-from servetrace.analysis.lifecycle import KEY
+from servetrace.analysis.lifecycle import KEY, Timeline, TraceFacts
 from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 
 # Rows that say whether a request is finished or placed: a few per request.
 MARKERS = (*TERMINAL_EVENTS, "release", "admission", "first_token")
 # Timeline columns read after the kernel: accounting, violations and leaked state
-# (``summary``), spans of ``--by`` groups (``grouped_figures.EVENT_TIMES``), partials
-# (``partial.TIMELINE_COLUMNS``). The kernel's state-machine columns are not kept.
-RETAINED_TIMELINE = tuple(
-    dict.fromkeys(
-        (
-            KEY,
-            "request_id",
-            "rule",
-            "outcome",
-            "rows",
-            "n_admission",
-            "n_release",
-            "ticks",
-            *EVENT_TIMES,
-        )
-    )
+# (``summary``), partials (``partial.TIMELINE_COLUMNS``); with ``--by`` also the event
+# times of its spans (``grouped_figures.EVENT_TIMES``). The kernel's state-machine
+# columns are not kept.
+RETAINED_TIMELINE = (
+    KEY,
+    "request_id",
+    "rule",
+    "outcome",
+    "rows",
+    "n_admission",
+    "n_release",
+    "ticks",
+    "arrival_ns",
+    "terminal_ns",
 )
+RETAINED_GROUPED = (*RETAINED_TIMELINE, *(t for t in EVENT_TIMES if t not in RETAINED_TIMELINE))
 _DELTAS = ("d_queued", "d_running", "d_in_system")
 _HASH_SEED = 0x5EED
 
@@ -94,8 +95,8 @@ def finished_and_unplaced(
     return finished, maybe.filter(~maybe.is_in(ticked.implode()))
 
 
-def _hashes(ids: pl.Series) -> npt.NDArray[np.uint64]:
-    return np.sort(ids.hash(seed=_HASH_SEED).to_numpy())
+def _hash_of(ids: pl.Series) -> npt.NDArray[np.uint64]:
+    return ids.hash(seed=_HASH_SEED).to_numpy()
 
 
 class FinishedIds:
@@ -109,7 +110,7 @@ class FinishedIds:
         if ids.len() == 0:
             return
         self._ids.append(ids)
-        self._levels.append(_hashes(ids))
+        self._levels.append(np.sort(_hash_of(ids)))
         # Merge like a binary counter: O(log n) levels, each id re-sorted O(log n) times.
         while len(self._levels) > 1 and self._levels[-2].size <= 2 * self._levels[-1].size:
             top = self._levels.pop()
@@ -121,7 +122,7 @@ class FinishedIds:
         """The finished ones of ``ids`` (distinct, non-null)."""
         if not self._levels or ids.len() == 0:
             return ids.clear()
-        probe = ids.hash(seed=_HASH_SEED).to_numpy()
+        probe = _hash_of(ids)
         hit = np.zeros(probe.size, dtype=bool)
         for level in self._levels:
             at = np.searchsorted(level, probe).clip(max=level.size - 1)
@@ -133,14 +134,130 @@ class FinishedIds:
         return candidates.filter(candidates.is_in(finished.implode()))
 
 
-def retained_timeline(requests: pl.DataFrame) -> pl.DataFrame:
-    """The columns of a batch's timeline rows that anything reads after the kernel."""
-    return requests.select(c for c in RETAINED_TIMELINE if c in requests.columns)
+def retained_timeline(requests: pl.DataFrame, grouped: bool) -> pl.DataFrame:
+    """The columns of a batch's timeline rows that anything reads after the kernel;
+    the event times of ``--by`` spans only when ``grouped``."""
+    wanted = RETAINED_GROUPED if grouped else RETAINED_TIMELINE
+    return requests.select(c for c in wanted if c in requests.columns)
 
 
-def retained_transitions(transitions: pl.DataFrame) -> pl.DataFrame:
+def retained_transitions(transitions: pl.DataFrame, grouped: bool) -> pl.DataFrame:
     """Concurrency changes (-1, 0, +1) as Int8: sums and running sums over them are
-    Int64 in Polars, so every figure is unchanged."""
-    return transitions.with_columns(
+    Int64 in Polars, so every figure is unchanged. The request key only serves ``--by``
+    (``groups``): the trace's concurrency, slices and steady state need time and level."""
+    narrow = transitions.with_columns(
         pl.col(c).cast(pl.Int8) for c in _DELTAS if c in transitions.columns
     )
+    return narrow if grouped else narrow.drop(KEY, strict=False)
+
+
+class Retained:
+    """Frames appended batch by batch, compacted every ``COMPACT_EVERY`` appends.
+
+    Hundreds of batch-sized pieces (a few thousand rows each) interleaved with the
+    batches' large temporaries leave the allocator unable to return memory; and one
+    concatenation of all of them at the end holds everything twice. Concatenating the
+    pending pieces every few dozen batches keeps a handful of large contiguous chunks,
+    and ``frame`` joins those without copying.
+    """
+
+    COMPACT_EVERY = 32
+
+    def __init__(self) -> None:
+        self._chunks: list[pl.DataFrame] = []  # compacted
+        self._pending: list[pl.DataFrame] = []
+
+    def append(self, frame: pl.DataFrame) -> None:
+        self._pending.append(frame)
+        if len(self._pending) >= self.COMPACT_EVERY:
+            self._compact()
+
+    def _compact(self) -> None:
+        if self._pending:
+            joined = pl.concat(self._pending, how="diagonal_relaxed", rechunk=True)
+            self._chunks.append(joined)
+            self._pending = []
+
+    def __len__(self) -> int:
+        return len(self._chunks) + len(self._pending)
+
+    def frame(self) -> pl.DataFrame:
+        """Everything appended, as one frame (chunked: no copy of the compacted parts)."""
+        self._compact()
+        chunks, self._chunks = self._chunks, []
+        if len(chunks) == 1:
+            return chunks[0]
+        return pl.concat(chunks, how="diagonal_relaxed", rechunk=False)
+
+
+def sort_in_place(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """``frame.sort(by, nulls_last=True)`` holding one column twice at a time, not all.
+
+    The keys must be unique (request id among them), so the order is the sort's.
+    """
+    order = frame.select(pl.arg_sort_by(by, nulls_last=True).alias("i"))["i"]
+    names = frame.columns
+    columns = frame.get_columns()
+    del frame
+    for i, column in enumerate(columns):
+        columns[i] = column.gather(order)  # the unsorted column is freed here
+    return pl.DataFrame(columns, schema=dict(zip(names, [c.dtype for c in columns], strict=True)))
+
+
+class KeptRequests:
+    """What a batched or partitioned engine keeps of every finished request.
+
+    ``add`` takes one batch's (re-keyed) timeline and per-request metrics; ``timeline``
+    and ``requests`` give them back for the summary, as the in-memory engine has them
+    (requests in arrival order), with only the columns read after the kernel.
+    """
+
+    def __init__(self, grouped: bool) -> None:
+        self.grouped = grouped
+        self._timeline = Retained()
+        self._transitions = Retained()
+        self._row_quarantine = Retained()
+        self._requests = Retained()
+        self.has_admissions = False  # of valid requests, as in memory (lifecycle docstring)
+        self._no_rows: pl.DataFrame | None = None  # the row quarantine's schema, empty
+
+    def __len__(self) -> int:
+        return len(self._timeline)
+
+    def add(
+        self,
+        timeline: Timeline,
+        metrics: pl.DataFrame,
+        rekey: Callable[[pl.DataFrame], pl.DataFrame],
+    ) -> None:
+        """One batch: ``rekey`` renumbers its request keys trace-wide."""
+        self._timeline.append(rekey(retained_timeline(timeline.requests, self.grouped)))
+        moves = retained_transitions(rekey(timeline.transitions), self.grouped)
+        self._transitions.append(moves)
+        if self._no_rows is None:
+            self._no_rows = timeline.row_quarantine.clear()
+        if timeline.row_quarantine.height:
+            self._row_quarantine.append(timeline.row_quarantine)
+        self._requests.append(rekey(metrics))
+        self.has_admissions = self.has_admissions or timeline.has_admissions
+
+    def timeline(self, facts: TraceFacts, ticks: pl.DataFrame) -> Timeline:
+        if len(self._row_quarantine):
+            quarantined = self._row_quarantine.frame()
+        else:
+            assert self._no_rows is not None, "timeline() before any add()"
+            quarantined = self._no_rows
+        return Timeline(
+            requests=self._timeline.frame(),
+            ticks=ticks,
+            transitions=self._transitions.frame(),
+            row_quarantine=quarantined,
+            trace_start_ns=facts.start_ns,
+            trace_end_ns=facts.end_ns,
+            has_admissions=self.has_admissions,
+            has_releases=facts.has_releases,
+        )
+
+    def requests(self) -> pl.DataFrame:
+        """Every finished request's metrics, sorted as in memory (arrival, id)."""
+        return sort_in_place(self._requests.frame(), ["arrival_ns", "request_id"])

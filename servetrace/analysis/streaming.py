@@ -29,7 +29,6 @@ were queued depends on the whole trace (``lifecycle`` docstring).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 import polars as pl
 
@@ -43,8 +42,6 @@ from servetrace.analysis.histogram import (
 )
 from servetrace.analysis.lifecycle import (
     KEY,
-    Timeline,
-    TraceFacts,
     admission_warnings,
     build_timeline,
     has_invalid,
@@ -61,9 +58,8 @@ from servetrace.analysis.memory import (
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.stream_state import (
     FinishedIds,
+    KeptRequests,
     finished_and_unplaced,
-    retained_timeline,
-    retained_transitions,
 )
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
@@ -132,8 +128,7 @@ def _analyze_streaming(
     schema = trace.events.collect_schema()
     attributes = attribute_columns(list(schema.names()))
 
-    parts: list[Timeline] = []
-    requests: list[pl.DataFrame] = []
+    kept = KeptRequests(grouped=by is not None)
     quarantine: list[pl.DataFrame] = []
     itl = PooledGaps(GapBudget(exact_gaps))
     by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded
@@ -146,9 +141,10 @@ def _analyze_streaming(
     finished_ids = FinishedIds()  # every request finished so far
 
     next_key = 0
+    empty_ticks: pl.DataFrame | None = None
 
     def process(frame: pl.DataFrame, unadmitted_queued: bool | None = None) -> None:
-        nonlocal next_key
+        nonlocal next_key, empty_ticks
         if frame.height == 0:
             return
         timeline = build_timeline(frame, attributes, facts, unadmitted_queued)
@@ -178,16 +174,11 @@ def _analyze_streaming(
             itl.add(gaps["itl_ns"])
 
         # The tick frame is the bulk of a batch: drop it once its gaps are counted.
-        # Only what is read after the kernel is kept of each request (stream_state).
-        parts.append(
-            replace(
-                timeline,
-                requests=rekey(retained_timeline(timeline.requests)),
-                transitions=rekey(retained_transitions(timeline.transitions)),
-                ticks=timeline.ticks.clear(),
-            )
-        )
-        requests.append(rekey(metrics))
+        # Only what is read after the kernel is kept of each request (stream_state); the
+        # tick frame, the bulk of a batch, is dropped once its gaps are counted.
+        if empty_ticks is None:
+            empty_ticks = timeline.ticks.clear()
+        kept.add(timeline, metrics, rekey)
         if has_invalid(timeline):
             quarantine.append(quarantined_rows(frame, timeline))
 
@@ -229,18 +220,16 @@ def _analyze_streaming(
     # if any valid request of the trace was admitted.
     rest = [*deferred, *([carry] if carry is not None else [])]
     if rest:
-        queued = True if any(p.has_admissions for p in parts) else None
+        queued = True if kept.has_admissions else None
         process(pl.concat(rest, how="vertical_relaxed"), queued)
 
-    if not parts:
+    if not len(kept) or empty_ticks is None:
         raise InputError(
             f"{', '.join(trace.inputs)}: the trace has no event rows",
             hint="a trace needs at least one row: request_id, event, ts",
         )
-    timeline = _merge(parts, facts)
-    merged = pl.concat(requests, how="diagonal_relaxed").sort(
-        "arrival_ns", "request_id", nulls_last=True
-    )
+    timeline = kept.timeline(facts, empty_ticks)
+    merged = kept.requests()
     exact = itl.frame(GAP_SCHEMA)
     summary = summarize(
         timeline,
@@ -279,18 +268,3 @@ def _histogram_warning(itl: PooledGaps, groups: Iterable[PooledGaps]) -> list[st
         f"streamed: more ITL gaps than the {itl.budget.limit:,} kept exactly, so ITL "
         f"percentiles come from a log histogram (within ±{RELATIVE_BOUND:.4%})"
     ]
-
-
-def _merge(parts: list[Timeline], facts: TraceFacts) -> Timeline:
-    first = parts[0]
-    return Timeline(
-        requests=pl.concat([p.requests for p in parts], how="diagonal_relaxed"),
-        ticks=first.ticks,
-        transitions=pl.concat([p.transitions for p in parts]),
-        row_quarantine=pl.concat([p.row_quarantine for p in parts], how="diagonal_relaxed"),
-        trace_start_ns=facts.start_ns,
-        trace_end_ns=facts.end_ns,
-        # from valid requests, as in memory (lifecycle docstring), not from every row
-        has_admissions=any(p.has_admissions for p in parts),
-        has_releases=facts.has_releases,
-    )
