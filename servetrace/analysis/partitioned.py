@@ -51,7 +51,7 @@ from servetrace.analysis.memory import (
     unreadable,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
-from servetrace.analysis.stream_state import KeptRequests
+from servetrace.analysis.stream_state import KeptRequests, spill_directory
 from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, _histogram_warning
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
@@ -84,9 +84,17 @@ def analyze_partitioned(
     ``partitions`` overrides K (tests use it to force a spill of a small trace).
     """
     try:
-        return _analyze_partitioned(
-            trace, options or AnalysisOptions(), batch_rows, by, exact_gaps, partitions, spill_dir
-        )
+        with spill_directory() as kept:
+            return _analyze_partitioned(
+                trace,
+                options or AnalysisOptions(),
+                batch_rows,
+                by,
+                exact_gaps,
+                partitions,
+                spill_dir,
+                kept,
+            )
     except pl.exceptions.PolarsError as error:
         raise unreadable(trace, error) from None
 
@@ -95,12 +103,12 @@ class _Merged:
     """What is kept of each analysed partition (small: one row per request)."""
 
     def __init__(
-        self, facts: TraceFacts, attributes: list[str], by: str | None, exact_gaps: int
+        self, facts: TraceFacts, attributes: list[str], by: str | None, exact_gaps: int, kept: Path
     ) -> None:
         self.facts = facts
         self.attributes = attributes
         self.by = by
-        self.kept = KeptRequests(grouped=by is not None)
+        self.kept = KeptRequests(grouped=by is not None, spill=kept)
         self.empty_ticks: pl.DataFrame | None = None
         self.quarantine: list[pl.DataFrame] = []
         self.itl = PooledGaps(GapBudget(exact_gaps))
@@ -183,6 +191,7 @@ def _analyze_partitioned(
     exact_gaps: int,
     partitions: int | None,
     spill_dir: str | Path | None,
+    kept: Path,
 ) -> Analysis:
     facts = trace_facts(trace.events)
     schema = trace.events.collect_schema()
@@ -192,7 +201,7 @@ def _analyze_partitioned(
             f"--by {by}: no such request column",
             hint="columns: " + ", ".join(attributes) if attributes else "the trace has none",
         )
-    merged = _Merged(facts, attributes, by, exact_gaps)
+    merged = _Merged(facts, attributes, by, exact_gaps, kept)
     if partitions is None:
         rows = int(trace.events.select(pl.len()).collect().item())
         partitions = partition_count(rows, batch_rows)

@@ -25,7 +25,10 @@ memory in proportion to the whole trace:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +36,7 @@ import polars as pl
 
 from servetrace.analysis.grouped_figures import EVENT_TIMES
 from servetrace.analysis.lifecycle import KEY, Timeline, TraceFacts
+from servetrace.errors import InputError
 from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 
 # Rows that say whether a request is finished or placed: a few per request.
@@ -155,36 +159,56 @@ class Retained:
     """Frames appended batch by batch, compacted every ``COMPACT_EVERY`` appends.
 
     Hundreds of batch-sized pieces (a few thousand rows each) interleaved with the
-    batches' large temporaries leave the allocator unable to return memory; and one
-    concatenation of all of them at the end holds everything twice. Concatenating the
-    pending pieces every few dozen batches keeps a handful of large contiguous chunks,
-    and ``frame`` joins those without copying.
+    batches' large temporaries leave the allocator unable to return memory (at 1e9
+    events the process grew by twice what it kept), and one concatenation of all of them
+    at the end holds everything twice. So every few dozen batches the pending pieces are
+    concatenated into one chunk and, given a ``spill`` directory, written there (Arrow
+    IPC, lz4: every dtype comes back as it was) and dropped; ``frame`` reads the chunks
+    back in order, each file once, deleting it as it goes.
     """
 
     COMPACT_EVERY = 32
 
-    def __init__(self) -> None:
-        self._chunks: list[pl.DataFrame] = []  # compacted
+    def __init__(self, spill: Path | None = None, name: str = "kept") -> None:
+        self._spill = spill
+        self._name = name
+        self._chunks: list[pl.DataFrame | Path] = []  # compacted, in order
         self._pending: list[pl.DataFrame] = []
 
     def append(self, frame: pl.DataFrame) -> None:
         self._pending.append(frame)
         if len(self._pending) >= self.COMPACT_EVERY:
-            self._compact()
+            self._compact(self._spill)
 
-    def _compact(self) -> None:
-        if self._pending:
-            joined = pl.concat(self._pending, how="diagonal_relaxed", rechunk=True)
+    def _compact(self, spill: Path | None) -> None:
+        if not self._pending:
+            return
+        joined = pl.concat(self._pending, how="diagonal_relaxed", rechunk=True)
+        self._pending = []
+        if spill is None:
             self._chunks.append(joined)
-            self._pending = []
+            return
+        path = spill / f"{self._name}-{len(self._chunks):06d}.arrow"
+        try:
+            joined.write_ipc(path, compression="lz4")
+        except OSError as error:
+            raise _spill_error(error) from None
+        self._chunks.append(path)
 
     def __len__(self) -> int:
         return len(self._chunks) + len(self._pending)
 
     def frame(self) -> pl.DataFrame:
         """Everything appended, as one frame (chunked: no copy of the compacted parts)."""
-        self._compact()
-        chunks, self._chunks = self._chunks, []
+        self._compact(None)
+        chunks: list[pl.DataFrame] = []
+        for chunk in self._chunks:
+            if isinstance(chunk, Path):
+                chunks.append(pl.read_ipc(chunk))
+                chunk.unlink()
+            else:
+                chunks.append(chunk)
+        self._chunks = []
         if len(chunks) == 1:
             return chunks[0]
         return pl.concat(chunks, how="diagonal_relaxed", rechunk=False)
@@ -205,19 +229,20 @@ def sort_in_place(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 
 class KeptRequests:
-    """What a batched or partitioned engine keeps of every finished request.
+    """What a batched or partitioned engine keeps of every finished request (in
+    ``spill``, a temporary directory the caller removes, between compactions).
 
     ``add`` takes one batch's (re-keyed) timeline and per-request metrics; ``timeline``
     and ``requests`` give them back for the summary, as the in-memory engine has them
     (requests in arrival order), with only the columns read after the kernel.
     """
 
-    def __init__(self, grouped: bool) -> None:
+    def __init__(self, grouped: bool, spill: Path | None = None) -> None:
         self.grouped = grouped
-        self._timeline = Retained()
-        self._transitions = Retained()
-        self._row_quarantine = Retained()
-        self._requests = Retained()
+        self._timeline = Retained(spill, "timeline")
+        self._transitions = Retained(spill, "transitions")
+        self._row_quarantine = Retained(spill, "row-quarantine")
+        self._requests = Retained(spill, "requests")
         self.has_admissions = False  # of valid requests, as in memory (lifecycle docstring)
         self._no_rows: pl.DataFrame | None = None  # the row quarantine's schema, empty
 
@@ -261,3 +286,23 @@ class KeptRequests:
     def requests(self) -> pl.DataFrame:
         """Every finished request's metrics, sorted as in memory (arrival, id)."""
         return sort_in_place(self._requests.frame(), ["arrival_ns", "request_id"])
+
+
+@contextmanager
+def spill_directory() -> Iterator[Path]:
+    """A temporary directory (``TMPDIR``) for what an engine keeps; removed at the end,
+    also on error."""
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix="servetrace-kept-")
+    except OSError as error:
+        raise _spill_error(error) from None
+    with tmp:
+        yield Path(tmp.name)
+
+
+def _spill_error(error: OSError) -> InputError:
+    return InputError(
+        f"cannot keep per-request rows in {error.filename or 'TMPDIR'}: {error.strerror or error}",
+        hint="a batched analysis keeps finished requests as lz4 Arrow files in TMPDIR "
+        "(about 0.3 kB per request); point TMPDIR at a disk with room",
+    )

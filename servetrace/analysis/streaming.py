@@ -29,6 +29,7 @@ were queued depends on the whole trace (``lifecycle`` docstring).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import polars as pl
 
@@ -60,6 +61,7 @@ from servetrace.analysis.stream_state import (
     FinishedIds,
     KeptRequests,
     finished_and_unplaced,
+    spill_directory,
 )
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
@@ -108,7 +110,10 @@ def analyze_streaming(
     batched path would then split the request, so the caller must analyse in memory.
     """
     try:
-        return _analyze_streaming(trace, options or AnalysisOptions(), batch_rows, by, exact_gaps)
+        with spill_directory() as spill:
+            return _analyze_streaming(
+                trace, options or AnalysisOptions(), batch_rows, by, exact_gaps, spill
+            )
     except pl.exceptions.PolarsError as error:
         raise unreadable(trace, error) from None
 
@@ -118,7 +123,12 @@ class NotTimeOrdered(InputError):
 
 
 def _analyze_streaming(
-    trace: Trace, options: AnalysisOptions, batch_rows: int, by: str | None, exact_gaps: int
+    trace: Trace,
+    options: AnalysisOptions,
+    batch_rows: int,
+    by: str | None,
+    exact_gaps: int,
+    spill: Path,
 ) -> Analysis:
     # One scan of the whole trace for its span and whether it logs admissions and
     # releases; the streaming engine holds a few columns of a row group at a time, where
@@ -128,7 +138,7 @@ def _analyze_streaming(
     schema = trace.events.collect_schema()
     attributes = attribute_columns(list(schema.names()))
 
-    kept = KeptRequests(grouped=by is not None)
+    kept = KeptRequests(grouped=by is not None, spill=spill)
     quarantine: list[pl.DataFrame] = []
     itl = PooledGaps(GapBudget(exact_gaps))
     by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded

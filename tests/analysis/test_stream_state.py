@@ -251,3 +251,54 @@ def test_cli_requests_out_streamed_equals_in_memory(tmp_path: Path) -> None:
         reports[mode] = json.loads(result.stdout)
     assert outs["--streaming"].equals(outs["--no-streaming"])
     assert reports["--streaming"] == reports["--no-streaming"]
+
+
+def test_kept_rows_are_spilled_read_back_equal_and_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _many_requests(tmp_path)
+    whole = analyze_paths([path])
+    spill_root = tmp_path / "tmpdir"
+    spill_root.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(spill_root))
+    written: list[Path] = []
+    write_ipc = pl.DataFrame.write_ipc
+
+    def counting(self: pl.DataFrame, file: Path, **kwargs: object) -> None:
+        written.append(Path(file))
+        assert Path(file).parent.parent == spill_root
+        write_ipc(self, file, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pl.DataFrame, "write_ipc", counting)
+    monkeypatch.setattr(Retained, "COMPACT_EVERY", 4)
+    streamed = analyze_streaming(read_events([path]), batch_rows=250)
+    assert len(written) > 20  # every kind, many chunks
+    assert {p.name.split("-")[0] for p in written} >= {"timeline", "transitions", "requests"}
+    assert list(spill_root.iterdir()) == []  # the directory is gone with its files
+    assert streamed.requests_out().equals(whole.requests_out())
+    assert _report(streamed) == _report(whole)
+
+
+def test_spill_directory_is_removed_on_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spill_root = tmp_path / "tmpdir"
+    spill_root.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(spill_root))
+    with pytest.raises(RuntimeError), stream_state.spill_directory() as spill:
+        (spill / "requests-000000.arrow").write_bytes(b"x")
+        raise RuntimeError("boom")
+    assert list(spill_root.iterdir()) == []
+
+
+def test_a_spill_that_cannot_be_written_is_an_input_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(self: pl.DataFrame, file: Path, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device", str(file))
+
+    monkeypatch.setattr(pl.DataFrame, "write_ipc", full)
+    kept = Retained(tmp_path, "requests")
+    with pytest.raises(stream_state.InputError, match="No space left on device"):
+        for i in range(Retained.COMPACT_EVERY):
+            kept.append(pl.DataFrame({"a": [i]}))
