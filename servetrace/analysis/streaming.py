@@ -6,24 +6,26 @@ terminal event (and, when the trace logs them, its release) has been seen is *fi
 and goes through exactly the same lifecycle and metric code as an in-memory trace. Open
 requests are carried on. What is kept between batches is small and mergeable:
 
-- one row per request (exact per-request metrics, invalid requests with their rule);
-- concurrency transitions (a few per request);
+- one row per request (exact per-request metrics, invalid requests with their rule) and
+  its concurrency transitions, only the columns read after the kernel, spilled to
+  ``TMPDIR`` every few dozen batches and read back once for the summary
+  (``stream_state``);
 - pooled ITL gaps (``histogram.PooledGaps``): exact up to ``EXACT_GAPS`` gaps, so the
   percentiles equal the in-memory ones, then a log histogram within ±0.0123 %.
 
-Peak memory therefore grows with the batch size and the number of requests open at once,
-not with the length of the trace. The trace must be written in time order (as logs are);
-rows at equal timestamps may come in any order, because a request is finished only once
-the log has moved past the time of its terminal event (and release). A row with no
-request id, event or timestamp belongs to no request: it is quarantined under its row
-rule with the batch it is read in, as in memory, and never finishes, reopens or places
-the request it names. A (placeable) row of a request
-that had already finished stops the batched path (``NotTimeOrdered``) with a message that
-says which: the log is not sorted by ts, or it is sorted and that request has an event
-after its end; ``dispatch`` then analyses the log partitioned by request
-(``partitioned``) instead, which also quarantines such a request. The
-few requests with neither admission nor output are kept to the end, since whether they
-were queued depends on the whole trace (``lifecycle`` docstring).
+Memory during the pass therefore follows the batch size and the number of requests open
+at once; the summary then holds one row per request (``docs/scale.md``). The trace must
+be written in time order (as logs are); rows at equal timestamps may come in any order,
+because a request is finished only once the log has moved past the time of its terminal
+event (and release). A row with no request id, event or timestamp belongs to no request:
+it is quarantined under its row rule with the batch it is read in, as in memory, and
+never finishes, reopens or places the request it names. A (placeable) row of a request
+that had already finished stops the batched path (``NotTimeOrdered``) with a message
+that says which: the log is not sorted by ts, or it is sorted and that request has an
+event after its end; ``dispatch`` then analyses the log partitioned by request
+(``partitioned``) instead, which also quarantines such a request. The few requests with
+neither admission nor output are kept to the end, since whether they were queued depends
+on the whole trace (``lifecycle`` docstring).
 """
 
 from __future__ import annotations
