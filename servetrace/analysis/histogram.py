@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.stats.describe import STATISTICS, describe
-from servetrace.stats.moments import integer_moments
+from servetrace.stats.moments import integer_moments, integer_sums
 
 RESOLUTION = 4096  # buckets per e-fold of (1 + v): log-width 1/4096
 EXACT_GAPS = 4_000_000  # gaps kept as they are (32 MB of Int64) before the histogram
@@ -68,18 +68,37 @@ class LogHistogram:
         values = values.drop_nulls().cast(pl.Int64)
         if values.len() == 0:
             return
-        frame = values.to_frame("v")
-        wide = pl.col("v").cast(pl.Int128)
-        sums = frame.select(wide.sum().alias("s"), (wide * wide).sum().alias("ss")).row(0)
-        self.n += values.len()
-        self.total += int(sums[0])
-        self.total_sq += int(sums[1])
-        key = (pl.col("v").cast(pl.Float64).clip(lower_bound=0.0).log1p() * RESOLUTION).floor()
-        added = frame.group_by(key.cast(pl.Int64).alias("b")).agg(
-            pl.len().cast(pl.Int64).alias("n"),
-            pl.col("v").min().alias("lo"),
-            pl.col("v").max().alias("hi"),
+        raw = values.to_numpy()
+        n, total, total_sq = integer_sums(raw)  # exact, as the Int128 sums were
+        self.n += n
+        self.total += total
+        self.total_sq += total_sq
+        # The bucket key in Polars (the same log1p as every histogram ever written), the
+        # per-bucket count, min and max in NumPy over a dense range of keys: a batch's
+        # ~2 M gaps fall in a few thousand buckets, so this is three linear passes
+        # instead of a hash group-by (a third of the time at 1e8 events).
+        key = (values.cast(pl.Float64).clip(lower_bound=0.0).log1p() * RESOLUTION).floor()
+        keys = key.cast(pl.Int64).to_numpy()
+        base = int(keys.min())
+        offsets = keys - base
+        counts = np.bincount(offsets)
+        lows = np.full(counts.size, np.iinfo(np.int64).max, dtype=np.int64)
+        highs = np.full(counts.size, np.iinfo(np.int64).min, dtype=np.int64)
+        np.minimum.at(lows, offsets, raw)
+        np.maximum.at(highs, offsets, raw)
+        used = np.flatnonzero(counts)
+        added = pl.DataFrame(
+            {
+                "b": used.astype(np.int64) + base,
+                "n": counts[used].astype(np.int64),
+                "lo": lows[used],
+                "hi": highs[used],
+            },
+            schema=self.buckets.schema,
         )
+        if self.buckets.height == 0:
+            self.buckets = added
+            return
         self.buckets = (
             pl.concat([self.buckets, added])
             .group_by("b")

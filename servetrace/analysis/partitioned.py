@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,6 @@ from servetrace.analysis.histogram import (
 )
 from servetrace.analysis.lifecycle import (
     KEY,
-    Timeline,
     TraceFacts,
     admission_warnings,
     build_timeline,
@@ -59,7 +57,8 @@ from servetrace.analysis.memory import (
     unreadable,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
-from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, _histogram_warning, _merge
+from servetrace.analysis.stream_state import KeptRequests, spill_directory
+from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, _histogram_warning
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
 from servetrace.sources.canonical import Trace
@@ -91,9 +90,17 @@ def analyze_partitioned(
     ``partitions`` overrides K (tests use it to force a spill of a small trace).
     """
     try:
-        return _analyze_partitioned(
-            trace, options or AnalysisOptions(), batch_rows, by, exact_gaps, partitions, spill_dir
-        )
+        with spill_directory() as kept:
+            return _analyze_partitioned(
+                trace,
+                options or AnalysisOptions(),
+                batch_rows,
+                by,
+                exact_gaps,
+                partitions,
+                spill_dir,
+                kept,
+            )
     except pl.exceptions.PolarsError as error:
         raise unreadable(trace, error) from None
 
@@ -102,13 +109,13 @@ class _Merged:
     """What is kept of each analysed partition (small: one row per request)."""
 
     def __init__(
-        self, facts: TraceFacts, attributes: list[str], by: str | None, exact_gaps: int
+        self, facts: TraceFacts, attributes: list[str], by: str | None, exact_gaps: int, kept: Path
     ) -> None:
         self.facts = facts
         self.attributes = attributes
         self.by = by
-        self.parts: list[Timeline] = []
-        self.requests: list[pl.DataFrame] = []
+        self.kept = KeptRequests(grouped=by is not None, spill=kept)
+        self.empty_ticks: pl.DataFrame | None = None
         self.quarantine: list[pl.DataFrame] = []
         self.itl = PooledGaps(GapBudget(exact_gaps))
         self.by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded
@@ -140,15 +147,11 @@ class _Merged:
         else:
             self.itl.add(gaps["itl_ns"])
 
-        self.parts.append(
-            replace(
-                timeline,
-                requests=rekey(timeline.requests),
-                transitions=rekey(timeline.transitions),
-                ticks=timeline.ticks.clear(),  # the bulk of a partition: its gaps are counted
-            )
-        )
-        self.requests.append(rekey(metrics))
+        # Only what is read after the kernel (stream_state); not the ticks, the bulk of
+        # a partition, whose gaps are counted.
+        if self.empty_ticks is None:
+            self.empty_ticks = timeline.ticks.clear()
+        self.kept.add(timeline, metrics, rekey)
         if has_invalid(timeline):
             self.quarantine.append(quarantined_rows(frame, timeline))
 
@@ -193,6 +196,7 @@ def _analyze_partitioned(
     exact_gaps: int,
     partitions: int | None,
     spill_dir: str | Path | None,
+    kept: Path,
 ) -> Analysis:
     facts = trace_facts(trace.events)
     schema = trace.events.collect_schema()
@@ -202,7 +206,7 @@ def _analyze_partitioned(
             f"--by {by}: no such request column",
             hint="columns: " + ", ".join(attributes) if attributes else "the trace has none",
         )
-    merged = _Merged(facts, attributes, by, exact_gaps)
+    merged = _Merged(facts, attributes, by, exact_gaps, kept)
     if partitions is None:
         rows = int(trace.events.select(pl.len()).collect().item())
         partitions = partition_count(rows, batch_rows)
@@ -212,15 +216,13 @@ def _analyze_partitioned(
         with tempfile.TemporaryDirectory(prefix="servetrace-partitions-", dir=spill_dir) as tmp:
             for path in _spill(trace, partitions, batch_rows, Path(tmp)):
                 merged.add(pl.read_parquet(path))
-    if not merged.parts:
+    if not len(merged.kept) or merged.empty_ticks is None:
         raise InputError(
             f"{', '.join(trace.inputs)}: the trace has no event rows",
             hint="a trace needs at least one row: request_id, event, ts",
         )
-    timeline = _merge(merged.parts, facts)
-    requests = pl.concat(merged.requests, how="diagonal_relaxed").sort(
-        "arrival_ns", "request_id", nulls_last=True
-    )
+    timeline = merged.kept.timeline(facts, merged.empty_ticks)
+    requests = merged.kept.requests()
     exact = merged.itl.frame(GAP_SCHEMA)
     summary = summarize(
         timeline,

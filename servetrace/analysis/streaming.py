@@ -6,30 +6,32 @@ terminal event (and, when the trace logs them, its release) has been seen is *fi
 and goes through exactly the same lifecycle and metric code as an in-memory trace. Open
 requests are carried on. What is kept between batches is small and mergeable:
 
-- one row per request (exact per-request metrics, invalid requests with their rule);
-- concurrency transitions (a few per request);
+- one row per request (exact per-request metrics, invalid requests with their rule) and
+  its concurrency transitions, only the columns read after the kernel, spilled to
+  ``TMPDIR`` every few dozen batches and read back once for the summary
+  (``stream_state``);
 - pooled ITL gaps (``histogram.PooledGaps``): exact up to ``EXACT_GAPS`` gaps, so the
   percentiles equal the in-memory ones, then a log histogram within ±0.0123 %.
 
-Peak memory therefore grows with the batch size and the number of requests open at once,
-not with the length of the trace. The trace must be written in time order (as logs are);
-rows at equal timestamps may come in any order, because a request is finished only once
-the log has moved past the time of its terminal event (and release). A row with no
-request id, event or timestamp belongs to no request: it is quarantined under its row
-rule with the batch it is read in, as in memory, and never finishes, reopens or places
-the request it names. A (placeable) row of a request
-that had already finished stops the batched path (``NotTimeOrdered``) with a message that
-says which: the log is not sorted by ts, or it is sorted and that request has an event
-after its end; ``dispatch`` then analyses the log partitioned by request
-(``partitioned``) instead, which also quarantines such a request. The
-few requests with neither admission nor output are kept to the end, since whether they
-were queued depends on the whole trace (``lifecycle`` docstring).
+Memory during the pass therefore follows the batch size and the number of requests open
+at once; the summary then holds one row per request (``docs/scale.md``). The trace must
+be written in time order (as logs are); rows at equal timestamps may come in any order,
+because a request is finished only once the log has moved past the time of its terminal
+event (and release). A row with no request id, event or timestamp belongs to no request:
+it is quarantined under its row rule with the batch it is read in, as in memory, and
+never finishes, reopens or places the request it names. A (placeable) row of a request
+that had already finished stops the batched path (``NotTimeOrdered``) with a message
+that says which: the log is not sorted by ts, or it is sorted and that request has an
+event after its end; ``dispatch`` then analyses the log partitioned by request
+(``partitioned``) instead, which also quarantines such a request. The few requests with
+neither admission nor output are kept to the end, since whether they were queued depends
+on the whole trace (``lifecycle`` docstring).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from pathlib import Path
 
 import polars as pl
 
@@ -44,8 +46,6 @@ from servetrace.analysis.histogram import (
 )
 from servetrace.analysis.lifecycle import (
     KEY,
-    Timeline,
-    TraceFacts,
     admission_warnings,
     build_timeline,
     has_invalid,
@@ -60,9 +60,14 @@ from servetrace.analysis.memory import (
     unreadable,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
+from servetrace.analysis.stream_state import (
+    FinishedIds,
+    KeptRequests,
+    finished_and_unplaced,
+    spill_directory,
+)
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
-from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 from servetrace.sources.canonical import Trace
 
 DEFAULT_BATCH_ROWS = 2_000_000
@@ -70,37 +75,6 @@ DEFAULT_BATCH_ROWS = 2_000_000
 PLACEABLE = (
     pl.col("request_id").is_not_null() & pl.col("event").is_not_null() & pl.col("ts").is_not_null()
 )
-
-
-def _finished(buffer: pl.DataFrame, needs_release: bool, frontier: int | None) -> pl.Series:
-    """Request ids whose story is complete within ``buffer``.
-
-    Complete means its terminal event (and release, when the trace logs releases) has
-    been read *and* the log has moved past that time: rows at equal timestamps may be
-    written in any order (a token after the completion at the same ns), so a request
-    whose last event is at the newest time read so far waits for the next batch.
-    """
-    event = pl.col("event")
-    ending = event.is_in(TERMINAL_EVENTS)
-    done = ending.any()
-    if needs_release:
-        ending = ending | (event == "release")
-        done = done & (event == "release").any()
-    if frontier is not None:
-        done = done & (pl.col("ts").filter(ending).max() < frontier)
-    status = buffer.group_by("request_id").agg(done.alias("done"))
-    return status.filter(pl.col("done"))["request_id"]
-
-
-def _unplaced(frame: pl.DataFrame) -> pl.Series:
-    """Ids of requests with neither an admission nor an output tick in ``frame``."""
-    event = pl.col("event")
-    status = (
-        frame.filter(pl.col("request_id").is_not_null())
-        .group_by("request_id")
-        .agg((event.is_in(["admission", *TICK_EVENTS]).any().not_()).alias("unplaced"))
-    )
-    return status.filter(pl.col("unplaced"))["request_id"]
 
 
 def _late_row_error(trace: Trace, late: pl.DataFrame, in_time_order: bool) -> NotTimeOrdered:
@@ -139,7 +113,10 @@ def analyze_streaming(
     batched path would then split the request, so the caller must analyse in memory.
     """
     try:
-        return _analyze_streaming(trace, options or AnalysisOptions(), batch_rows, by, exact_gaps)
+        with spill_directory() as spill:
+            return _analyze_streaming(
+                trace, options or AnalysisOptions(), batch_rows, by, exact_gaps, spill
+            )
     except pl.exceptions.PolarsError as error:
         raise unreadable(trace, error) from None
 
@@ -149,14 +126,22 @@ class NotTimeOrdered(InputError):
 
 
 def _analyze_streaming(
-    trace: Trace, options: AnalysisOptions, batch_rows: int, by: str | None, exact_gaps: int
+    trace: Trace,
+    options: AnalysisOptions,
+    batch_rows: int,
+    by: str | None,
+    exact_gaps: int,
+    spill: Path,
 ) -> Analysis:
-    facts = trace_facts(trace.events)
+    # One scan of the whole trace for its span and whether it logs admissions and
+    # releases; the streaming engine holds a few columns of a row group at a time, where
+    # the in-memory one decodes them whole (3.3 GB at 1e8 events).
+    with pl.Config(engine_affinity="streaming"):
+        facts = trace_facts(trace.events)
     schema = trace.events.collect_schema()
     attributes = attribute_columns(list(schema.names()))
 
-    parts: list[Timeline] = []
-    requests: list[pl.DataFrame] = []
+    kept = KeptRequests(grouped=by is not None, spill=spill)
     quarantine: list[pl.DataFrame] = []
     itl = PooledGaps(GapBudget(exact_gaps))
     by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded
@@ -166,12 +151,13 @@ def _analyze_streaming(
             f"--by {by}: no such request column",
             hint="columns: " + ", ".join(attributes) if attributes else "the trace has none",
         )
-    finished_ids: pl.Series | None = None  # every request finished so far
+    finished_ids = FinishedIds()  # every request finished so far
 
     next_key = 0
+    empty_ticks: pl.DataFrame | None = None
 
     def process(frame: pl.DataFrame, unadmitted_queued: bool | None = None) -> None:
-        nonlocal next_key
+        nonlocal next_key, empty_ticks
         if frame.height == 0:
             return
         timeline = build_timeline(frame, attributes, facts, unadmitted_queued)
@@ -200,15 +186,11 @@ def _analyze_streaming(
             itl.add(gaps["itl_ns"])
 
         # The tick frame is the bulk of a batch: drop it once its gaps are counted.
-        parts.append(
-            replace(
-                timeline,
-                requests=rekey(timeline.requests),
-                transitions=rekey(timeline.transitions),
-                ticks=timeline.ticks.clear(),
-            )
-        )
-        requests.append(rekey(metrics))
+        # Only what is read after the kernel is kept of each request (stream_state); the
+        # tick frame, the bulk of a batch, is dropped once its gaps are counted.
+        if empty_ticks is None:
+            empty_ticks = timeline.ticks.clear()
+        kept.add(timeline, metrics, rekey)
         if has_invalid(timeline):
             quarantine.append(quarantined_rows(frame, timeline))
 
@@ -231,35 +213,35 @@ def _analyze_streaming(
             )
             top = stamps.max()
             frontier = int(top) if frontier is None else max(frontier, int(top))  # type: ignore[arg-type]
-        if finished_ids is not None:
-            late = batch.filter(pl.col("request_id").is_in(finished_ids.implode()))
-            if late.height:
-                raise _late_row_error(trace, late, in_time_order)
-        done = _finished(buffer, facts.has_releases, frontier)
-        finished_ids = done if finished_ids is None else finished_ids.append(done)
+        late_ids = finished_ids.among(batch["request_id"].unique())
+        if late_ids.len():
+            late = batch.filter(pl.col("request_id").is_in(late_ids.implode()))
+            raise _late_row_error(trace, late, in_time_order)
+        done, unplaced_ids = finished_and_unplaced(buffer, facts.has_releases, frontier)
+        finished_ids.add(done)
         is_done = pl.col("request_id").is_in(done.implode())
         finished, carry = buffer.filter(is_done), buffer.filter(~is_done)
         # Whether a request with neither admission nor output was queued depends on the
         # whole trace (lifecycle docstring): keep those few control rows to the end.
-        unplaced = pl.col("request_id").is_in(_unplaced(finished).implode())
-        deferred.append(finished.filter(unplaced))
-        process(pl.concat([finished.filter(~unplaced), loose], how="vertical_relaxed"))
+        if unplaced_ids.len():
+            unplaced = pl.col("request_id").is_in(unplaced_ids.implode())
+            deferred.append(finished.filter(unplaced))
+            finished = finished.filter(~unplaced)
+        process(pl.concat([finished, loose], how="vertical_relaxed") if loose.height else finished)
     # In flight at the end, never released, or invalid; and the deferred requests, queued
     # if any valid request of the trace was admitted.
     rest = [*deferred, *([carry] if carry is not None else [])]
     if rest:
-        queued = True if any(p.has_admissions for p in parts) else None
+        queued = True if kept.has_admissions else None
         process(pl.concat(rest, how="vertical_relaxed"), queued)
 
-    if not parts:
+    if not len(kept) or empty_ticks is None:
         raise InputError(
             f"{', '.join(trace.inputs)}: the trace has no event rows",
             hint="a trace needs at least one row: request_id, event, ts",
         )
-    timeline = _merge(parts, facts)
-    merged = pl.concat(requests, how="diagonal_relaxed").sort(
-        "arrival_ns", "request_id", nulls_last=True
-    )
+    timeline = kept.timeline(facts, empty_ticks)
+    merged = kept.requests()
     exact = itl.frame(GAP_SCHEMA)
     summary = summarize(
         timeline,
@@ -298,18 +280,3 @@ def _histogram_warning(itl: PooledGaps, groups: Iterable[PooledGaps]) -> list[st
         f"streamed: more ITL gaps than the {itl.budget.limit:,} kept exactly, so ITL "
         f"percentiles come from a log histogram (within ±{RELATIVE_BOUND:.4%})"
     ]
-
-
-def _merge(parts: list[Timeline], facts: TraceFacts) -> Timeline:
-    first = parts[0]
-    return Timeline(
-        requests=pl.concat([p.requests for p in parts], how="diagonal_relaxed"),
-        ticks=first.ticks,
-        transitions=pl.concat([p.transitions for p in parts]),
-        row_quarantine=pl.concat([p.row_quarantine for p in parts], how="diagonal_relaxed"),
-        trace_start_ns=facts.start_ns,
-        trace_end_ns=facts.end_ns,
-        # from valid requests, as in memory (lifecycle docstring), not from every row
-        has_admissions=any(p.has_admissions for p in parts),
-        has_releases=facts.has_releases,
-    )
