@@ -5,9 +5,10 @@ events → state machine (``lifecycle_rules``, with each request's side decided 
 ``lifecycle_side``) → one row per request, the sorted ticks and the state transitions.
 
 The trace is split once into *ticks* (``first_token``/``token`` rows, the bulk of any log)
-and *control* events (everything else, a handful per request). Ticks are sorted by
-request and time and reduced with one ``group_by``; the state machine runs over the small
-control frame plus one synthetic row per request for its first tick.
+and *control* events (everything else, a handful per request). Ticks are gathered by
+request in time order (a group-by of the rows as written, a sort only for a log out of
+time order within a request) and reduced with one ``group_by``; the state machine runs
+over the small control frame plus one synthetic row per request for its first tick.
 
 **Nothing depends on row order.** Events of a request are taken in time order, at equal
 timestamps in lifecycle order (``schema.EVENT_KINDS``). Request attributes (every
