@@ -80,3 +80,32 @@ def test_a_valid_admitted_request_makes_the_unplaced_one_queued() -> None:
     early = _by_id(analysis.requests)["early"]
     assert early["cancelled_in"] == "queued" and early["queue_wait_ns"] == 1 * MS
     assert analysis.summary.cancelled_in["queued"] == 1
+
+
+def test_mixed_admissions_warning_counts_the_valid_requests_without_one() -> None:
+    # Two admitted requests with output, one client-side request with output, one admitted
+    # request cancelled in prefill (no output: not counted as "without"), one invalid
+    # client-side request (not counted at all): 1 of 4 valid requests has no admission.
+    frame = events(
+        make_request("s1", arrival=0, admission=1, first=2, complete=2),
+        make_request("s2", arrival=0, admission=1, first=3, ticks=[4], complete=4),
+        make_request("sp", arrival=0, admission=1, cancel=2),
+        make_request("c", arrival=0, first=5, complete=5),
+        make_request("bad", arrival=6, first=5, complete=7),  # event_before_arrival
+    )
+    summary = analyze_events(frame).summary
+    assert list(summary.violations) == ["event_before_arrival"]
+    (warning,) = [w for w in summary.warnings if "admission" in w]
+    assert warning == (
+        "1 of 4 valid requests have no admission event while the others do: they are taken "
+        "as client-side (queue wait and prefill unavailable); in a server log this means "
+        "lost admission rows"
+    )
+
+
+def test_no_mixed_admissions_warning_when_every_request_with_output_was_admitted() -> None:
+    frame = events(
+        make_request("s1", arrival=0, admission=1, first=2, complete=2),
+        make_request("q", arrival=0, cancel=1),  # unplaced: queued, not "without"
+    )
+    assert not [w for w in analyze_events(frame).summary.warnings if "admission" in w]
