@@ -1,0 +1,50 @@
+"""What ``build_timeline`` makes of a trace, pinned by hand: ticks, their token counts,
+request attributes, the row quarantine (``analysis/lifecycle.py``)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from servetrace.analysis.lifecycle import build_timeline
+from servetrace.analysis.memory import analyze_events
+from servetrace.sources.canonical import normalise
+from tests.conftest import MS, events, make_request
+
+
+def _canonical(frame: pl.DataFrame) -> pl.DataFrame:
+    return normalise(frame.lazy(), "test").collect()
+
+
+def _one(frame: pl.DataFrame) -> dict:
+    (r,) = analyze_events(frame).requests.iter_rows(named=True)
+    return r
+
+
+def test_a_trace_without_a_tokens_column_has_one_token_per_tick() -> None:
+    # arrival 0, admission 1, ticks at 2, 4, 7 ms, completion 7: 3 ticks, 3 tokens,
+    # TPOT = (7 - 2) / (3 - 1) = 2.5 ms.
+    frame = events(make_request("a", admission=1, first=2, ticks=[4, 7], complete=7))
+    frame = frame.drop("tokens", "prompt_tokens", "output_tokens")
+    assert "tokens" not in _canonical(frame).columns
+    r = _one(frame)
+    assert (r["ticks"], r["output_tokens"]) == (3, 3)
+    assert r["tpot_ns"] == 2.5 * MS and r["formula_residual_ns"] == 0
+
+
+def test_a_tick_with_an_unknown_token_count_carries_one_token() -> None:
+    # chunk sizes 1, null, 3: the null chunk is one token, so N = 5 over 3 ticks.
+    frame = events(
+        make_request("a", admission=1, first=2, ticks=[4, 7], tokens=[1, 1, 3], complete=7)
+    ).with_columns(
+        pl.when(pl.col("ts") == 4 * MS).then(None).otherwise(pl.col("tokens")).alias("tokens")
+    )
+    r = _one(frame)
+    assert (r["ticks"], r["output_tokens"]) == (3, 5)
+    assert r["tpot_ns"] == 5 * MS / 4  # (7 - 2) ms over N - 1 = 4 tokens
+
+
+def test_a_clean_trace_has_an_empty_typed_row_quarantine() -> None:
+    frame = _canonical(events(make_request("a", admission=1, first=2, complete=2)))
+    quarantine = build_timeline(frame, []).row_quarantine
+    assert quarantine.height == 0
+    assert quarantine.schema == pl.Schema({**frame.schema, "rule": pl.String})
