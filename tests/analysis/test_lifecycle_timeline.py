@@ -48,3 +48,29 @@ def test_a_clean_trace_has_an_empty_typed_row_quarantine() -> None:
     quarantine = build_timeline(frame, []).row_quarantine
     assert quarantine.height == 0
     assert quarantine.schema == pl.Schema({**frame.schema, "rule": pl.String})
+
+
+def test_a_first_token_written_after_a_token_at_its_time_is_still_first() -> None:
+    # A log in time order, where request a's first_token at 2 ms is written after a token
+    # at the same 2 ms, and b's ticks interleave with a's: a ticks at 2, 2, 5 ms (gaps 0
+    # and 3 ms), b at 3, 4, 6 ms (gaps 1 and 2 ms).
+    def tick(rid: str, event: str, t: int) -> dict:
+        return {"request_id": rid, "event": event, "ts": t * MS, "tokens": 1}
+
+    rows = [
+        *[{"request_id": rid, "event": "arrival", "ts": 0} for rid in "ab"],
+        *[{"request_id": rid, "event": "admission", "ts": MS} for rid in "ab"],
+        tick("a", "token", 2),
+        tick("a", "first_token", 2),
+        tick("b", "first_token", 3),
+        tick("b", "token", 4),
+        tick("a", "token", 5),
+        {"request_id": "a", "event": "completion", "ts": 5 * MS},
+        tick("b", "token", 6),
+        {"request_id": "b", "event": "completion", "ts": 6 * MS},
+    ]
+    analysis = analyze_events(events(rows))
+    assert analysis.summary.violations == {}
+    got = analysis.requests.select("request_id", "ttft_ns", "itl_max_ns", "ticks").rows()
+    assert got == [("a", 2 * MS, 3 * MS, 3), ("b", 3 * MS, 2 * MS, 3)]
+    assert sorted(analysis.gaps["itl_ns"].to_list()) == [0, 1 * MS, 2 * MS, 3 * MS]
