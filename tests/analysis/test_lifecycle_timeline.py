@@ -4,6 +4,7 @@ request attributes, the row quarantine (``analysis/lifecycle.py``)."""
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from servetrace.analysis.lifecycle import build_timeline
 from servetrace.analysis.memory import analyze_events
@@ -50,10 +51,14 @@ def test_a_clean_trace_has_an_empty_typed_row_quarantine() -> None:
     assert quarantine.schema == pl.Schema({**frame.schema, "rule": pl.String})
 
 
-def test_a_first_token_written_after_a_token_at_its_time_is_still_first() -> None:
-    # A log in time order, where request a's first_token at 2 ms is written after a token
-    # at the same 2 ms, and b's ticks interleave with a's: a ticks at 2, 2, 5 ms (gaps 0
-    # and 3 ms), b at 3, 4, 6 ms (gaps 1 and 2 ms).
+@pytest.mark.parametrize("in_time_order", [True, False])
+def test_a_first_token_written_after_a_token_at_its_time_is_still_first(
+    in_time_order: bool,
+) -> None:
+    # Request a's first_token at 2 ms is written after a token at the same 2 ms, and b's
+    # ticks interleave with a's: a ticks at 2, 2, 5 ms (gaps 0 and 3 ms), b at 3, 4, 6 ms
+    # (gaps 1 and 2 ms). Ticks in time order, or not (b's last token written first): the
+    # two ways the ticks are sorted.
     def tick(rid: str, event: str, t: int) -> dict:
         return {"request_id": rid, "event": event, "ts": t * MS, "tokens": 1}
 
@@ -69,6 +74,8 @@ def test_a_first_token_written_after_a_token_at_its_time_is_still_first() -> Non
         tick("b", "token", 6),
         {"request_id": "b", "event": "completion", "ts": 6 * MS},
     ]
+    if not in_time_order:
+        rows = rows[-2:-1] + rows[:-2] + rows[-1:]
     analysis = analyze_events(events(rows))
     assert analysis.summary.violations == {}
     got = analysis.requests.select("request_id", "ttft_ns", "itl_max_ns", "ticks").rows()
