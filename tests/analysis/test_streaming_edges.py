@@ -1,0 +1,130 @@
+"""The batched path's options, refusals and messages, pinned by hand (``streaming.py``):
+what a user passes reaches every batch, and what it refuses says exactly why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from servetrace.analysis.fluidity import FluidityTargets
+from servetrace.analysis.memory import AnalysisOptions, analyze_events
+from servetrace.analysis.streaming import NotTimeOrdered, analyze_streaming
+from servetrace.analysis.summary import GoodputTarget
+from servetrace.errors import InputError, UsageError
+from servetrace.sources.canonical import read_events
+from tests.conftest import MS, events, make_request
+
+
+def _log(frame: pl.DataFrame, path: Path) -> str:
+    frame.sort("ts", maintain_order=True).write_parquet(path)
+    return str(path)
+
+
+def _three() -> pl.DataFrame:
+    # a: TTFT 20 ms, gaps 10, 10 ms. b: TTFT 50 ms, gaps 40, 40 ms. c: TTFT 5 ms, 1 gap.
+    return events(
+        make_request("a", arrival=0, admission=1, first=20, ticks=[30, 40], complete=40),
+        make_request("b", arrival=2, admission=3, first=52, ticks=[92, 132], complete=132),
+        make_request("c", arrival=4, admission=5, first=9, ticks=[10], complete=10),
+    )
+
+
+def test_streamed_options_reach_every_batch(tmp_path: Path) -> None:
+    options = AnalysisOptions(
+        goodput=(GoodputTarget("ttft", "<=", 30 * MS),),
+        formula_abs_tol_ns=0,
+        formula_rel_tol=0.0,
+        fluidity=FluidityTargets(ttft_ns=30 * MS, tbt_ns=20 * MS),
+    )
+    frame = _three()
+    path = _log(frame, tmp_path / "t.parquet")
+    whole = analyze_events(frame, options)
+    for batch_rows in (1, 3, 100):
+        streamed = analyze_streaming(read_events([path]), options, batch_rows=batch_rows)
+        assert streamed.summary.goodput == whole.summary.goodput
+        assert streamed.summary.formula == whole.summary.formula
+        columns = [c for c in whole.requests.columns if c != "_key"]
+        assert "fluidity_missed" in columns
+        got = streamed.requests.select(columns).sort("request_id")
+        assert got.equals(whole.requests.select(columns).sort("request_id")), batch_rows
+    # by hand: a (20 ms) and c (5 ms) meet TTFT <= 30 ms, b (50 ms) does not
+    assert whole.summary.goodput is not None and whole.summary.goodput["requests_met"] == 2
+    # fluidity: a (TTFT 20, gaps 10) and c meet every deadline, b (TTFT 50 > 30) does not
+    missed = dict(whole.requests.select("request_id", "fluidity_missed").rows())
+    assert missed["a"] == missed["c"] == 0 and missed["b"] > 0
+    # tolerance 0: every request here meets the formula exactly (one-token chunks)
+    assert whole.summary.formula.abs_tol_ns == 0 and whole.summary.formula.rel_tol == 0.0
+
+
+def test_an_unknown_by_column_is_a_usage_error_naming_the_columns(tmp_path: Path) -> None:
+    plain = _log(_three(), tmp_path / "plain.parquet")
+    with pytest.raises(UsageError) as caught:
+        analyze_streaming(read_events([plain]), by="policy")
+    assert caught.value.message == "--by policy: no such request column"
+    assert caught.value.hint == "the trace has none"
+    frame = events(
+        make_request("a", admission=1, first=2, complete=2, policy="x", tenant="t"),
+    )
+    tagged = _log(frame, tmp_path / "tagged.parquet")
+    with pytest.raises(UsageError) as caught:
+        analyze_streaming(read_events([tagged]), by="model")
+    assert caught.value.hint == "columns: policy, tenant"
+
+
+def test_an_empty_trace_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "empty.parquet"
+    events().write_parquet(path)
+    with pytest.raises(InputError) as caught:
+        analyze_streaming(read_events([str(path)]), batch_rows=2)
+    assert caught.value.message == f"{path}: the trace has no event rows"
+    assert caught.value.hint == "a trace needs at least one row: request_id, event, ts"
+
+
+def test_late_row_messages_name_the_file_request_event_and_time(tmp_path: Path) -> None:
+    good = make_request("a", admission=1, first=2, complete=3)
+    late = [{"request_id": "a", "event": "token", "ts": 9 * MS, "tokens": 1}]
+    fill = [make_request(f"f{i}", arrival=4 + i, admission=4 + i, first=4 + i) for i in range(4)]
+    where = "a row of request 'a' (token at ts 9000000) comes after the request finished"
+    path = tmp_path / "sorted.parquet"
+    events(good, *fill, late).write_parquet(path)
+    with pytest.raises(NotTimeOrdered) as caught:
+        analyze_streaming(read_events([str(path)]), batch_rows=4)
+    assert caught.value.message == (
+        f"{path}: {where}: the log is in time order, so this request has an event after "
+        "its terminal event, which the batched path cannot reopen"
+    )
+    assert caught.value.hint == (
+        "use --no-streaming to analyse it in memory (the request is then quarantined under "
+        "event_after_terminal or duplicate_terminal)"
+    )
+    path = tmp_path / "unsorted.parquet"
+    events(good, *fill, late).reverse().write_parquet(path)
+    with pytest.raises(NotTimeOrdered) as caught:
+        analyze_streaming(read_events([str(path)]), batch_rows=4)
+    # written backwards: a's arrival is read after its completion
+    where = "a row of request 'a' (arrival at ts 0) comes after the request finished"
+    assert caught.value.message == f"{path}: {where}: the log is not in time order"
+    assert caught.value.hint == (
+        "batched analysis needs a log in time order; sort it by ts, or use --no-streaming"
+    )
+
+
+def test_the_histogram_warning_in_full(tmp_path: Path) -> None:
+    frame = events(make_request("a", admission=0, first=1, ticks=[2, 4], complete=4))
+    path = _log(frame, tmp_path / "t.parquet")
+    binned = analyze_streaming(read_events([path]), batch_rows=2, exact_gaps=1)
+    assert [w for w in binned.summary.warnings if "histogram" in w] == [
+        "streamed: more ITL gaps than the 1 kept exactly, so ITL percentiles come from a "
+        "log histogram (within ±0.0122%)"
+    ]
+
+
+def test_a_clean_streamed_trace_has_an_empty_typed_quarantine(tmp_path: Path) -> None:
+    path = _log(_three(), tmp_path / "t.parquet")
+    trace = read_events([path])
+    streamed = analyze_streaming(trace, batch_rows=2)
+    quarantine = streamed.quarantine()
+    assert quarantine.height == 0
+    assert quarantine.schema == pl.Schema({**trace.events.collect_schema(), "rule": pl.String})
