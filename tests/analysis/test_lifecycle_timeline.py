@@ -81,3 +81,66 @@ def test_a_first_token_written_after_a_token_at_its_time_is_still_first(
     got = analysis.requests.select("request_id", "ttft_ns", "itl_max_ns", "ticks").rows()
     assert got == [("a", 2 * MS, 3 * MS, 3), ("b", 3 * MS, 2 * MS, 3)]
     assert sorted(analysis.gaps["itl_ns"].to_list()) == [0, 1 * MS, 2 * MS, 3 * MS]
+
+
+def test_attributes_are_carried_without_token_count_columns() -> None:
+    # No prompt_tokens/output_tokens columns at all, one attribute: it is still carried,
+    # and nothing is invalid.
+    frame = events(
+        make_request("a", admission=1, first=2, ticks=[4], complete=4, policy="fcfs"),
+        make_request("b", admission=1, first=3, complete=3, policy="sjf"),
+    ).drop("prompt_tokens", "output_tokens")
+    analysis = analyze_events(frame)
+    assert analysis.summary.violations == {}
+    got = analysis.requests.select("request_id", "policy", "output_tokens").rows()
+    assert got == [("a", "fcfs", 2), ("b", "sjf", 1)]
+
+
+def test_an_attribute_comes_from_the_earliest_kind_before_the_earliest_time() -> None:
+    # Neither the arrival nor the first admission carries a policy; a preemption (at 2 ms)
+    # does, and so does the later re-admission (at 3 ms). Admission precedes preemption
+    # in lifecycle order, so the re-admission's value wins although it is later in time.
+    def at(event: str, t: float, **extra: object) -> dict:
+        return {"request_id": "a", "event": event, "ts": round(t * MS), **extra}
+
+    rows = [
+        at("arrival", 0),
+        at("admission", 1),
+        at("first_token", 1.5, tokens=1),
+        at("preemption", 2, policy="from-preemption"),
+        at("admission", 3, policy="from-admission"),
+        at("token", 4, tokens=1),
+        at("completion", 4),
+    ]
+    (r,) = analyze_events(events(rows)).requests.iter_rows(named=True)
+    assert r["policy"] == "from-admission"
+
+
+@pytest.mark.parametrize("column", ["prompt_tokens", "output_tokens"])
+def test_a_negative_prompt_or_output_count_is_an_invalid_token_count(column: str) -> None:
+    count = {column: -1}
+    frame = events(
+        make_request("good", admission=1, first=2, complete=2),
+        make_request("bad", admission=1, first=2, complete=2, **count),  # type: ignore[arg-type]
+    )
+    summary = analyze_events(frame).summary
+    assert summary.violations == {
+        "invalid_token_count": {"requests": 1, "rows": 4, "examples": ["bad"]}
+    }
+
+
+def test_a_request_of_ticks_alone_is_quarantined_with_its_rows() -> None:
+    # "orphan" has only two token rows (no arrival), in a trace with count columns.
+    frame = events(
+        make_request("good", admission=1, first=2, complete=2, prompt_tokens=5),
+        [
+            {"request_id": "orphan", "event": "token", "ts": 3 * MS, "tokens": 1},
+            {"request_id": "orphan", "event": "token", "ts": 4 * MS, "tokens": 1},
+        ],
+    )
+    analysis = analyze_events(frame)
+    assert analysis.summary.violations == {
+        "missing_arrival": {"requests": 1, "rows": 2, "examples": ["orphan"]}
+    }
+    assert analysis.quarantine()["request_id"].to_list() == ["orphan", "orphan"]
+    assert analysis.summary.accounting.requests == 2
