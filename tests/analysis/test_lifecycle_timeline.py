@@ -3,12 +3,15 @@ request attributes, the row quarantine (``analysis/lifecycle.py``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
 from servetrace.analysis.lifecycle import build_timeline
 from servetrace.analysis.memory import analyze_events
-from servetrace.sources.canonical import normalise
+from servetrace.analysis.streaming import analyze_streaming
+from servetrace.sources.canonical import normalise, read_events
 from tests.conftest import MS, events, make_request
 
 
@@ -144,3 +147,27 @@ def test_a_request_of_ticks_alone_is_quarantined_with_its_rows() -> None:
     }
     assert analysis.quarantine()["request_id"].to_list() == ["orphan", "orphan"]
     assert analysis.summary.accounting.requests == 2
+
+
+@pytest.mark.parametrize("missing", ["request_id", "event"])
+def test_an_unplaceable_release_row_does_not_make_the_trace_log_releases(
+    missing: str, tmp_path: Path
+) -> None:
+    # The only release-like row has no request id (or no event kind, then a ts-only row):
+    # it is quarantined under its row rule, and the trace does not log releases, so no
+    # request is reported as leaked, in memory or batched.
+    loose = {"request_id": "a", "event": "release", "ts": 9 * MS, missing: None}
+    frame = events(
+        make_request("a", admission=1, first=2, complete=3),
+        make_request("b", admission=1, first=2, ticks=[4], complete=4),
+        [loose],
+    )
+    path = tmp_path / "t.parquet"
+    frame.sort("ts", maintain_order=True).write_parquet(path)
+    for analysis in (
+        analyze_events(frame),
+        analyze_streaming(read_events([str(path)]), batch_rows=3),
+    ):
+        assert analysis.summary.leaked_state is None
+        assert analysis.summary.outcomes["completed"] == 2
+        assert list(analysis.summary.violations) == [f"missing_{missing}"]
