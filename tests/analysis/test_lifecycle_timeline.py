@@ -171,3 +171,21 @@ def test_an_unplaceable_release_row_does_not_make_the_trace_log_releases(
         assert analysis.summary.leaked_state is None
         assert analysis.summary.outcomes["completed"] == 2
         assert list(analysis.summary.violations) == [f"missing_{missing}"]
+
+
+def test_a_request_still_requeued_at_the_end_waits_until_the_trace_ends() -> None:
+    # w is preempted at 5 ms and never re-admitted; the trace ends at 9 ms (d completes):
+    # w has been waiting again for 9 - 5 = 4 ms.
+    frame = events(
+        make_request("w", arrival=0, admission=1, first=2, preempt=[5]),
+        make_request("d", arrival=0, admission=1, first=2, complete=9),
+    )
+    got = analyze_events(frame).requests.select("request_id", "outcome", "requeued_ns").rows()
+    assert got == [("d", "completed", 0), ("w", "in_flight", 4 * MS)]
+
+
+def test_a_trace_ending_at_time_zero_has_zero_requeue_time() -> None:
+    # Everything at ts 0, including a preemption with nothing after it: requeued 0 ns.
+    frame = events(make_request("w", arrival=0, admission=0, preempt=[0]))
+    (r,) = analyze_events(frame).requests.iter_rows(named=True)
+    assert (r["outcome"], r["preemptions"], r["requeued_ns"]) == ("in_flight", 1, 0)
