@@ -189,3 +189,32 @@ def test_a_trace_ending_at_time_zero_has_zero_requeue_time() -> None:
     frame = events(make_request("w", arrival=0, admission=0, preempt=[0]))
     (r,) = analyze_events(frame).requests.iter_rows(named=True)
     assert (r["outcome"], r["preemptions"], r["requeued_ns"]) == ("in_flight", 1, 0)
+
+
+def test_a_readmitted_request_in_flight_was_requeued_until_its_readmission() -> None:
+    # w: preempted at 5 ms, re-admitted at 7, a token at 8, still in flight when the trace
+    # ends at 9 (d completes): requeued 7 - 5 = 2 ms (its re-admission is its last control
+    # event).
+    frame = events(
+        make_request("w", arrival=0, admission=[1, 7], first=2, ticks=[8], preempt=[5]),
+        make_request("d", arrival=0, admission=1, first=2, complete=9),
+    )
+    analysis = analyze_events(frame)
+    assert analysis.summary.violations == {}
+    got = analysis.requests.select("request_id", "outcome", "requeued_ns").rows()
+    assert got == [("d", "completed", 0), ("w", "in_flight", 2 * MS)]
+
+
+def test_a_release_changes_no_level() -> None:
+    # arrival 0 (+1 queued, +1 in system), admission 1 (queued → running), first token 2
+    # (no level change), completion 3 (−1 running, −1 in system), release 4: all zero.
+    frame = _canonical(events(make_request("a", admission=1, first=2, complete=3, release=4)))
+    moves = build_timeline(frame, []).transitions.sort("ts")
+    got = moves.select("ts", "d_queued", "d_running", "d_in_system").rows()
+    assert got == [
+        (0, 1, 0, 1),
+        (1 * MS, -1, 1, 0),
+        (2 * MS, 0, 0, 0),
+        (3 * MS, 0, -1, -1),
+        (4 * MS, 0, 0, 0),
+    ]
