@@ -59,3 +59,19 @@ def test_a_token_while_queued_is_found_after_another_requests_later_ticks() -> N
     assert summary.violations == {
         "token_while_queued": {"requests": 1, "rows": 8, "examples": ["b"]}
     }
+
+
+def test_zero_prompt_and_output_counts_are_valid() -> None:
+    # An empty prompt (0 tokens) and a cancellation reporting 0 output tokens: both valid.
+    frame = events(
+        make_request("empty", admission=1, first=2, complete=2, prompt_tokens=0),
+        make_request("gone", admission=1, cancel=3, prompt_tokens=7),
+        make_request("done", admission=1, first=2, ticks=[3], complete=3),
+    )
+    frame = frame.with_columns(
+        output_tokens=frame["output_tokens"].set(frame["event"] == "cancellation", 0)
+    )
+    analysis = analyze_events(frame)
+    assert analysis.summary.violations == {}
+    got = analysis.requests.select("request_id", "prompt_tokens").rows()
+    assert got == [("done", None), ("empty", 0), ("gone", 7)]
