@@ -75,3 +75,12 @@ def test_zero_prompt_and_output_counts_are_valid() -> None:
     assert analysis.summary.violations == {}
     got = analysis.requests.select("request_id", "prompt_tokens").rows()
     assert got == [("done", None), ("empty", 0), ("gone", 7)]
+
+
+def test_a_release_at_the_terminal_time_is_after_it() -> None:
+    # completion and release both at 3 ms (release written first): valid, and released.
+    rows = make_request("a", admission=1, first=2, complete=3, release=3)
+    rows = [rows[-1], *rows[:-1]]
+    summary = analyze_events(events(rows)).summary
+    assert summary.violations == {}
+    assert summary.leaked_state == {"requests": 0, "examples": []}
