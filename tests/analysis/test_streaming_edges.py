@@ -128,3 +128,48 @@ def test_a_clean_streamed_trace_has_an_empty_typed_quarantine(tmp_path: Path) ->
     quarantine = streamed.quarantine()
     assert quarantine.height == 0
     assert quarantine.schema == pl.Schema({**trace.events.collect_schema(), "rule": pl.String})
+
+
+def test_a_late_row_in_a_trace_of_several_files_names_them_all(tmp_path: Path) -> None:
+    first, second = tmp_path / "part-0.parquet", tmp_path / "part-1.parquet"
+    fill = [make_request(f"f{i}", arrival=4 + i, admission=4 + i, first=4 + i) for i in range(4)]
+    events(make_request("a", admission=1, first=2, complete=3), *fill).write_parquet(first)
+    events([{"request_id": "a", "event": "token", "ts": 9 * MS, "tokens": 1}]).write_parquet(second)
+    with pytest.raises(NotTimeOrdered) as caught:
+        analyze_streaming(read_events([str(first), str(second)]), batch_rows=4)
+    assert caught.value.message.startswith(f"{first}, {second}: a row of request 'a' ")
+
+
+def test_a_streamed_timeline_is_the_in_memory_one_without_its_ticks(tmp_path: Path) -> None:
+    # trace from 0 (a's arrival) to 132 ms (b's completion); the ticks are dropped once
+    # counted, leaving an empty frame of the same columns, as in memory.
+    frame = _three()
+    path = _log(frame, tmp_path / "t.parquet")
+    whole = analyze_events(frame).timeline
+    streamed = analyze_streaming(read_events([path]), batch_rows=2).timeline
+    assert (streamed.trace_start_ns, streamed.trace_end_ns) == (0, 132 * MS)
+    assert (whole.trace_start_ns, whole.trace_end_ns) == (0, 132 * MS)
+    assert streamed.ticks.height == whole.ticks.height == 0
+    assert streamed.ticks.schema == whole.ticks.schema
+    assert (streamed.has_admissions, streamed.has_releases) == (True, False)
+
+
+def test_a_streamed_trace_of_31_days_is_flagged_as_in_memory(tmp_path: Path) -> None:
+    day_ms = 24 * 3600 * 1000
+    frame = events(
+        make_request("a", arrival=0, admission=1, first=2, complete=2),
+        make_request(
+            "b",
+            arrival=31 * day_ms,
+            admission=31 * day_ms + 1,
+            first=31 * day_ms + 2,
+            complete=31 * day_ms + 2,
+        ),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    streamed = analyze_streaming(read_events([path]), batch_rows=2)
+    spans = [w for w in streamed.summary.warnings if "spans" in w]
+    assert spans == [
+        "the trace spans 31 days: are the timestamps in the unit you think? Set it with "
+        "--time-unit ns|us|ms|s"
+    ]
