@@ -173,3 +173,44 @@ def test_a_streamed_trace_of_31_days_is_flagged_as_in_memory(tmp_path: Path) -> 
         "the trace spans 31 days: are the timestamps in the unit you think? Set it with "
         "--time-unit ns|us|ms|s"
     ]
+
+
+def test_a_release_before_the_terminal_event_waits_for_it_at_any_batch_size(
+    tmp_path: Path,
+) -> None:
+    # A trace that logs releases; "early" is released at 3 ms, before its completion at 4,
+    # and its last token at 4 ms is written after the completion (rows at one time come
+    # in any order): it stays open until the log has passed its completion's time, so
+    # batching never splits it, and it is quarantined as in memory.
+    frame = events(
+        make_request("ok", arrival=0, admission=1, first=2, complete=2, release=2),
+        make_request("early", arrival=0, admission=1, first=2, complete=4),
+        [{"request_id": "early", "event": "release", "ts": 3 * MS}],
+        [{"request_id": "early", "event": "token", "ts": 4 * MS, "tokens": 1}],
+        make_request("late", arrival=5, admission=6, first=7, complete=7, release=8),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    whole = analyze_events(frame)
+    assert list(whole.summary.violations) == ["release_before_terminal"]
+    for batch_rows in range(1, frame.height + 1):
+        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
+        assert streamed.summary.violations == whole.summary.violations, batch_rows
+        assert streamed.quarantine().height == 6, batch_rows
+
+
+def test_a_released_request_is_finished_once_the_log_passes_its_release(
+    tmp_path: Path,
+) -> None:
+    # The trace logs releases: a completes at 3 and is released at 3.5 ms; the log moves
+    # on (f0..f3), so a is finished and freed. A token of a at 9 ms then cannot reopen it.
+    good = make_request("a", admission=1, first=2, complete=3, release=3.5)
+    fill = [
+        make_request(f"f{i}", arrival=4 + i, admission=4 + i, first=4 + i, complete=4 + i)
+        for i in range(4)
+    ]
+    late = [{"request_id": "a", "event": "token", "ts": 9 * MS, "tokens": 1}]
+    path = tmp_path / "t.parquet"
+    events(good, *fill, late).write_parquet(path)
+    with pytest.raises(NotTimeOrdered) as caught:
+        analyze_streaming(read_events([str(path)]), batch_rows=4)
+    assert "a row of request 'a' (token at ts 9000000)" in caught.value.message
