@@ -214,3 +214,27 @@ def test_a_released_request_is_finished_once_the_log_passes_its_release(
     with pytest.raises(NotTimeOrdered) as caught:
         analyze_streaming(read_events([str(path)]), batch_rows=4)
     assert "a row of request 'a' (token at ts 9000000)" in caught.value.message
+
+
+def test_a_request_waits_for_its_release_and_rows_at_the_release_time(
+    tmp_path: Path,
+) -> None:
+    # The trace logs releases. "slow" completes at 3 and is released at 5 ms, while "b"
+    # writes rows at 4: slow must wait for its release. "dup" is released twice at 7 ms
+    # (duplicate_release): it must wait until the log has passed 7 ms to see both.
+    frame = events(
+        make_request("slow", arrival=0, admission=1, first=2, complete=3, release=5),
+        make_request("b", arrival=4, admission=4, first=4, complete=4, release=4),
+        make_request("dup", arrival=5, admission=5, first=6, complete=6, release=7),
+        [{"request_id": "dup", "event": "release", "ts": 7 * MS}],
+        make_request("end", arrival=8, admission=8, first=9, complete=9, release=9),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    whole = analyze_events(frame)
+    assert list(whole.summary.violations) == ["duplicate_release"]
+    assert whole.summary.leaked_state == {"requests": 0, "examples": []}
+    for batch_rows in range(1, frame.height + 1):
+        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
+        assert streamed.summary.violations == whole.summary.violations, batch_rows
+        assert streamed.summary.leaked_state == whole.summary.leaked_state, batch_rows
+        assert streamed.summary.accounting == whole.summary.accounting, batch_rows
