@@ -238,3 +238,30 @@ def test_a_request_waits_for_its_release_and_rows_at_the_release_time(
         assert streamed.summary.violations == whole.summary.violations, batch_rows
         assert streamed.summary.leaked_state == whole.summary.leaked_state, batch_rows
         assert streamed.summary.accounting == whole.summary.accounting, batch_rows
+
+
+def test_equal_times_across_a_batch_boundary_are_still_time_order(tmp_path: Path) -> None:
+    # Batches of 4 rows: the 4th and 5th rows share ts 3 ms, so the second batch starts at
+    # the first one's newest time. The log is in time order, and a's late token is
+    # reported as an event after its end, not as an unsorted log.
+    def at(rid: str, event: str, t: int) -> dict:
+        return {"request_id": rid, "event": event, "ts": t * MS, "tokens": 1}
+
+    rows = [
+        at("a", "arrival", 0),
+        at("a", "admission", 1),
+        at("a", "first_token", 2),
+        at("f", "arrival", 3),
+        at("a", "completion", 3),  # second batch: starts at the newest time so far
+        at("f", "admission", 4),
+        at("f", "first_token", 5),
+        at("f", "completion", 5),
+        at("g", "arrival", 6),
+        at("a", "token", 9),  # after a's end
+    ]
+    path = tmp_path / "t.parquet"
+    events(rows).write_parquet(path)
+    with pytest.raises(NotTimeOrdered) as caught:
+        analyze_streaming(read_events([str(path)]), batch_rows=4)
+    assert "(token at ts 9000000)" in caught.value.message
+    assert "the log is in time order" in caught.value.message
