@@ -265,3 +265,55 @@ def test_equal_times_across_a_batch_boundary_are_still_time_order(tmp_path: Path
         analyze_streaming(read_events([str(path)]), batch_rows=4)
     assert "(token at ts 9000000)" in caught.value.message
     assert "the log is in time order" in caught.value.message
+
+
+def test_deferred_requests_are_queued_when_an_earlier_batch_was_admitted(
+    tmp_path: Path,
+) -> None:
+    # "early" (neither admission nor output) is kept to the end; the only admitted request
+    # "s" finished in an earlier batch, and the log ends with a client-side request. As in
+    # memory, early was queued (0..1 ms), because a valid request of the trace was admitted.
+    frame = events(
+        make_request("early", arrival=0, cancel=1),
+        make_request("s", arrival=1, admission=2, first=3, complete=3),
+        make_request("c", arrival=4, first=5, complete=6),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    whole = analyze_events(frame)
+    early = whole.requests.filter(pl.col("request_id") == "early").row(0, named=True)
+    assert (early["cancelled_in"], early["queue_wait_ns"]) == ("queued", 1 * MS)
+    for batch_rows in range(1, frame.height + 1):
+        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
+        got = streamed.requests.filter(pl.col("request_id") == "early").row(0, named=True)
+        assert (got["cancelled_in"], got["queue_wait_ns"]) == ("queued", 1 * MS), batch_rows
+
+
+def test_a_streamed_request_still_requeued_waits_until_the_trace_ends(tmp_path: Path) -> None:
+    # w is preempted at 5 ms and never re-admitted; d completes at 9 ms, the trace's end:
+    # w waited 4 ms, whatever batch it is analysed in.
+    frame = events(
+        make_request("w", arrival=0, admission=1, first=2, preempt=[5]),
+        make_request("d", arrival=0, admission=1, first=2, complete=9),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    for batch_rows in range(1, frame.height + 1):
+        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
+        got = streamed.requests.filter(pl.col("request_id") == "w").row(0, named=True)
+        assert got["requeued_ns"] == 4 * MS, batch_rows
+
+
+def test_leaks_are_found_in_a_last_batch_without_release_rows(tmp_path: Path) -> None:
+    # The trace logs releases (r, released at 3 ms, early on); "leak" and "z" complete but
+    # are never released, so they stay open to the end, in a batch with no release row:
+    # both are still reported as leaked, as in memory.
+    frame = events(
+        make_request("r", arrival=0, admission=1, first=2, complete=2, release=3),
+        make_request("leak", arrival=4, admission=5, first=6, complete=6),
+        make_request("z", arrival=7, admission=8, first=9, complete=9),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    whole = analyze_events(frame)
+    assert whole.summary.leaked_state == {"requests": 2, "examples": ["leak", "z"]}
+    for batch_rows in range(1, frame.height + 1):
+        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
+        assert streamed.summary.leaked_state == whole.summary.leaked_state, batch_rows
