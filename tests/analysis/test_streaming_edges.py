@@ -317,3 +317,28 @@ def test_leaks_are_found_in_a_last_batch_without_release_rows(tmp_path: Path) ->
     for batch_rows in range(1, frame.height + 1):
         streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
         assert streamed.summary.leaked_state == whole.summary.leaked_state, batch_rows
+
+
+def test_streamed_keys_are_unique_and_each_gap_keeps_its_request(tmp_path: Path) -> None:
+    # Pairs of overlapping requests finishing together, in batches of every size: the
+    # per-batch keys are renumbered trace-wide, so keys stay unique and the kept gap frame
+    # and transitions join back to the right request.
+    frame = events(
+        make_request("a", arrival=0, admission=1, first=2, ticks=[3], complete=3),
+        make_request("b", arrival=0, admission=1, first=2, ticks=[4, 7], complete=7),
+        make_request("c", arrival=8, admission=9, first=10, ticks=[14], complete=14),
+        make_request("d", arrival=8, admission=9, first=10, ticks=[15, 21], complete=21),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    expected = {"a": [1 * MS], "b": [2 * MS, 3 * MS], "c": [4 * MS], "d": [5 * MS, 6 * MS]}
+    for batch_rows in range(1, frame.height + 1):
+        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
+        ids = streamed.requests.select("_key", "request_id")
+        assert ids["_key"].n_unique() == 4, batch_rows
+        owners = streamed.gaps.join(ids, on="_key")
+        got = owners.group_by("request_id").agg(pl.col("itl_ns").sort()).rows()
+        assert dict(got) == expected, batch_rows
+        # arrival, admission, first token, completion: 4 level changes each, net zero
+        moves = streamed.timeline.transitions.join(ids, on="_key").group_by("request_id")
+        per_request = moves.agg(pl.len(), pl.col("d_in_system").sum()).sort("request_id")
+        assert per_request.rows() == [(r, 4, 0) for r in "abcd"], batch_rows
