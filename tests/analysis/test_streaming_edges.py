@@ -342,3 +342,58 @@ def test_streamed_keys_are_unique_and_each_gap_keeps_its_request(tmp_path: Path)
         moves = streamed.timeline.transitions.join(ids, on="_key").group_by("request_id")
         per_request = moves.agg(pl.len(), pl.col("d_in_system").sum()).sort("request_id")
         assert per_request.rows() == [(r, 4, 0) for r in "abcd"], batch_rows
+        # the timeline's requests carry the same trace-wide keys
+        timeline_ids = streamed.timeline.requests.select("_key", "request_id").sort("_key")
+        assert timeline_ids.equals(ids.sort("_key")), batch_rows
+
+
+def _at(rid: str, event: str, t: int) -> dict:
+    return {"request_id": rid, "event": event, "ts": t * MS, "tokens": 1}
+
+
+def test_a_batch_out_of_order_inside_makes_the_log_unsorted(tmp_path: Path) -> None:
+    # Batches of 4: the first is sorted; the second starts after it (5 ms) but is not
+    # sorted inside (4 after 5); the third has a row of a, finished by then. The log is
+    # not in time order, and the message says so.
+    rows = [
+        _at("a", "arrival", 0),
+        _at("a", "admission", 1),
+        _at("a", "first_token", 2),
+        _at("a", "completion", 3),
+        _at("f", "arrival", 5),
+        _at("f", "admission", 4),
+        _at("f", "first_token", 6),
+        _at("f", "completion", 7),
+        _at("g", "arrival", 8),
+        _at("a", "token", 9),
+        _at("g", "admission", 10),
+        _at("g", "first_token", 11),
+    ]
+    path = tmp_path / "t.parquet"
+    events(rows).write_parquet(path)
+    with pytest.raises(NotTimeOrdered) as caught:
+        analyze_streaming(read_events([str(path)]), batch_rows=4)
+    assert caught.value.message.endswith("the log is not in time order")
+
+
+def test_the_newest_time_read_is_kept_across_batches(tmp_path: Path) -> None:
+    # Batch 1 reads up to 100 ms (z's arrival); batch 2's newest row is x's completion at
+    # 50 ms. The log has moved past 50 ms (to 100), so x is finished after batch 2, and
+    # x's token at 60 ms in batch 3 is a row after its end: refused.
+    rows = [
+        _at("x", "arrival", 0),
+        _at("x", "admission", 1),
+        _at("x", "first_token", 2),
+        _at("z", "arrival", 100),
+        _at("y", "arrival", 4),
+        _at("x", "completion", 50),
+        _at("y", "admission", 5),
+        _at("y", "first_token", 6),
+        _at("x", "token", 60),
+        _at("y", "completion", 110),
+    ]
+    path = tmp_path / "t.parquet"
+    events(rows).write_parquet(path)
+    with pytest.raises(NotTimeOrdered) as caught:
+        analyze_streaming(read_events([str(path)]), batch_rows=4)
+    assert "a row of request 'x' (token at ts 60000000)" in caught.value.message
