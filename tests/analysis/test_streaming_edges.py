@@ -397,3 +397,27 @@ def test_the_newest_time_read_is_kept_across_batches(tmp_path: Path) -> None:
     with pytest.raises(NotTimeOrdered) as caught:
         analyze_streaming(read_events([str(path)]), batch_rows=4)
     assert "a row of request 'x' (token at ts 60000000)" in caught.value.message
+
+
+def test_streamed_requests_come_in_arrival_order_ties_by_id(tmp_path: Path) -> None:
+    # m and z both arrive at 0 (z finishes first, m last), a arrives at 1 ms: the
+    # per-request frame is in arrival order, ties by id, whatever order they finished in.
+    frame = events(
+        make_request("m", arrival=0, admission=1, first=2, ticks=[19], complete=20),
+        make_request("z", arrival=0, admission=1, first=2, complete=3),
+        make_request("a", arrival=1, admission=2, first=4, complete=5),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    assert analyze_events(frame).requests["request_id"].to_list() == ["m", "z", "a"]
+    for batch_rows in range(1, frame.height + 1):
+        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
+        assert streamed.requests["request_id"].to_list() == ["m", "z", "a"], batch_rows
+
+
+def test_an_empty_trace_of_two_files_names_both(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    events().write_parquet(first)
+    events().write_parquet(second)
+    with pytest.raises(InputError) as caught:
+        analyze_streaming(read_events([str(first), str(second)]), batch_rows=2)
+    assert caught.value.message == f"{first}, {second}: the trace has no event rows"
