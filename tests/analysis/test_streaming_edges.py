@@ -421,3 +421,14 @@ def test_an_empty_trace_of_two_files_names_both(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         analyze_streaming(read_events([str(first), str(second)]), batch_rows=2)
     assert caught.value.message == f"{first}, {second}: the trace has no event rows"
+
+
+def test_a_streamed_analysis_names_its_inputs_and_attributes(tmp_path: Path) -> None:
+    frame = events(
+        make_request("a", admission=1, first=2, complete=2, policy="x", tenant="t"),
+    )
+    path = _log(frame, tmp_path / "t.parquet")
+    streamed = analyze_streaming(read_events([path]), batch_rows=2)
+    assert streamed.inputs == (path,)
+    assert streamed.attributes == ("policy", "tenant")
+    assert streamed.gaps.schema == analyze_events(frame).gaps.schema
