@@ -432,3 +432,13 @@ def test_a_streamed_analysis_names_its_inputs_and_attributes(tmp_path: Path) -> 
     assert streamed.inputs == (path,)
     assert streamed.attributes == ("policy", "tenant")
     assert streamed.gaps.schema == analyze_events(frame).gaps.schema
+
+
+def test_beyond_the_exact_budget_the_gap_frame_is_empty_but_typed(tmp_path: Path) -> None:
+    frame = events(make_request("a", admission=0, first=1, ticks=[2, 4], complete=4))
+    path = _log(frame, tmp_path / "t.parquet")
+    binned = analyze_streaming(read_events([path]), batch_rows=2, exact_gaps=0)
+    assert binned.gaps.height == 0
+    assert binned.gaps.schema == analyze_events(frame).gaps.schema
+    assert binned.itl_by is None  # no --by: no per-group distributions
+    assert binned.summary.metrics["itl"]["count"] == 2
