@@ -1,0 +1,86 @@
+"""Edges of the state machine's rules (``lifecycle_rules``), by hand: which token is
+"while queued" at equal timestamps and across requests."""
+
+from __future__ import annotations
+
+import pytest
+
+from servetrace.analysis.memory import analyze_events
+from tests.conftest import MS, events, make_request
+
+
+def test_a_token_at_the_readmission_time_is_after_the_readmission() -> None:
+    # preempted at 3 ms, re-admitted at 6 ms, a token at exactly 6 ms: running again.
+    rows = make_request("p", admission=[1, 6], preempt=[3], first=2, ticks=[6, 7], complete=7)
+    analysis = analyze_events(events(rows))
+    assert analysis.summary.violations == {}
+    (r,) = analysis.requests.iter_rows(named=True)
+    assert (r["preemptions"], r["requeued_ns"]) == (1, 3 * MS)
+
+
+def test_one_requests_preemption_does_not_queue_another_requests_tokens() -> None:
+    # a: preempted at 3, re-admitted at 5. b: preempted at 1, re-admitted at 2, a token at
+    # 4 (while a, not b, is queued). Both valid.
+    frame = events(
+        make_request("a", admission=[1, 5], preempt=[3], first=2, ticks=[6], complete=6),
+        make_request("b", admission=[0.5, 2], preempt=[1], first=2.5, ticks=[4], complete=4),
+    )
+    analysis = analyze_events(frame)
+    assert analysis.summary.violations == {}
+    got = analysis.requests.select("request_id", "requeued_ns").rows()
+    assert got == [("a", 2 * MS), ("b", 1 * MS)]
+
+
+@pytest.mark.parametrize("queued_token", [False, True])
+def test_tokens_before_a_client_side_requests_preemption_are_not_queued(
+    queued_token: bool,
+) -> None:
+    # No admission (client-side): arrival → running; tokens at 1 and 2 ms, preempted at 3,
+    # cancelled at 5. A token at 4 ms, after the preemption, would be while queued.
+    rows = make_request("c", first=1, ticks=[2, 4] if queued_token else [2], preempt=[3], cancel=5)
+    analysis = analyze_events(events(rows, make_request("ok", first=1, complete=1)))
+    if queued_token:
+        assert list(analysis.summary.violations) == ["token_while_queued"]
+    else:
+        assert analysis.summary.violations == {}
+        c = analysis.requests.filter(analysis.requests["request_id"] == "c").row(0, named=True)
+        assert (c["outcome"], c["cancelled_in"]) == ("cancelled", "queued")
+
+
+def test_a_token_while_queued_is_found_after_another_requests_later_ticks() -> None:
+    # a (first in the log) is preempted at 1.5 and re-admitted at 2, its last token at
+    # 9 ms. b is preempted at 1, re-admitted at 5, but emits a token at 3 ms: b only is
+    # token_while_queued.
+    frame = events(
+        make_request("a", admission=[1, 2], preempt=[1.5], first=1.2, ticks=[9], complete=9),
+        make_request("b", admission=[0.5, 5], preempt=[1], first=0.8, ticks=[3, 6], complete=6),
+    )
+    summary = analyze_events(frame).summary
+    assert summary.violations == {
+        "token_while_queued": {"requests": 1, "rows": 8, "examples": ["b"]}
+    }
+
+
+def test_zero_prompt_and_output_counts_are_valid() -> None:
+    # An empty prompt (0 tokens) and a cancellation reporting 0 output tokens: both valid.
+    frame = events(
+        make_request("empty", admission=1, first=2, complete=2, prompt_tokens=0),
+        make_request("gone", admission=1, cancel=3, prompt_tokens=7),
+        make_request("done", admission=1, first=2, ticks=[3], complete=3),
+    )
+    frame = frame.with_columns(
+        output_tokens=frame["output_tokens"].set(frame["event"] == "cancellation", 0)
+    )
+    analysis = analyze_events(frame)
+    assert analysis.summary.violations == {}
+    got = analysis.requests.select("request_id", "prompt_tokens").rows()
+    assert got == [("done", None), ("empty", 0), ("gone", 7)]
+
+
+def test_a_release_at_the_terminal_time_is_after_it() -> None:
+    # completion and release both at 3 ms (release written first): valid, and released.
+    rows = make_request("a", admission=1, first=2, complete=3, release=3)
+    rows = [rows[-1], *rows[:-1]]
+    summary = analyze_events(events(rows)).summary
+    assert summary.violations == {}
+    assert summary.leaked_state == {"requests": 0, "examples": []}
