@@ -20,7 +20,7 @@ so this order is total). ``output_tokens`` comes from the terminal row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -333,18 +333,6 @@ def _request_ids(
         events.join(tick_only, on=KEY, how="semi").group_by(KEY).agg(pl.col("request_id").first())
     )
     return pl.concat([ids, rest])
-
-
-def subset(timeline: Timeline, keys: pl.Series) -> Timeline:
-    """The timeline of some requests only (for per-group summaries)."""
-    wanted = keys.implode()
-    return replace(
-        timeline,
-        requests=timeline.requests.filter(pl.col(KEY).is_in(wanted)),
-        ticks=timeline.ticks.filter(pl.col(KEY).is_in(wanted)),
-        transitions=timeline.transitions.filter(pl.col(KEY).is_in(wanted)),
-        row_quarantine=timeline.row_quarantine.clear(),
-    )
 
 
 def has_invalid(timeline: Timeline) -> bool:
