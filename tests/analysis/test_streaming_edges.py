@@ -329,10 +329,13 @@ def test_streamed_keys_are_unique_and_each_gap_keeps_its_request(tmp_path: Path)
         make_request("c", arrival=8, admission=9, first=10, ticks=[14], complete=14),
         make_request("d", arrival=8, admission=9, first=10, ticks=[15, 21], complete=21),
     )
+    # A --by column: only then do the kept transitions carry request keys (without --by
+    # the batched engine drops them, stream_state.Retained).
+    frame = frame.with_columns(pl.lit("t").alias("tenant"))
     path = _log(frame, tmp_path / "t.parquet")
     expected = {"a": [1 * MS], "b": [2 * MS, 3 * MS], "c": [4 * MS], "d": [5 * MS, 6 * MS]}
     for batch_rows in range(1, frame.height + 1):
-        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
+        streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows, by="tenant")
         ids = streamed.requests.select("_key", "request_id")
         assert ids["_key"].n_unique() == 4, batch_rows
         owners = streamed.gaps.join(ids, on="_key")
