@@ -342,6 +342,14 @@ def has_invalid(timeline: Timeline) -> bool:
     )
 
 
+def quarantine_of(events: pl.DataFrame, timeline: Timeline) -> pl.DataFrame:
+    """``quarantined_rows``, or (the usual case) the empty frame of its schema without
+    the join that would find nothing."""
+    if has_invalid(timeline):
+        return quarantined_rows(events, timeline)
+    return events.clear().with_columns(pl.lit(None, pl.String).alias("rule"))
+
+
 def quarantined_rows(events: pl.DataFrame, timeline: Timeline) -> pl.DataFrame:
     """Every input row of an invalid request, plus unplaceable rows, with its rule.
 

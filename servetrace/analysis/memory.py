@@ -19,8 +19,7 @@ from servetrace.analysis.lifecycle import (
     Timeline,
     admission_warnings,
     build_timeline,
-    has_invalid,
-    quarantined_rows,
+    quarantine_of,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.summary import GoodputTarget, Summary, summarize
@@ -140,11 +139,7 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
     gaps = gap_frame(timeline, requests)
     # Keep what reports need, not the trace: the events and sorted ticks are the bulk of
     # memory, and only the rows of invalid requests are ever shown again.
-    quarantine = (
-        quarantined_rows(events, timeline)
-        if has_invalid(timeline)
-        else (events.clear().with_columns(pl.lit(None, pl.String).alias("rule")))
-    )
+    quarantine = quarantine_of(events, timeline)
     timeline = replace(timeline, ticks=timeline.ticks.clear())
     summary = summarize(
         timeline,

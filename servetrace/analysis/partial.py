@@ -38,8 +38,7 @@ from servetrace.analysis.lifecycle import (
     TraceFacts,
     admission_warnings,
     build_timeline,
-    has_invalid,
-    quarantined_rows,
+    quarantine_of,
     trace_facts,
 )
 from servetrace.analysis.lifecycle_rules import ROW_RULES
@@ -132,13 +131,36 @@ def _kernel(
     timeline = build_timeline(events, attributes, facts, unadmitted_queued)
     metrics = request_metrics(timeline, attributes)
     gaps = gap_frame(timeline, metrics)
-    quarantine = (
-        quarantined_rows(events, timeline)
-        if has_invalid(timeline)
-        else events.clear().with_columns(pl.lit(None, pl.String).alias("rule"))
-    )
+    quarantine = quarantine_of(events, timeline)
     requests_tl, metrics, transitions, gaps = _dense_keys(timeline, metrics, gaps)
     return requests_tl, metrics, transitions, gaps, quarantine
+
+
+def _kernel_partial(
+    events: pl.DataFrame,
+    attributes: list[str],
+    facts: TraceFacts,
+    unadmitted_queued: bool | None,
+    deferred: pl.DataFrame,
+) -> Partial:
+    """``_kernel`` on ``events`` as a partial (no inputs, exact gaps), ``deferred`` held."""
+    requests_tl, metrics, transitions, gaps, quarantine = _kernel(
+        events, attributes, facts, unadmitted_queued
+    )
+    return Partial(
+        inputs=(),
+        start_ns=facts.start_ns,
+        end_ns=facts.end_ns,
+        has_releases=facts.has_releases,
+        timeline=requests_tl,
+        requests=metrics,
+        transitions=transitions,
+        gaps=gaps,
+        histogram=None,
+        deferred=deferred,
+        quarantine=quarantine,
+        attributes=tuple(attributes),
+    )
 
 
 def _dense_keys(timeline: Timeline, metrics: pl.DataFrame, gaps: pl.DataFrame) -> tuple:
@@ -178,29 +200,13 @@ def partial_of(
     held = pl.col("request_id").is_in(later.implode()).fill_null(False)
     deferred, rest = events.filter(held), events.filter(~held)
     # No request left in ``rest`` is ambiguous, so unadmitted_queued cannot matter.
-    requests_tl, metrics, transitions, gaps, quarantine = _kernel(
-        rest, attributes, facts, unadmitted_queued=False
-    )
-    histogram = None
-    if gaps.height > exact_gaps:
-        histogram = LogHistogram()
-        histogram.add(gaps["itl_ns"])
-        gaps = _empty_gaps()
-    return Partial(
-        inputs=tuple(inputs),
-        start_ns=facts.start_ns,
-        end_ns=facts.end_ns,
-        has_releases=facts.has_releases,
-        timeline=requests_tl,
-        requests=metrics,
-        transitions=transitions,
-        gaps=gaps,
-        histogram=histogram,
-        deferred=deferred,
-        quarantine=quarantine,
-        attributes=tuple(attributes),
-        warnings=tuple(warnings),
-    )
+    part = _kernel_partial(rest, attributes, facts, False, deferred)
+    part = replace(part, inputs=tuple(inputs), warnings=tuple(warnings))
+    if part.gaps.height <= exact_gaps:
+        return part
+    histogram = LogHistogram()
+    histogram.add(part.gaps["itl_ns"])
+    return replace(part, gaps=_empty_gaps(), histogram=histogram)
 
 
 # ------------------------------------------------------------------------------ combine
@@ -342,22 +348,8 @@ def _resolve_deferred(part: Partial, facts: TraceFacts) -> Partial:
             events = events.with_columns(pl.lit(None).alias(name))
     # Known admitted requests elsewhere: queued. Otherwise the deferred rows decide, as a
     # whole-trace build_timeline would (its guess, undone when no admitted one is valid).
-    requests_tl, metrics, transitions, gaps, quarantine = _kernel(
-        events, attributes, facts, True if admitted else None
-    )
-    resolved = Partial(
-        inputs=(),
-        start_ns=facts.start_ns,
-        end_ns=facts.end_ns,
-        has_releases=facts.has_releases,
-        timeline=requests_tl,
-        requests=metrics,
-        transitions=transitions,
-        gaps=gaps,
-        histogram=None,
-        deferred=events.clear(),
-        quarantine=quarantine,
-        attributes=tuple(attributes),
+    resolved = _kernel_partial(
+        events, attributes, facts, True if admitted else None, events.clear()
     )
     # A deferred request is never completed with ticks, so it adds no gaps: exact gaps
     # stay exact, a histogram stays the histogram.
