@@ -157,8 +157,8 @@ def check_formula(
     per_request = _check(completed, "formula_residual_ns", abs_tol_ns, rel_tol)
 
     multi = completed.filter(MULTI_TOKEN)
-    steps = multi.select(FLEET_STEPS).item() if multi.height else 0
-    fleet_itl = multi.select(FLEET_DECODE).item() / steps if steps else None
+    decode, steps = multi.select(FLEET_DECODE, FLEET_STEPS).row(0) if multi.height else (0, 0)
+    fleet_itl = decode / steps if steps else None
     uncounted = int(completed["output_tokens"].null_count())
     if fleet_itl is None:
         fleet = FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())

@@ -178,8 +178,9 @@ def formula(
         fleet_error(pl.col("_fleet_itl"))
     )
     fleet = _formula_checks(errors, "fleet_error_ns", abs_tol_ns, rel_tol)
-    counts = dict(checkable.group_by(G).len().iter_rows())
-    uncounted = dict(checkable.group_by(G).agg(pl.col("output_tokens").null_count()).iter_rows())
+    tallies = checkable.group_by(G).agg(pl.len(), pl.col("output_tokens").null_count())
+    counts = {g: n for g, n, _ in tallies.iter_rows()}
+    uncounted = {g: u for g, _, u in tallies.iter_rows()}
     empty = FormulaCheck(0, 0, empty_distribution(), ())
     out: dict[Any, FormulaReport] = {}
     for value in values:

@@ -84,7 +84,7 @@ def metric_intervals_by(
     holds each group's ITL distribution and its interval is unavailable."""
     out: dict[Any, dict[str, dict[str, Any]]] = {v: {} for v in values}
     present = [s for spec in LATENCY_METRICS if (s := samples[spec.column]) is not None]
-    all_ranks = dict(zip(map(id, present), _ranks_of(present, confidence), strict=True))
+    ranks_in_order = iter(_ranks_of(present, confidence))  # the metrics' order, below
     for spec in LATENCY_METRICS:
         sample = samples[spec.column]
         if sample is None:
@@ -97,7 +97,7 @@ def metric_intervals_by(
                     "unavailable": "streamed",
                 }
             continue
-        found = _intervals(sample, all_ranks[id(sample)], confidence)
+        found = _intervals(sample, next(ranks_in_order), confidence)
         for v, entry in zip(values, found, strict=True):
             out[v][spec.name] = entry
     return out
