@@ -71,6 +71,12 @@ def with_request_key(events: pl.DataFrame) -> pl.DataFrame:
     return events.with_columns(key.alias(KEY))
 
 
+# Rows that can be placed in a request's story: the rest are row-quarantined (below).
+PLACEABLE = (
+    pl.col("request_id").is_not_null() & pl.col("event").is_not_null() & pl.col("ts").is_not_null()
+)
+
+
 def split_row_quarantine(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rows without request id, event or timestamp cannot be placed: quarantine them."""
     rule = (
@@ -81,7 +87,7 @@ def split_row_quarantine(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFra
         .when(pl.col("ts").is_null())
         .then(pl.lit("missing_timestamp"))
     )
-    null_any = pl.col("request_id").is_null() | pl.col("event").is_null() | pl.col("ts").is_null()
+    null_any = ~PLACEABLE
     if not events.select(null_any.any()).item():
         return events, events.clear().with_columns(pl.lit(None, pl.String).alias("rule"))
     bad = events.filter(null_any).with_columns(rule.alias("rule"))
@@ -217,14 +223,9 @@ class TraceFacts:
 
 def trace_facts(events: pl.DataFrame | pl.LazyFrame) -> TraceFacts:
     """One pass over event kinds and timestamps."""
-    placeable = (
-        pl.col("request_id").is_not_null()
-        & pl.col("event").is_not_null()
-        & pl.col("ts").is_not_null()
-    )
     query = (
         events.lazy()
-        .filter(placeable)
+        .filter(PLACEABLE)
         .select(
             (pl.col("event") == "admission").any().alias("adm"),
             (pl.col("event") == "release").any().alias("rel"),

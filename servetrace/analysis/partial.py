@@ -34,6 +34,7 @@ import polars as pl
 from servetrace.analysis.histogram import EXACT_GAPS, RELATIVE_BOUND, LogHistogram
 from servetrace.analysis.lifecycle import (
     KEY,
+    PLACEABLE,
     Timeline,
     TraceFacts,
     admission_warnings,
@@ -96,19 +97,11 @@ class Partial:
         return self.histogram.n if self.histogram is not None else self.gaps.height
 
 
-def _placeable() -> pl.Expr:
-    return (
-        pl.col("request_id").is_not_null()
-        & pl.col("event").is_not_null()
-        & pl.col("ts").is_not_null()
-    )
-
-
 def deferred_ids(events: pl.DataFrame) -> pl.Series:
     """Requests whose analysis depends on the rest of the trace (module docstring)."""
     event = pl.col("event")
     status = (
-        events.filter(_placeable())
+        events.filter(PLACEABLE)
         .group_by("request_id")
         .agg(
             (

@@ -46,6 +46,7 @@ from servetrace.analysis.histogram import (
 )
 from servetrace.analysis.lifecycle import (
     KEY,
+    PLACEABLE,
     admission_warnings,
     build_timeline,
     has_invalid,
@@ -71,10 +72,6 @@ from servetrace.errors import InputError, UsageError
 from servetrace.sources.canonical import Trace
 
 DEFAULT_BATCH_ROWS = 2_000_000
-# Rows that can be placed in a request's story (``lifecycle.split_row_quarantine``).
-PLACEABLE = (
-    pl.col("request_id").is_not_null() & pl.col("event").is_not_null() & pl.col("ts").is_not_null()
-)
 
 
 def _late_row_error(trace: Trace, late: pl.DataFrame, in_time_order: bool) -> NotTimeOrdered:
