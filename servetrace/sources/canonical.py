@@ -65,7 +65,6 @@ class Trace:
     inputs: tuple[str, ...]
     files: tuple[str, ...]
     attributes: tuple[str, ...]
-    rows: int | None = None  # input rows, before any --window restriction
     loaded: bool = False  # decoded and held in memory (read_events' load_below)
 
 
@@ -275,8 +274,9 @@ def read_events(
     files = [path for path, _ in parts]
     # A list, not a dict by path: a file named twice is read twice, as before.
     raws = [(path, _guarded(path, partial(_raw_scan, path, options, hive))) for path, hive in parts]
-    rows = sum(_guarded(path, partial(_row_count, raw)) for path, raw in raws)
-    load = load_below is not None and rows < load_below
+    load = load_below is not None and (
+        sum(_guarded(path, partial(_row_count, raw)) for path, raw in raws) < load_below
+    )
     frames = [_guarded(path, partial(_canonical, raw, path, options, load)) for path, raw in raws]
     if len(frames) == 1:
         events = frames[0]
@@ -299,6 +299,5 @@ def read_events(
         inputs=tuple(inputs),
         files=tuple(str(f) for f in files),
         attributes=attributes,
-        rows=rows,
         loaded=load,
     )
