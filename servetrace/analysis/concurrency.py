@@ -17,7 +17,6 @@ from typing import Any
 import polars as pl
 
 CONCURRENCY = ("queued", "running", "in_system")
-_ALL = "_all"  # the one group of a whole trace
 
 
 def no_concurrency() -> dict[str, float | int | None]:
@@ -97,15 +96,3 @@ def concurrency(
         out[f"{n}_mean"] = levels[n][0] if known else None
         out[f"{n}_peak"] = levels[n][1] if known else None
     return out
-
-
-def concurrency_grouped(
-    transitions: pl.DataFrame, start: int | None, end: int | None, has_admissions: bool
-) -> dict[str, float | int | None]:
-    """The whole trace as one group of ``concurrency_by`` (the reference for
-    ``concurrency``; tests hold the two equal)."""
-    if start is None or end is None:
-        return no_concurrency()
-    one = transitions.with_columns(pl.lit(0, pl.Int8).alias(_ALL))
-    spans = {0: {"start": start, "end": end}}
-    return concurrency_by(one, _ALL, spans, {0: has_admissions}).get(0, no_concurrency())

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-CONCURRENCY = ("queued", "running", "in_system")
+from servetrace.analysis.concurrency import CONCURRENCY
 
 
 def trace_levels(

@@ -8,7 +8,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from servetrace.analysis.concurrency import concurrency, concurrency_grouped, no_concurrency
+from servetrace.analysis.concurrency import concurrency, concurrency_by, no_concurrency
+
+_ALL = "_all"  # the one group of a whole trace
+
+
+def concurrency_grouped(
+    transitions: pl.DataFrame, start: int | None, end: int | None, has_admissions: bool
+) -> dict[str, float | int | None]:
+    """The whole trace as one group of ``concurrency_by``: the reference ``concurrency``
+    must equal."""
+    if start is None or end is None:
+        return no_concurrency()
+    one = transitions.with_columns(pl.lit(0, pl.Int8).alias(_ALL))
+    spans = {0: {"start": start, "end": end}}
+    return concurrency_by(one, _ALL, spans, {0: has_admissions}).get(0, no_concurrency())
 
 
 def _transitions(
