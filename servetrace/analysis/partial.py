@@ -288,6 +288,11 @@ def combine(partials: Sequence[Partial], exact_gaps: int = EXACT_GAPS) -> Partia
         return partials[0]
     partials = _unify_ids(partials)
     _overlap(partials)
+    return _append(partials, exact_gaps)
+
+
+def _append(partials: Sequence[Partial], exact_gaps: int) -> Partial:
+    """``partials`` (ids of one type, no request in two) as one: keys shifted, gaps pooled."""
     offset = 0
     timelines, requests, transitions, gaps = [], [], [], []
     for part in partials:
@@ -347,7 +352,10 @@ def _resolve_deferred(part: Partial, facts: TraceFacts) -> Partial:
     # A deferred request is never completed with ticks, so it adds no gaps: exact gaps
     # stay exact, a histogram stays the histogram.
     cleared = replace(part, deferred=part.deferred.clear())
-    merged = combine([cleared, resolved], exact_gaps=max(EXACT_GAPS, part.gap_count))
+    # The deferred ids were split off by request_id and checked against every other
+    # partial by ``combine``: no overlap to look for again over the whole trace's ids.
+    parts = _unify_ids([cleared, resolved])
+    merged = _append(parts, exact_gaps=max(EXACT_GAPS, part.gap_count))
     return replace(merged, inputs=part.inputs, warnings=part.warnings)
 
 
