@@ -28,6 +28,7 @@ of the in-memory one (so within the ±0.0125 % the README promises), on every in
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +50,15 @@ GAP_SCHEMA: dict[str, pl.DataType] = {"_key": pl.Int64(), "itl_ns": pl.Int64()}
 
 def _empty() -> Distribution:
     return {name: (0 if name == "count" else None) for name in STATISTICS}
+
+
+def _combined(buckets: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """Bucket frames of several histograms as one: counts added, extremes kept."""
+    return (
+        pl.concat(buckets)
+        .group_by("b")
+        .agg(pl.col("n").sum(), pl.col("lo").min(), pl.col("hi").max())
+    )
 
 
 @dataclass
@@ -96,14 +106,19 @@ class LogHistogram:
             },
             schema=self.buckets.schema,
         )
-        if self.buckets.height == 0:
-            self.buckets = added
-            return
-        self.buckets = (
-            pl.concat([self.buckets, added])
-            .group_by("b")
-            .agg(pl.col("n").sum(), pl.col("lo").min(), pl.col("hi").max())
-        )
+        self.buckets = added if self.buckets.height == 0 else _combined([self.buckets, added])
+
+    @classmethod
+    def merged(cls, histograms: Sequence[LogHistogram]) -> LogHistogram:
+        """One histogram of every value of ``histograms``: buckets added, sums exact."""
+        merged = cls()
+        frames = [h.buckets for h in histograms if h.n]
+        if frames:
+            merged.buckets = _combined(frames)
+        merged.n = sum(h.n for h in histograms)
+        merged.total = sum(h.total for h in histograms)
+        merged.total_sq = sum(h.total_sq for h in histograms)
+        return merged
 
     def describe(self) -> Distribution:
         if self.n == 0:

@@ -203,22 +203,6 @@ def partial_of(
 
 
 # ------------------------------------------------------------------------------ combine
-def merge_histograms(histograms: Sequence[LogHistogram]) -> LogHistogram:
-    """One histogram of every value of ``histograms``: buckets added, sums exact."""
-    merged = LogHistogram()
-    frames = [h.buckets for h in histograms if h.n]
-    if frames:
-        merged.buckets = (
-            pl.concat(frames)
-            .group_by("b")
-            .agg(pl.col("n").sum(), pl.col("lo").min(), pl.col("hi").max())
-        )
-    merged.n = sum(h.n for h in histograms)
-    merged.total = sum(h.total for h in histograms)
-    merged.total_sq = sum(h.total_sq for h in histograms)
-    return merged
-
-
 def _overlap(partials: Sequence[Partial]) -> None:
     """Refuse partials that share a request id: the shards were not split by request."""
     ids = []
@@ -308,7 +292,7 @@ def _append(partials: Sequence[Partial], exact_gaps: int) -> Partial:
     if total_gaps > exact_gaps or any(p.histogram is not None for p in partials):
         exact = LogHistogram()
         exact.add(pooled["itl_ns"])
-        histogram = merge_histograms(
+        histogram = LogHistogram.merged(
             [exact, *(p.histogram for p in partials if p.histogram is not None)]
         )
         pooled = _empty_gaps()

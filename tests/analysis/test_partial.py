@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from servetrace.analysis.histogram import LogHistogram
 from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_events
-from servetrace.analysis.partial import combine, finish, merge_histograms, partial_of
+from servetrace.analysis.partial import combine, finish, partial_of
 from servetrace.analysis.partial_io import from_record, read_partial, to_record, write_partial
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.errors import InputError
@@ -198,6 +198,6 @@ def test_histograms_merge_exactly_bucket_by_bucket() -> None:
     a, b = LogHistogram(), LogHistogram()
     a.add(values.head(3))
     b.add(values.tail(5))
-    both = merge_histograms([a, b])
+    both = LogHistogram.merged([a, b])
     assert both.describe() == one.describe()
     assert both.buckets.sort("b").equals(one.buckets.sort("b"))
