@@ -24,7 +24,6 @@ from servetrace.cli._options import (
     GoodputOpt,
     NamingOpt,
     QuarantineOutOpt,
-    RequestsOutOpt,
     StrictOpt,
     TimeUnitOpt,
     TracesArg,
@@ -37,7 +36,9 @@ from servetrace.cli._scale import (
     EngineOpt,
     PartialOutOpt,
     RayAddressOpt,
+    RequestsOutUriOpt,
     check_outputs,
+    output_path,
     shard_analysis,
     write_requests,
 )
@@ -92,7 +93,7 @@ def analyze(
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
         SummaryFormat.table
     ),
-    requests_out: RequestsOutOpt = None,
+    requests_out: RequestsOutUriOpt = None,
     quarantine_out: QuarantineOutOpt = None,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
@@ -179,6 +180,7 @@ def analyze(
 
     Several runs (tool exports, run folders, a sweep folder) give one row per run."""
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
+    requests_target = output_path(requests_out)  # a local Path, or a URI as text
     restricted = {
         "--window": window is not None,
         "--steady-state": steady_state,
@@ -191,7 +193,7 @@ def analyze(
     result = (
         shard_analysis(
             traces,
-            partial_out,
+            Path(partial_out),
             goodput_targets(goodput),
             round(formula_abs_tol_ms * NS_PER_MS),
             formula_rel_tol,
@@ -220,7 +222,7 @@ def analyze(
         )
     )
     if isinstance(result, Runs):
-        _runs_output(result, fmt, requests_out, quarantine_out, plots)
+        _runs_output(result, fmt, requests_target, quarantine_out, plots)
         if strict and any(
             run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
             for run in result
@@ -230,8 +232,8 @@ def analyze(
     analysis = result
     _report_warnings(analysis)
     timed = time_dict(analysis.engine, analysis.window, analysis.slices, analysis.fluidity)
-    if requests_out:
-        write_requests(analysis.requests, requests_out, engine, ray_address)
+    if requests_target:
+        write_requests(analysis.requests, requests_target, engine, ray_address)
     if quarantine_out:
         write_frame(analysis.quarantine, quarantine_out)
     groups = analysis.groups
@@ -278,7 +280,7 @@ def analyze(
 def _runs_output(
     runs: Runs,
     fmt: SummaryFormat,
-    requests_out: Path | None,
+    requests_out: Path | str | None,
     quarantine_out: Path | None,
     plots: Path | None,
 ) -> None:
@@ -308,7 +310,7 @@ def _runs_output(
         ]
         if not frames:
             raise UsageError(f"{flag}: no run has per-request rows (summaries only)")
-        write_frame(pl.concat(frames, how="diagonal_relaxed"), path)
+        write_requests(pl.concat(frames, how="diagonal_relaxed"), path, Engine.local, None)
     if fmt is SummaryFormat.json:
         out_console.out(render_runs_json(runs))
     elif fmt is SummaryFormat.csv:

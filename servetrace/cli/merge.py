@@ -15,12 +15,13 @@ from servetrace.cli._options import (
     GoodputOpt,
     NamingOpt,
     QuarantineOutOpt,
-    RequestsOutOpt,
     StrictOpt,
 )
+from servetrace.cli._scale import STORE_HINT, RequestsOutUriOpt
 from servetrace.errors import InputError, UsageError
 from servetrace.render.naming import Naming
 from servetrace.render.summary import SummaryFormat
+from servetrace.sources.objectstore import is_uri
 
 
 @app.command()
@@ -42,7 +43,7 @@ def merge(
             "as the whole trace, and merge takes it with more partials.",
         ),
     ] = None,
-    requests_out: RequestsOutOpt = None,
+    requests_out: RequestsOutUriOpt = None,
     quarantine_out: QuarantineOutOpt = None,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
@@ -65,6 +66,12 @@ def merge(
     from servetrace.cli.analyze import analyze
     from servetrace.outputs import refuse_overwriting_inputs
 
+    for text in partials:
+        if is_uri(text):
+            raise UsageError(
+                f"{text}: merge reads partials on this machine, not on an object store",
+                hint=STORE_HINT,
+            )
     found = partial_paths(partials)
     if found is None:
         from servetrace.analysis.partial_io import read_partial

@@ -65,6 +65,11 @@ class Part:
         return self.uri
 
 
+def path_of(uri: str) -> str:
+    """The part of ``uri`` after its scheme, before any query."""
+    return _SCHEME.sub("", _split(uri)[0])
+
+
 def _split(uri: str) -> tuple[str, str]:
     base, sep, query = uri.partition("?")
     return base, (sep + query) if sep else ""
@@ -75,7 +80,7 @@ def _first(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
-def _reason(error: BaseException) -> str:
+def reason(error: BaseException) -> str:
     """The part of an AWS SDK message a user acts on."""
     text = _first(error)
     if "NETWORK_CONNECTION" in text or "curlCode" in text:
@@ -134,7 +139,7 @@ def guarded(uri: str, work: Callable[[], _T]) -> _T:
     except FileNotFoundError:
         raise InputError(f"{uri}: no such object") from None
     except (OSError, ValueError, pl.exceptions.PolarsError) as error:
-        raise InputError(f"{uri}: cannot read: {_reason(error)}") from None
+        raise InputError(f"{uri}: cannot read: {reason(error)}") from None
 
 
 def _info(uri: str, filesystem: Any, path: str) -> Any:
