@@ -44,6 +44,15 @@ PartialOutOpt = Annotated[
     ),
 ]
 # As RequestsOutOpt, but a URI keeps its '//' (a Path would fold it): s3://bucket/….
+QuarantineOutUriOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--quarantine-out",
+        metavar="PATH",
+        help="Write rows of invalid requests here, with a 'rule' column (a file here, or "
+        "on an object store: s3://bucket/quarantine.parquet).",
+    ),
+]
 RequestsOutUriOpt = Annotated[
     str | None,
     typer.Option(
@@ -78,7 +87,7 @@ def check_outputs(
     traces: list[str],
     engine: Engine,
     requests_out: Path | str | None,
-    quarantine_out: Path | None,
+    quarantine_out: Path | str | None,
     partial_out: Path | str | None,
 ) -> None:
     """Refuse bad outputs before reading anything (a Ray --requests-out is a directory;
@@ -87,17 +96,10 @@ def check_outputs(
         raise UsageError("--partial-out is for one shard on this machine, not --engine ray")
     refuse_uri("--partial-out", partial_out, "partials are directories on this machine")
     partial_out = None if partial_out is None else Path(partial_out)
-    wanted = output_path(requests_out)
-    if isinstance(wanted, str):
-        from servetrace.outputs_store import check_frame_uri, output_prefix, refuse_overwriting
-
-        refuse_overwriting([("--requests-out", wanted)], traces)
-        if engine is Engine.ray:
-            output_prefix(wanted, "--requests-out")
-        else:
-            check_frame_uri(wanted, "--requests-out")
-        wanted = None
-    requests_out = wanted
+    if isinstance(requests_out, str) and requests_out == quarantine_out and is_uri(requests_out):
+        raise UsageError(f"--requests-out and --quarantine-out name the same object {requests_out}")
+    requests_out = _checked_uri("--requests-out", requests_out, traces, engine)
+    quarantine_out = _checked_uri("--quarantine-out", quarantine_out, traces, Engine.local)
     if engine is Engine.ray:
         if requests_out is not None and requests_out.suffix:
             raise UsageError(
@@ -126,6 +128,30 @@ def check_outputs(
         ],
         traces,
     )
+
+
+def _checked_uri(
+    flag: str, given: Path | str | None, traces: list[str], engine: Engine
+) -> Path | None:
+    """A URI output checked on its store (then None: nothing local to check), else the
+    local path for the checks that follow."""
+    wanted = output_path(given)
+    if not isinstance(wanted, str):
+        return wanted
+    from servetrace.outputs_store import check_frame_uri, output_prefix, refuse_overwriting
+
+    refuse_overwriting([(flag, wanted)], traces)
+    if engine is Engine.ray:
+        if Path(wanted.partition("?")[0]).suffix:
+            raise UsageError(
+                f"{flag} {wanted}: with --engine ray this is a prefix for a Parquet dataset "
+                "(no suffix)",
+                hint="for example --requests-out s3://bucket/requests/",
+            )
+        output_prefix(wanted, flag)
+    else:
+        check_frame_uri(wanted, flag)
+    return None
 
 
 def shard_analysis(
@@ -158,13 +184,19 @@ def shard_analysis(
     return Analysis(engine=engine, by=by, groups=groups)
 
 
-def write_requests(frame: Any, path: Path | str, engine: Engine, ray_address: str | None) -> None:
+def write_requests(
+    frame: Any,
+    path: Path | str,
+    engine: Engine,
+    ray_address: str | None,
+    flag: str = "--requests-out",
+) -> None:
     """A file by its suffix; with --engine ray a Parquet dataset written by the cluster;
     on an object store for a URI."""
     if isinstance(path, str) and engine is not Engine.ray:
         from servetrace.outputs_store import write_frame_uri
 
-        write_frame_uri(frame, path)
+        write_frame_uri(frame, path, flag)
         return
     if engine is Engine.ray:
         from servetrace.analysis.ray_engine import write_dataset

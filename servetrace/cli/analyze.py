@@ -35,6 +35,7 @@ from servetrace.cli._scale import (
     Engine,
     EngineOpt,
     PartialOutOpt,
+    QuarantineOutUriOpt,
     RayAddressOpt,
     RequestsOutUriOpt,
     check_outputs,
@@ -94,7 +95,7 @@ def analyze(
         SummaryFormat.table
     ),
     requests_out: RequestsOutUriOpt = None,
-    quarantine_out: QuarantineOutOpt = None,
+    quarantine_out: QuarantineOutUriOpt = None,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,
@@ -181,6 +182,7 @@ def analyze(
     Several runs (tool exports, run folders, a sweep folder) give one row per run."""
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
     requests_target = output_path(requests_out)  # a local Path, or a URI as text
+    quarantine_target = output_path(quarantine_out)
     restricted = {
         "--window": window is not None,
         "--steady-state": steady_state,
@@ -222,7 +224,7 @@ def analyze(
         )
     )
     if isinstance(result, Runs):
-        _runs_output(result, fmt, requests_target, quarantine_out, plots)
+        _runs_output(result, fmt, requests_target, quarantine_target, plots)
         if strict and any(
             run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
             for run in result
@@ -234,8 +236,10 @@ def analyze(
     timed = time_dict(analysis.engine, analysis.window, analysis.slices, analysis.fluidity)
     if requests_target:
         write_requests(analysis.requests, requests_target, engine, ray_address)
-    if quarantine_out:
-        write_frame(analysis.quarantine, quarantine_out)
+    if quarantine_target:
+        write_requests(
+            analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
+        )
     groups = analysis.groups
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
@@ -281,7 +285,7 @@ def _runs_output(
     runs: Runs,
     fmt: SummaryFormat,
     requests_out: Path | str | None,
-    quarantine_out: Path | None,
+    quarantine_out: Path | str | None,
     plots: Path | None,
 ) -> None:
     """Several runs: one row each (``render/runs``); frames get a ``run`` column."""
@@ -310,7 +314,7 @@ def _runs_output(
         ]
         if not frames:
             raise UsageError(f"{flag}: no run has per-request rows (summaries only)")
-        write_requests(pl.concat(frames, how="diagonal_relaxed"), path, Engine.local, None)
+        write_requests(pl.concat(frames, how="diagonal_relaxed"), path, Engine.local, None, flag)
     if fmt is SummaryFormat.json:
         out_console.out(render_runs_json(runs))
     elif fmt is SummaryFormat.csv:

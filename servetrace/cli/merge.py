@@ -14,10 +14,9 @@ from servetrace.cli._options import (
     FormulaRelTolOpt,
     GoodputOpt,
     NamingOpt,
-    QuarantineOutOpt,
     StrictOpt,
 )
-from servetrace.cli._scale import STORE_HINT, RequestsOutUriOpt
+from servetrace.cli._scale import STORE_HINT, QuarantineOutUriOpt, RequestsOutUriOpt
 from servetrace.errors import InputError, UsageError
 from servetrace.render.naming import Naming
 from servetrace.render.summary import SummaryFormat
@@ -44,7 +43,7 @@ def merge(
         ),
     ] = None,
     requests_out: RequestsOutUriOpt = None,
-    quarantine_out: QuarantineOutOpt = None,
+    quarantine_out: QuarantineOutUriOpt = None,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,

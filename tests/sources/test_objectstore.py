@@ -193,3 +193,29 @@ def test_a_local_path_beside_a_uri_is_one_trace(s3: S3, parts: Path) -> None:
     assert _report([str(parts / "day=0"), f"s3://{bucket}/day=1/"]) == _report(
         [str(parts / "day=0"), str(parts / "day=1")]
     )
+
+
+def test_quarantine_out_uploads_the_quarantined_rows(s3: S3, tmp_path: Path) -> None:
+    bucket = s3.bucket()
+    bad = pl.DataFrame(  # a request that completes before it arrives: quarantined
+        {"request_id": ["bad", "bad"], "event": ["arrival", "completion"], "ts": [10, 5]}
+    )
+    trace = tmp_path / "trace.parquet"
+    events = pl.read_parquet(TRACE)
+    bad = bad.cast(events.select(bad.columns).schema)  # type: ignore[arg-type]
+    pl.concat([events, bad], how="diagonal").write_parquet(trace)
+    s3.put(trace, f"s3://{bucket}/trace.parquet")
+    local = tmp_path / "quarantine.parquet"
+    _report([str(trace), "--quarantine-out", str(local)])
+    out = f"s3://{bucket}/quarantine.parquet"
+    _report([f"s3://{bucket}/trace.parquet", "--quarantine-out", out])
+    s3.get(out, tmp_path / "back.parquet")
+    back = pl.read_parquet(tmp_path / "back.parquet")
+    assert back.height > 0 and back.equals(pl.read_parquet(local))
+    line = _fails(
+        ["analyze", f"s3://{bucket}/trace.parquet", "--quarantine-out", out, "--requests-out", out],
+        2,
+    )
+    assert "name the same object" in line
+    line = _fails(["analyze", str(trace), "--engine", "ray", "--requests-out", out], 2)
+    assert "is a prefix for a Parquet dataset (no suffix)" in line
