@@ -202,7 +202,7 @@ def test_quarantine_out_uploads_the_quarantined_rows(s3: S3, tmp_path: Path) -> 
     )
     trace = tmp_path / "trace.parquet"
     events = pl.read_parquet(TRACE)
-    bad = bad.cast(events.select(bad.columns).schema)  # type: ignore[arg-type]
+    bad = bad.cast(events.select(bad.columns).schema)
     pl.concat([events, bad], how="diagonal").write_parquet(trace)
     s3.put(trace, f"s3://{bucket}/trace.parquet")
     local = tmp_path / "quarantine.parquet"
