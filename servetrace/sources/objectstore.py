@@ -21,7 +21,6 @@ endpoint unreachable, access denied.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from typing import Any, TypeVar, cast
 import polars as pl
 
 from servetrace.errors import InputError, UsageError
+from servetrace.sources.paths import _matches as matches
 
 _T = TypeVar("_T")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
@@ -225,21 +225,33 @@ def _globbed(
     info = _info(text, filesystem_, root)
     if info.type != fs.FileType.Directory:
         raise _missing(text, filesystem_, root + "/")
-    base = _split(text)[0]
-    scheme_root = base[: len(base) - len(pattern)] if base.endswith(pattern) else None
+    base, query = _split(text)
+    scheme_root = base[: len(base) - len(pattern)] if base.endswith(pattern) else ""
     rest = segments[literal:]
-    regex = re.compile(
-        "/".join(".*" if s == "**" else fnmatch.translate(s).removesuffix(r"\Z") for s in rest)
-        + r"\Z"
-    )
     parts = []
     for child, relative in _below(text, filesystem_, root):
-        if regex.match(relative) and is_trace_file(relative):
-            uri = (scheme_root + child) if scheme_root is not None else child
-            parts.append(Part(uri + _split(text)[1], filesystem_, child, {}))
+        if _matched(rest, relative.split("/")) and is_trace_file(relative):
+            parts.append(Part(scheme_root + child + query, filesystem_, child, {}))
     if not parts:
         raise InputError(f"{text}: the pattern matches no trace object")
     return parts
+
+
+def _matched(pattern: list[str], segments: list[str]) -> bool:
+    """Segment by segment, as a local glob (``sources/paths``): a wildcard stays within
+    one segment and skips a leading dot; ``**`` is any number of segments, hidden ones
+    excepted."""
+    if not pattern:
+        return not segments
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        for skip in range(len(segments) + 1):
+            if skip and segments[skip - 1].startswith("."):
+                return False
+            if _matched(rest, segments[skip:]):
+                return True
+        return False
+    return bool(segments) and matches(head, segments[0]) and _matched(rest, segments[1:])
 
 
 def _format(part: Part) -> str:
