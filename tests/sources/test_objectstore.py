@@ -219,3 +219,32 @@ def test_quarantine_out_uploads_the_quarantined_rows(s3: S3, tmp_path: Path) -> 
     assert "name the same object" in line
     line = _fails(["analyze", str(trace), "--engine", "ray", "--requests-out", out], 2)
     assert "is a prefix for a Parquet dataset (no suffix)" in line
+
+
+def test_compare_and_check_read_uris_as_they_read_files(s3: S3) -> None:
+    bucket = s3.bucket()
+    samples = ROOT / "sample_traces"
+    for name in ("policy_fcfs", "policy_sjf"):
+        s3.put(samples / f"{name}.parquet", f"s3://{bucket}/{name}.parquet")
+
+    def run(*args: str) -> tuple[int, list[str]]:
+        done = runner.invoke(app, list(args))
+        assert done.exit_code in (0, 1), done.stderr
+        # Everything but the line naming the inputs (its width wraps the next one alike).
+        return done.exit_code, [line for line in done.stdout.splitlines() if "policy_" not in line]
+
+    remote = [f"s3://{bucket}/policy_fcfs.parquet", f"s3://{bucket}/policy_sjf.parquet"]
+    local = [str(samples / "policy_fcfs.parquet"), str(samples / "policy_sjf.parquet")]
+    compared = run("compare", *remote, "--seed", "1")
+    assert any(line.startswith("queue_wait  mean") for line in compared[1])
+    assert compared == run("compare", *local, "--seed", "1")
+    rule = ["--slo", "ttft.p99<=1s"]
+    checked = run("check", remote[0], *rule)
+    assert checked[0] == 1 and any("ttft" in line for line in checked[1])
+    assert checked == run("check", local[0], *rule)
+
+
+def test_a_bad_retry_budget_is_a_usage_error(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "many")
+    line = _fails(["analyze", "s3://bucket/trace.parquet"], 2)
+    assert line == "error: AWS_MAX_ATTEMPTS=many: not a whole number ≥ 1"
