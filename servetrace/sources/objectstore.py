@@ -86,7 +86,7 @@ def reason(error: BaseException) -> str:
     if "NETWORK_CONNECTION" in text or "curlCode" in text:
         detail = text.rpartition("Details: ")[2] if "Details: " in text else text
         return f"cannot reach the endpoint: {detail}"
-    if "ACCESS_DENIED" in text or "AccessDenied" in text or "403" in text:
+    if "ACCESS_DENIED" in text or "AccessDenied" in text:
         return f"access denied: {text}"
     return text
 
@@ -282,21 +282,18 @@ def dataset(part: Part) -> Any:
     return guarded(part.uri, lambda: ds.dataset(part.path, filesystem=part.filesystem, format=fmt))
 
 
-def scan(part: Part) -> pl.LazyFrame:
-    """One object, lazily, through pyarrow (its reads go through the object's filesystem)."""
-    frame = pl.scan_pyarrow_dataset(dataset(part))
+def scan(part: Part) -> tuple[pl.LazyFrame, int]:
+    """One object, lazily, through pyarrow (read in record batches through the object's
+    filesystem), and its rows from the footer or IPC metadata (no scan of the data)."""
+    found = dataset(part)
+    rows = int(guarded(part.uri, found.count_rows))
+    frame = pl.scan_pyarrow_dataset(found)
     if part.hive:
         present = set(frame.collect_schema().names())
         frame = frame.with_columns(
             pl.lit(value).alias(key) for key, value in part.hive.items() if key not in present
         )
-    return frame
-
-
-def row_count(part: Part) -> int:
-    """Rows of one object from its footer or IPC metadata (no scan of the data)."""
-    found = dataset(part)
-    return int(guarded(part.uri, found.count_rows))
+    return frame, rows
 
 
 def resolve_all(texts: Sequence[str], is_trace_file: Callable[[str], bool]) -> list[Part]:

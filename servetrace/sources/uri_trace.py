@@ -22,8 +22,8 @@ def is_trace_object(relative: str) -> bool:
     return canonical._format_of(canonical.Path(relative)) is not None
 
 
-def _object(part: objectstore.Part, options: IngestOptions) -> tuple[str, pl.LazyFrame, int]:
-    return part.uri, objectstore.scan(part), objectstore.row_count(part)
+def _object(part: objectstore.Part) -> tuple[str, pl.LazyFrame, int]:
+    return (part.uri, *objectstore.scan(part))
 
 
 def _local(
@@ -41,7 +41,7 @@ def read_uri_events(
     for text in inputs:
         if objectstore.is_uri(text):
             parts = objectstore.resolve_parts(text, is_trace_object)
-            sources += [_object(part, options) for part in parts]
+            sources += [_object(part) for part in parts]
         else:
             sources += [_local(p, h, options) for p, h in canonical.resolve_parts([text])]
     load = load_below is not None and sum(rows for _, _, rows in sources) < load_below
