@@ -23,7 +23,6 @@ from servetrace.cli._options import (
     FromOpt,
     GoodputOpt,
     NamingOpt,
-    QuarantineOutOpt,
     StrictOpt,
     TimeUnitOpt,
     TracesArg,
@@ -44,7 +43,6 @@ from servetrace.cli._scale import (
     write_requests,
 )
 from servetrace.errors import ExitCode, UsageError
-from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.render.naming import Naming
 from servetrace.render.runs import (
     render_runs_csv,
@@ -72,13 +70,6 @@ NS_PER_MS = 1_000_000
 def _report_warnings(analysis: Analysis) -> None:
     for message in analysis.warnings:
         warn(message)
-
-
-def _outputs(traces: list[str], *outputs: tuple[str, Path | None]) -> None:
-    """Refuse bad outputs (suffix, directory, an input's path) before reading anything."""
-    for flag, path in outputs:
-        check_frame_output(path, flag)
-    refuse_overwriting_inputs(outputs, traces)
 
 
 @app.command(
@@ -329,7 +320,7 @@ def _runs_output(
 @guarded
 def validate(
     traces: TracesArg,
-    quarantine_out: QuarantineOutOpt = None,
+    quarantine_out: QuarantineOutUriOpt = None,
     fmt: Annotated[
         SummaryFormat, typer.Option("--format", "-f", help="table or json.")
     ] = SummaryFormat.table,
@@ -339,14 +330,17 @@ def validate(
     from_format: FromOpt = None,
 ) -> None:
     """Check schema and lifecycle rules only; exit 1 if any request is invalid."""
-    _outputs(traces, ("--quarantine-out", quarantine_out))
+    check_outputs(traces, Engine.local, None, quarantine_out, None)
+    quarantine_target = output_path(quarantine_out)
     analysis = analyze_one(
         traces, streaming=False, **reading(column, time_unit, event_map, from_format)
     )
     _report_warnings(analysis)
     summary = analysis.summary
-    if quarantine_out:
-        write_frame(analysis.quarantine, quarantine_out)
+    if quarantine_target:
+        write_requests(
+            analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
+        )
     if fmt is SummaryFormat.json:
         out_console.out(render_json(validate_dict(summary, analysis.inputs)))
     else:

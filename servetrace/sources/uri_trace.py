@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 
 import polars as pl
 
@@ -19,7 +20,7 @@ from servetrace.sources.normalise import IngestOptions, normalise
 
 def is_trace_object(relative: str) -> bool:
     """What a prefix or a glob contributes: the objects canonical reads by name."""
-    return canonical._format_of(canonical.Path(relative)) is not None
+    return canonical._format_of(Path(relative)) is not None
 
 
 def _object(part: objectstore.Part) -> tuple[str, pl.LazyFrame, int]:
@@ -27,7 +28,7 @@ def _object(part: objectstore.Part) -> tuple[str, pl.LazyFrame, int]:
 
 
 def _local(
-    path: canonical.Path, hive: dict[str, str], options: IngestOptions
+    path: Path, hive: dict[str, str], options: IngestOptions
 ) -> tuple[str, pl.LazyFrame, int]:
     raw = canonical._guarded(path, partial(canonical._raw_scan, path, options, hive))
     return str(path), raw, canonical._guarded(path, partial(canonical._row_count, raw))

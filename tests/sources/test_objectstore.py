@@ -248,3 +248,23 @@ def test_a_bad_retry_budget_is_a_usage_error(s3: S3, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "many")
     line = _fails(["analyze", "s3://bucket/trace.parquet"], 2)
     assert line == "error: AWS_MAX_ATTEMPTS=many: not a whole number ≥ 1"
+
+
+def test_validate_writes_its_quarantine_to_the_store(s3: S3, tmp_path: Path) -> None:
+    bucket = s3.bucket()
+    trace = tmp_path / "trace.parquet"
+    pl.DataFrame(
+        {
+            "request_id": ["ok", "ok", "bad"],
+            "event": ["arrival", "completion"] * 1 + ["completion"],
+            "ts": [0, 10, 5],
+        }
+    ).write_parquet(trace)
+    s3.put(trace, f"s3://{bucket}/trace.parquet")
+    out = f"s3://{bucket}/quarantine.jsonl"
+    done = runner.invoke(app, ["validate", f"s3://{bucket}/trace.parquet", "--quarantine-out", out])
+    assert done.exit_code == 1, done.stderr  # a request is invalid
+    local = tmp_path / "quarantine.jsonl"
+    runner.invoke(app, ["validate", str(trace), "--quarantine-out", str(local)])
+    s3.get(out, tmp_path / "back.jsonl")
+    assert (tmp_path / "back.jsonl").read_bytes() == local.read_bytes() != b""
