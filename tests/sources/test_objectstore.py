@@ -268,3 +268,24 @@ def test_validate_writes_its_quarantine_to_the_store(s3: S3, tmp_path: Path) -> 
     runner.invoke(app, ["validate", str(trace), "--quarantine-out", str(local)])
     s3.get(out, tmp_path / "back.jsonl")
     assert (tmp_path / "back.jsonl").read_bytes() == local.read_bytes() != b""
+
+
+@pytest.mark.parametrize(
+    ("pattern", "key", "matched"),
+    [
+        ("*.parquet", "a.parquet", True),
+        ("*.parquet", "day=1/a.parquet", False),  # a wildcard stays in its segment
+        ("*/*.parquet", "day=1/a.parquet", True),
+        ("**/*.parquet", "a.parquet", True),  # ** is zero segments too
+        ("**/*.parquet", "x/y/z/a.parquet", True),
+        ("**", "x/y/a.parquet", True),
+        ("**", "x/.hidden/a.parquet", False),  # as a local ** skips hidden folders
+        ("*.parquet", ".a.parquet", False),  # nor does a wildcard match a leading dot
+        ("part-[0-9].parquet", "part-7.parquet", True),
+        ("part-?.parquet", "part-10.parquet", False),
+    ],
+)
+def test_globs_match_keys_as_local_globs_match_paths(pattern: str, key: str, matched: bool) -> None:
+    from servetrace.sources.objectstore import _matched
+
+    assert _matched(pattern.split("/"), key.split("/")) is matched
