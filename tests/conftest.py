@@ -95,3 +95,93 @@ def worked_example_rows() -> list[Row]:
 @pytest.fixture
 def worked_example() -> pl.DataFrame:
     return events(worked_example_rows())
+
+
+# ----------------------------------------------------------------- a local object store
+class S3:
+    """A moto S3 server on 127.0.0.1 (one per session) and how a user points at it."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.buckets = 0
+
+    @property
+    def env(self) -> dict[str, str]:
+        # What a MinIO/Ceph/moto user sets: the standard AWS variables, nothing of ours.
+        # AWS_EC2_METADATA_DISABLED: never ask an instance-metadata address for credentials.
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "servetrace-test",
+            "AWS_SECRET_ACCESS_KEY": "servetrace-test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "AWS_MAX_ATTEMPTS": "1",
+        }
+
+    def bucket(self) -> str:
+        """A new, empty bucket (tests never share one)."""
+        import boto3
+
+        self.buckets += 1
+        name = f"bucket-{self.buckets}"
+        client = boto3.client("s3", endpoint_url=self.endpoint, **self._keys())
+        client.create_bucket(Bucket=name)
+        return name
+
+    def _keys(self) -> dict[str, str]:
+        env = self.env
+        return {
+            "aws_access_key_id": env["AWS_ACCESS_KEY_ID"],
+            "aws_secret_access_key": env["AWS_SECRET_ACCESS_KEY"],
+            "region_name": env["AWS_DEFAULT_REGION"],
+        }
+
+    def put(self, local: Any, uri: str) -> None:
+        """Upload a local file to ``s3://bucket/key``."""
+        import boto3
+
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        client = boto3.client("s3", endpoint_url=self.endpoint, **self._keys())
+        client.upload_file(str(local), bucket, key)
+
+    def keys(self, bucket: str, prefix: str = "") -> list[str]:
+        import boto3
+
+        client = boto3.client("s3", endpoint_url=self.endpoint, **self._keys())
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix)
+        return sorted(o["Key"] for o in listed.get("Contents", []))
+
+    def get(self, uri: str, local: Any) -> None:
+        import boto3
+
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        client = boto3.client("s3", endpoint_url=self.endpoint, **self._keys())
+        client.download_file(bucket, key, str(local))
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Any:
+    """moto's S3 on a free loopback port, for the whole session (skips without moto)."""
+    import logging
+    import socket
+
+    server_module = pytest.importorskip("moto.server")
+    pytest.importorskip("boto3")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield S3(f"http://127.0.0.1:{port}")
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server: S3, monkeypatch: pytest.MonkeyPatch) -> S3:
+    """The session's S3, with this test's environment pointing at it (AWS_ENDPOINT_URL…)."""
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    return s3_server

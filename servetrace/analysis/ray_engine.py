@@ -37,6 +37,7 @@ from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS
 from servetrace.errors import ExitCode, InputError, ServetraceError, UsageError
 from servetrace.schema import EVENT_DTYPE, EVENT_KINDS
 from servetrace.sources.canonical import IngestOptions, normalise
+from servetrace.sources.objectstore import is_uri, named, resolve_all
 
 PART = "_partition"
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -44,16 +45,51 @@ MARK = "servetrace-error"  # how a worker's ServetraceError crosses Ray's except
 
 
 def _is_uri(text: str) -> bool:
-    return "://" in text and not text.startswith("file://")
+    return is_uri(text) and not text.startswith("file://")
+
+
+def _parquet_object(relative: str) -> bool:
+    return relative.lower().endswith(PARQUET_SUFFIXES)
 
 
 def parquet_inputs(texts: Sequence[str]) -> list[str]:
-    """The dataset paths Ray reads; anything that is not Parquet is a usage error."""
+    """The local dataset paths Ray reads; anything that is not Parquet is a usage error."""
+    return dataset_inputs(texts)[0]
+
+
+def dataset_inputs(texts: Sequence[str]) -> tuple[list[str], Any]:
+    """``(paths, filesystem)`` Ray reads: local paths (filesystem None), or the objects the
+    URIs name, listed here once (``sources.objectstore``) with the one filesystem that
+    every read task is given — so a missing bucket or object, or an endpoint that does not
+    answer, fails here in a moment, and the workers need no configuration of their own."""
+    uris = [text for text in texts if _is_uri(text)]
+    if not uris:
+        return _local_inputs(texts), None
+    if len(uris) < len(texts):
+        raise UsageError(
+            "--engine ray reads one store at a time: these inputs mix local paths and URIs",
+            hint="upload the local files beside the others, or analyse them apart",
+        )
+    parts = resolve_all(uris, _parquet_object)
+    store = parts[0].filesystem
+    for part in parts:
+        if not part.path.lower().endswith(PARQUET_SUFFIXES):
+            raise UsageError(
+                f"--engine ray: {part.uri} is not Parquet",
+                hint="--engine ray reads Parquet datasets (files, prefixes or globs)",
+            )
+        if not part.filesystem.equals(store):
+            raise UsageError(
+                f"--engine ray reads one store at a time: {part.uri} is on another than "
+                f"{parts[0].uri}",
+                hint="analyse each store's dataset apart, or copy them into one",
+            )
+    return [part.path for part in parts], store
+
+
+def _local_inputs(texts: Sequence[str]) -> list[str]:
     out: list[str] = []
     for text in texts:
-        if _is_uri(text):
-            out.append(text)
-            continue
         path = Path(text.removeprefix("file://"))
         if path.is_dir():
             files = [p for p in path.rglob("*") if p.suffix.lower() in PARQUET_SUFFIXES]
@@ -75,11 +111,11 @@ def parquet_inputs(texts: Sequence[str]) -> list[str]:
     return out
 
 
-def _row_count(paths: list[str]) -> int:
+def _row_count(paths: list[str], store: Any = None) -> int:
     """Rows of the dataset from the Parquet footers (no scan), local or object store."""
     import pyarrow.dataset as ds
 
-    return int(ds.dataset(paths, format="parquet").count_rows())
+    return int(ds.dataset(paths, format="parquet", filesystem=store).count_rows())
 
 
 def _marked(error: ServetraceError) -> RuntimeError:
@@ -152,7 +188,7 @@ def _kernel(label: str, exact_gaps: int) -> Any:
             frame = frame.with_columns(
                 pl.col("event").replace_strict(codes, return_dtype=EVENT_DTYPE)
             )
-            frame = _normalise_request_id(frame.lazy(), Path(label)).collect()
+            frame = _normalise_request_id(frame.lazy(), named(label)).collect()
             record = to_record(partial_of(frame, (label,), exact_gaps=exact_gaps))
         except ServetraceError as error:
             raise _marked(error) from None
@@ -227,12 +263,12 @@ def analyze_ray(
             f"--engine ray reads canonical Parquet event logs, not --from {from_format}",
             hint="convert the export first: servetrace import … -o trace.parquet",
         )
-    paths = parquet_inputs(texts)
+    paths, store = dataset_inputs(texts)
     ray = _ray(address)
     label = ", ".join(texts)
     try:
-        dataset = ray.data.read_parquet(paths, file_extensions=["parquet", "pq"])
-        events = _row_count(paths)
+        dataset = ray.data.read_parquet(paths, filesystem=store, file_extensions=["parquet", "pq"])
+        events = _row_count(paths, store)
         if events == 0:
             raise InputError(
                 f"{label}: the trace has no event rows",
@@ -284,10 +320,17 @@ def _named(analysis: Analysis, inputs: tuple[str, ...]) -> Analysis:
 
 
 def write_dataset(frame: pl.DataFrame, path: str, address: str | None = None) -> None:
-    """``--requests-out DIR``: the per-request frame as a Parquet dataset, written by Ray."""
+    """``--requests-out DIR``: the per-request frame as a Parquet dataset, written by Ray
+    (a local directory, or a prefix on an object store through its pyarrow filesystem)."""
+    store, where = None, path
+    if _is_uri(path):
+        from servetrace.outputs_store import output_prefix
+
+        store, where = output_prefix(path, "--requests-out")
     ray = _ray(address)
     try:
-        ray.data.from_arrow(frame.to_arrow()).write_parquet(path)
+        ray.data.from_arrow(frame.to_arrow()).write_parquet(where, filesystem=store)
     except Exception as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UsageError(f"--requests-out {path}: cannot write the dataset: {first}") from None
+        first = str(_root(error)).strip().splitlines()
+        reason = first[0] if first else type(error).__name__
+        raise UsageError(f"--requests-out {path}: cannot write the dataset: {reason}") from None

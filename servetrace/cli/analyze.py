@@ -23,8 +23,6 @@ from servetrace.cli._options import (
     FromOpt,
     GoodputOpt,
     NamingOpt,
-    QuarantineOutOpt,
-    RequestsOutOpt,
     StrictOpt,
     TimeUnitOpt,
     TracesArg,
@@ -36,13 +34,15 @@ from servetrace.cli._scale import (
     Engine,
     EngineOpt,
     PartialOutOpt,
+    QuarantineOutUriOpt,
     RayAddressOpt,
+    RequestsOutUriOpt,
     check_outputs,
+    output_path,
     shard_analysis,
     write_requests,
 )
 from servetrace.errors import ExitCode, UsageError
-from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.render.naming import Naming
 from servetrace.render.runs import (
     render_runs_csv,
@@ -72,13 +72,6 @@ def _report_warnings(analysis: Analysis) -> None:
         warn(message)
 
 
-def _outputs(traces: list[str], *outputs: tuple[str, Path | None]) -> None:
-    """Refuse bad outputs (suffix, directory, an input's path) before reading anything."""
-    for flag, path in outputs:
-        check_frame_output(path, flag)
-    refuse_overwriting_inputs(outputs, traces)
-
-
 @app.command(
     epilog="Event kinds: "
     + ", ".join(EVENT_KINDS)
@@ -92,8 +85,8 @@ def analyze(
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
         SummaryFormat.table
     ),
-    requests_out: RequestsOutOpt = None,
-    quarantine_out: QuarantineOutOpt = None,
+    requests_out: RequestsOutUriOpt = None,
+    quarantine_out: QuarantineOutUriOpt = None,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,
@@ -179,6 +172,8 @@ def analyze(
 
     Several runs (tool exports, run folders, a sweep folder) give one row per run."""
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
+    requests_target = output_path(requests_out)  # a local Path, or a URI as text
+    quarantine_target = output_path(quarantine_out)
     restricted = {
         "--window": window is not None,
         "--steady-state": steady_state,
@@ -191,7 +186,7 @@ def analyze(
     result = (
         shard_analysis(
             traces,
-            partial_out,
+            Path(partial_out),
             goodput_targets(goodput),
             round(formula_abs_tol_ms * NS_PER_MS),
             formula_rel_tol,
@@ -220,7 +215,7 @@ def analyze(
         )
     )
     if isinstance(result, Runs):
-        _runs_output(result, fmt, requests_out, quarantine_out, plots)
+        _runs_output(result, fmt, requests_target, quarantine_target, plots)
         if strict and any(
             run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
             for run in result
@@ -230,10 +225,12 @@ def analyze(
     analysis = result
     _report_warnings(analysis)
     timed = time_dict(analysis.engine, analysis.window, analysis.slices, analysis.fluidity)
-    if requests_out:
-        write_requests(analysis.requests, requests_out, engine, ray_address)
-    if quarantine_out:
-        write_frame(analysis.quarantine, quarantine_out)
+    if requests_target:
+        write_requests(analysis.requests, requests_target, engine, ray_address)
+    if quarantine_target:
+        write_requests(
+            analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
+        )
     groups = analysis.groups
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
@@ -278,8 +275,8 @@ def analyze(
 def _runs_output(
     runs: Runs,
     fmt: SummaryFormat,
-    requests_out: Path | None,
-    quarantine_out: Path | None,
+    requests_out: Path | str | None,
+    quarantine_out: Path | str | None,
     plots: Path | None,
 ) -> None:
     """Several runs: one row each (``render/runs``); frames get a ``run`` column."""
@@ -308,7 +305,7 @@ def _runs_output(
         ]
         if not frames:
             raise UsageError(f"{flag}: no run has per-request rows (summaries only)")
-        write_frame(pl.concat(frames, how="diagonal_relaxed"), path)
+        write_requests(pl.concat(frames, how="diagonal_relaxed"), path, Engine.local, None, flag)
     if fmt is SummaryFormat.json:
         out_console.out(render_runs_json(runs))
     elif fmt is SummaryFormat.csv:
@@ -323,7 +320,7 @@ def _runs_output(
 @guarded
 def validate(
     traces: TracesArg,
-    quarantine_out: QuarantineOutOpt = None,
+    quarantine_out: QuarantineOutUriOpt = None,
     fmt: Annotated[
         SummaryFormat, typer.Option("--format", "-f", help="table or json.")
     ] = SummaryFormat.table,
@@ -333,14 +330,17 @@ def validate(
     from_format: FromOpt = None,
 ) -> None:
     """Check schema and lifecycle rules only; exit 1 if any request is invalid."""
-    _outputs(traces, ("--quarantine-out", quarantine_out))
+    check_outputs(traces, Engine.local, None, quarantine_out, None)
+    quarantine_target = output_path(quarantine_out)
     analysis = analyze_one(
         traces, streaming=False, **reading(column, time_unit, event_map, from_format)
     )
     _report_warnings(analysis)
     summary = analysis.summary
-    if quarantine_out:
-        write_frame(analysis.quarantine, quarantine_out)
+    if quarantine_target:
+        write_requests(
+            analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
+        )
     if fmt is SummaryFormat.json:
         out_console.out(render_json(validate_dict(summary, analysis.inputs)))
     else:

@@ -14,13 +14,13 @@ from servetrace.cli._options import (
     FormulaRelTolOpt,
     GoodputOpt,
     NamingOpt,
-    QuarantineOutOpt,
-    RequestsOutOpt,
     StrictOpt,
 )
+from servetrace.cli._scale import STORE_HINT, QuarantineOutUriOpt, RequestsOutUriOpt
 from servetrace.errors import InputError, UsageError
 from servetrace.render.naming import Naming
 from servetrace.render.summary import SummaryFormat
+from servetrace.sources.objectstore import is_uri
 
 
 @app.command()
@@ -42,8 +42,8 @@ def merge(
             "as the whole trace, and merge takes it with more partials.",
         ),
     ] = None,
-    requests_out: RequestsOutOpt = None,
-    quarantine_out: QuarantineOutOpt = None,
+    requests_out: RequestsOutUriOpt = None,
+    quarantine_out: QuarantineOutUriOpt = None,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,
@@ -65,6 +65,12 @@ def merge(
     from servetrace.cli.analyze import analyze
     from servetrace.outputs import refuse_overwriting_inputs
 
+    for text in partials:
+        if is_uri(text):
+            raise UsageError(
+                f"{text}: merge reads partials on this machine, not on an object store",
+                hint=STORE_HINT,
+            )
     found = partial_paths(partials)
     if found is None:
         from servetrace.analysis.partial_io import read_partial

@@ -25,6 +25,7 @@ from servetrace.errors import InputError, UsageError
 from servetrace.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from servetrace.sources import parsed, paths, sniff, textcheck
 from servetrace.sources.normalise import COUNT_COLUMNS, IngestOptions, event_mapping, normalise
+from servetrace.sources.objectstore import is_uri
 from servetrace.sources.paths import hive_values
 
 _T = TypeVar("_T")
@@ -270,6 +271,10 @@ def read_events(
     decoded once and held in memory (``Trace.loaded``), for the in-memory engine.
     """
     options = options or IngestOptions()
+    if any(is_uri(text) for text in inputs):  # s3://, gs://…: read through pyarrow.fs
+        from servetrace.sources.uri_trace import read_uri_events
+
+        return read_uri_events(inputs, options, load_below)
     parts = resolve_parts(inputs)
     files = [path for path, _ in parts]
     # A list, not a dict by path: a file named twice is read twice, as before.
@@ -278,6 +283,13 @@ def read_events(
         sum(_guarded(path, partial(_row_count, raw)) for path, raw in raws) < load_below
     )
     frames = [_guarded(path, partial(_canonical, raw, path, options, load)) for path, raw in raws]
+    return assemble(inputs, [str(f) for f in files], frames, load)
+
+
+def assemble(
+    inputs: Sequence[str], files: Sequence[str], frames: list[pl.LazyFrame], load: bool
+) -> Trace:
+    """The canonical frames of every file as one trace (ids unified to text if they differ)."""
     if len(frames) == 1:
         events = frames[0]
     else:
@@ -297,7 +309,7 @@ def read_events(
     return Trace(
         events=events,
         inputs=tuple(inputs),
-        files=tuple(str(f) for f in files),
+        files=tuple(files),
         attributes=attributes,
         loaded=load,
     )

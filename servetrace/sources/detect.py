@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from servetrace.errors import InputError
+from servetrace.errors import InputError, UsageError
 from servetrace.sources.canonical import resolve_paths
+from servetrace.sources.objectstore import is_uri
 from servetrace.sources.registry import detect_format, engine_inputs
 
 # Only these can be another tool's export; Parquet, Arrow and CSV are always canonical.
@@ -49,8 +50,23 @@ def source_format(paths: Sequence[Path], from_format: str | None = None) -> str 
 def inputs(texts: Sequence[str], from_format: str | None = None) -> tuple[str | None, list[Path]]:
     """``(format, files)`` of what the user pointed at: an engine export's folder or database,
     else the resolved paths with their format (None for a canonical trace)."""
+    if any(is_uri(text) for text in texts):
+        return _uri_inputs(texts, from_format)
     engine = engine_inputs(texts, from_format)
     if engine is not None:
         return engine
     paths = resolve_paths(texts)
     return source_format(paths, from_format), paths
+
+
+def _uri_inputs(texts: Sequence[str], from_format: str | None) -> tuple[str | None, list[Path]]:
+    """Object-store URIs are canonical traces (Parquet or Arrow), resolved when read;
+    the paths returned only name the run (``RunSource.where``)."""
+    if from_format:
+        uri = next(text for text in texts if is_uri(text))
+        raise UsageError(
+            f"{uri}: --from {from_format} imports files on this machine, not object-store URIs",
+            hint="copy the export here first (aws s3 cp, gsutil cp), or analyse a "
+            "canonical Parquet trace on the store",
+        )
+    return CANONICAL, [Path(text) for text in texts]

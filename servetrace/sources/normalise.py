@@ -30,6 +30,7 @@ from servetrace.schema import (
     MAX_COUNT,
     REQUIRED_COLUMNS,
 )
+from servetrace.sources.objectstore import named
 from servetrace.sources.workload_files import per_request_hint, workload_error
 from servetrace.units import TIME_UNITS
 
@@ -430,7 +431,7 @@ def normalise(
 ) -> pl.LazyFrame:
     """Map columns and coerce them to the canonical types; ``label`` names the source."""
     options = options or IngestOptions()
-    path = Path(label)
+    path = named(label) if isinstance(label, str) else Path(label)  # a URI keeps its //
     frame = _rename_columns(frame, path, options)
     frame = _normalise_request_id(frame, path)
     known = _prescan(frame, options)

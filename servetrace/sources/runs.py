@@ -28,6 +28,7 @@ from pathlib import Path
 from servetrace.errors import InputError
 from servetrace.runs.model import RunSource
 from servetrace.sources import detect
+from servetrace.sources.objectstore import is_uri
 from servetrace.sources.paths import has_magic
 from servetrace.sources.reading import read_text, strip_suffixes
 from servetrace.sources.registry import detect_format
@@ -245,7 +246,7 @@ def _unique(sources: list[RunSource]) -> list[RunSource]:
 
 def _expand(text: str) -> list[Path]:
     path = Path(text)
-    if path.exists() or not has_magic(text):
+    if path.exists() or not has_magic(text) or is_uri(text):  # a URI is resolved when read
         return [path]
     from servetrace.sources.canonical import resolve_paths
 

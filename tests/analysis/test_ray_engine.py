@@ -18,6 +18,7 @@ from servetrace.analysis.memory import AnalysisOptions
 from servetrace.errors import InputError, UsageError
 from servetrace.sources.canonical import IngestOptions
 from tests.analysis.test_partial import assert_same
+from tests.conftest import S3
 
 ray = pytest.importorskip("ray")
 ray_engine = pytest.importorskip("servetrace.analysis.ray_engine")
@@ -121,3 +122,77 @@ def test_an_address_where_nothing_listens_fails_fast() -> None:
     with pytest.raises(UsageError, match="nothing answers there"):
         ray_engine._reachable(f"127.0.0.1:{port}")
     ray_engine._reachable("auto")  # Ray's own lookup: not checked here
+
+
+# ------------------------------------------------------------------ object stores (moto)
+# Ray started above, before any test set AWS_*: its workers hold none of this
+# environment, so these tests also show that the driver's filesystem reaches them.
+def test_an_s3_object_through_the_library_gives_the_local_report(s3: S3) -> None:
+    bucket = s3.bucket()
+    trace = SAMPLES / "policy_sjf.parquet"
+    uri = f"s3://{bucket}/traces/trace.parquet"
+    s3.put(trace, uri)
+    got = __import__("servetrace").analyze(uri, engine="ray")
+    assert got.inputs == (uri,)
+    assert_same(got.engine, analyze_paths([str(trace)]))
+
+
+def test_an_s3_prefix_with_requests_out_to_s3_is_the_local_analysis(s3: S3, tmp_path: Path) -> None:
+    """One CLI run: a prefix of parts whose requests are split across them (the shuffle
+    joins them), the JSON report equal to the local file's, the per-request dataset
+    written below an S3 prefix equal to the local engine's frame."""
+    import json
+
+    import pyarrow.dataset as ds
+
+    from servetrace.cli import app
+
+    bucket = s3.bucket()
+    trace = SAMPLES / "policy_sjf.parquet"
+    events = pl.read_parquet(trace)
+    for index in range(3):
+        part = tmp_path / f"part-{index}.parquet"
+        events.filter(pl.int_range(pl.len()) % 3 == index).write_parquet(part)
+        s3.put(part, f"s3://{bucket}/parts/part-{index}.parquet")
+    s3.put(SAMPLES / "README.md", f"s3://{bucket}/parts/_SUCCESS")
+    out = f"s3://{bucket}/requests/"
+    args = ["analyze", f"s3://{bucket}/parts/", "--engine", "ray", "--requests-out", out]
+    done = runner.invoke(app, [*args, "-f", "json"])
+    assert done.exit_code == 0, done.stderr
+    local = runner.invoke(app, ["analyze", str(trace), "-f", "json"])
+    got, expected = json.loads(done.stdout), json.loads(local.stdout)
+    assert got.pop("inputs") == [f"s3://{bucket}/parts/"]
+    expected.pop("inputs")
+    assert got == expected
+    keys = [k for k in s3.keys(bucket, "requests/") if not k.endswith("/")]
+    assert keys and all(k.endswith(".parquet") for k in keys)
+    written = pl.from_arrow(ds.dataset(out, format="parquet").to_table())
+    assert isinstance(written, pl.DataFrame)
+    requests = analyze_paths([str(trace)]).requests_out()
+    assert written.sort("arrival_ns", "request_id").equals(requests)
+    again = runner.invoke(app, args)  # the prefix holds the dataset now: refused, untouched
+    assert again.exit_code == 2
+    assert "is not empty" in again.stderr
+    assert [k for k in s3.keys(bucket, "requests/") if not k.endswith("/")] == keys
+
+
+def test_missing_s3_inputs_fail_on_the_driver(s3: S3) -> None:
+    from servetrace.cli import app
+
+    bucket = s3.bucket()
+    for uri, reason in (
+        (f"s3://{bucket}/missing.parquet", "no such object or prefix"),
+        ("s3://no-such-bucket/trace.parquet", "no such bucket 'no-such-bucket'"),
+    ):
+        done = runner.invoke(app, ["analyze", uri, "--engine", "ray"])
+        assert done.exit_code == 3
+        assert done.stderr.strip().splitlines()[0] == f"error: {uri}: {reason}"
+    s3.put(SAMPLES / "worked_example.csv", f"s3://{bucket}/trace.csv")
+    with pytest.raises(UsageError, match="is not Parquet"):
+        _ray(f"s3://{bucket}/trace.csv")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="mix local paths and URIs"):
+        ray_engine.analyze_ray(
+            [str(SAMPLES / "realistic.parquet"), f"s3://{bucket}/trace.csv"],
+            IngestOptions(),
+            AnalysisOptions(),
+        )

@@ -1,0 +1,308 @@
+"""Object-store URIs (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``…) as trace inputs.
+
+Everything goes through ``pyarrow.fs`` — the one configuration a user sets for every
+engine (the local one, ``--engine ray`` and its workers, ``--requests-out``):
+
+- **where**: ``FileSystem.from_uri``, so the standard variables work: ``AWS_ENDPOINT_URL``
+  (a MinIO, Ceph or moto endpoint; Arrow ≥ 15), ``AWS_ACCESS_KEY_ID`` and the rest of the
+  AWS credential chain, ``AWS_DEFAULT_REGION``; and the URI's own query
+  (``s3://bucket/key?endpoint_override=host:9000&scheme=http``);
+- **how hard to try**: ``AWS_MAX_ATTEMPTS`` (the AWS SDKs' standard variable, which Arrow
+  itself does not read) bounds the retries, so an unreachable endpoint fails in a moment
+  instead of after the default retries' seconds.
+
+A URI names an object (always taken), a prefix (every trace file below it, hidden and
+``_``-prefixed keys skipped, ``key=value`` folders added as columns: a local directory of
+parts, exactly) or a glob (``s3://bucket/logs/*/part-*.parquet``). Objects are read as
+Parquet or Arrow IPC (by suffix, else by their first bytes); text formats are refused.
+Every failure is one ``InputError`` naming the URI: no such bucket, no such object,
+endpoint unreachable, access denied.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import polars as pl
+
+from servetrace.errors import InputError, UsageError
+from servetrace.sources.paths import _matches as matches
+
+_T = TypeVar("_T")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+_MAGIC = frozenset("*?[")
+READABLE = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".ipc": "ipc"}
+READABLE |= {".feather": "ipc"}
+BUCKETED = ("S3FileSystem", "GcsFileSystem")  # the first path segment is a bucket
+
+
+def is_uri(text: str | os.PathLike[str]) -> bool:
+    """``scheme://…`` with a scheme of two letters or more (``C://`` stays a path)."""
+    return isinstance(text, str) and _SCHEME.match(text) is not None
+
+
+def named(text: str) -> Path:
+    """A source's name for messages: ``Path`` would fold a URI's ``//``; a URI is only
+    ever formatted into text, so it travels as itself."""
+    return cast(Path, text) if is_uri(text) else Path(text)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One object of a trace: its URI (for messages), where pyarrow finds it, its hive values."""
+
+    uri: str
+    filesystem: Any
+    path: str
+    hive: dict[str, str]
+
+    def __str__(self) -> str:
+        return self.uri
+
+
+def path_of(uri: str) -> str:
+    """The part of ``uri`` after its scheme, before any query."""
+    return _SCHEME.sub("", _split(uri)[0])
+
+
+def _split(uri: str) -> tuple[str, str]:
+    base, sep, query = uri.partition("?")
+    return base, (sep + query) if sep else ""
+
+
+def _first(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def reason(error: BaseException) -> str:
+    """The part of an AWS SDK message a user acts on."""
+    text = _first(error)
+    if "NETWORK_CONNECTION" in text or "curlCode" in text:
+        detail = text.rpartition("Details: ")[2] if "Details: " in text else text
+        return f"cannot reach the endpoint: {detail}"
+    if "ACCESS_DENIED" in text or "AccessDenied" in text:
+        return f"access denied: {text}"
+    return text
+
+
+def _configured(filesystem: Any) -> Any:
+    """An S3 filesystem made self-contained, so that a Ray worker on another node reaches
+    the same store as this process: the region resolved here, the credentials of this
+    process's ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` when
+    set (else each node's own chain, e.g. its instance role), and ``AWS_MAX_ATTEMPTS``
+    as the retry budget (Arrow itself ignores that variable)."""
+    if type(filesystem).__name__ != "S3FileSystem":
+        return filesystem
+    from pyarrow import fs
+
+    options = dict(filesystem.__reduce__()[1][0])  # the constructor's arguments, as pickled
+    options["region"] = options.get("region") or filesystem.region
+    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if key and secret and not options.get("access_key") and not options.get("anonymous"):
+        options.update(
+            access_key=key,
+            secret_key=secret,
+            session_token=os.environ.get("AWS_SESSION_TOKEN") or None,
+        )
+    attempts = os.environ.get("AWS_MAX_ATTEMPTS", "").strip()
+    if attempts:
+        if not attempts.isdigit() or int(attempts) < 1:
+            raise UsageError(f"AWS_MAX_ATTEMPTS={attempts}: not a whole number ≥ 1")
+        options["retry_strategy"] = fs.AwsStandardS3RetryStrategy(max_attempts=int(attempts))
+    return fs.S3FileSystem(**options)
+
+
+def filesystem(uri: str) -> tuple[Any, str]:
+    """``(pyarrow filesystem, its path)`` for ``uri``; an unknown scheme is an InputError."""
+    from pyarrow import fs
+
+    try:
+        found, path = fs.FileSystem.from_uri(uri)
+    except (ValueError, OSError) as error:
+        raise InputError(
+            f"{uri}: pyarrow cannot open this URI: {_first(error)}",
+            hint="object stores pyarrow reads: s3://, gs://, abfs://, hdfs://, file://",
+        ) from None
+    return _configured(found), path
+
+
+def guarded(uri: str, work: Callable[[], _T]) -> _T:
+    """``work`` on one object; its failures as one InputError naming the URI."""
+    try:
+        return work()
+    except FileNotFoundError:
+        raise InputError(f"{uri}: no such object") from None
+    except (OSError, ValueError, pl.exceptions.PolarsError) as error:
+        raise InputError(f"{uri}: cannot read: {reason(error)}") from None
+
+
+def _info(uri: str, filesystem: Any, path: str) -> Any:
+    return guarded(uri, lambda: filesystem.get_file_info(path))
+
+
+def _missing(uri: str, filesystem: Any, path: str) -> InputError:
+    """Not found: on a store of buckets, say whether the bucket itself is missing."""
+    from pyarrow import fs
+
+    bucket = path.strip("/").split("/", 1)[0]
+    if type(filesystem).__name__ in BUCKETED and bucket:
+        whole = bucket == path.strip("/")
+        if whole or _info(uri, filesystem, bucket).type == fs.FileType.NotFound:
+            return InputError(f"{uri}: no such bucket {bucket!r}")
+    return InputError(f"{uri}: no such object or prefix")
+
+
+def _hive(relative: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for folder in relative.split("/")[:-1]:
+        key, sep, value = folder.partition("=")
+        if sep and key:
+            values[key] = value
+    return values
+
+
+def _below(uri: str, filesystem: Any, root: str) -> list[tuple[str, str]]:
+    """``(path, path relative to root)`` of every file below ``root``, sorted."""
+    from pyarrow import fs
+
+    selector = fs.FileSelector(root, recursive=True)
+    infos = guarded(uri, lambda: filesystem.get_file_info(selector))
+    prefix = root.rstrip("/") + "/"
+    return sorted(
+        (i.path, i.path.removeprefix(prefix)) for i in infos if i.type == fs.FileType.File
+    )
+
+
+def _child(base: str, query: str, relative: str) -> str:
+    return base.rstrip("/") + "/" + relative + query
+
+
+def resolve_parts(text: str, is_trace_file: Callable[[str], bool]) -> list[Part]:
+    """Every trace object ``text`` names (module docstring), in key order."""
+    from pyarrow import fs
+
+    base, query = _split(text)
+    filesystem_, path = filesystem(text)
+    path = path.rstrip("/") or path
+    if any(ch in _MAGIC for ch in path):
+        return _globbed(text, filesystem_, path, is_trace_file)
+    info = _info(text, filesystem_, path)
+    if info.type == fs.FileType.File:
+        return [Part(text, filesystem_, path, {})]
+    if info.type == fs.FileType.NotFound:
+        raise _missing(text, filesystem_, path)
+    parts = [
+        Part(_child(base, query, relative), filesystem_, child, _hive(relative))
+        for child, relative in _below(text, filesystem_, path)
+        if is_trace_file(relative)
+        and not any(s.startswith((".", "_")) for s in relative.split("/"))
+    ]
+    if not parts:
+        raise InputError(
+            f"{text}: the prefix holds no trace file",
+            hint="expected .parquet or .arrow objects (or parts of them) below it",
+        )
+    return parts
+
+
+def _globbed(
+    text: str, filesystem_: Any, pattern: str, is_trace_file: Callable[[str], bool]
+) -> list[Part]:
+    """A glob: list below its literal prefix, match every segment (``**``: any depth)."""
+    from pyarrow import fs
+
+    segments = pattern.split("/")
+    literal = 0
+    while literal < len(segments) and not any(ch in _MAGIC for ch in segments[literal]):
+        literal += 1
+    root = "/".join(segments[:literal])
+    info = _info(text, filesystem_, root)
+    if info.type != fs.FileType.Directory:
+        raise _missing(text, filesystem_, root + "/")
+    base, query = _split(text)
+    scheme_root = base[: len(base) - len(pattern)] if base.endswith(pattern) else ""
+    rest = segments[literal:]
+    parts = []
+    for child, relative in _below(text, filesystem_, root):
+        if _matched(rest, relative.split("/")) and is_trace_file(relative):
+            parts.append(Part(scheme_root + child + query, filesystem_, child, {}))
+    if not parts:
+        raise InputError(f"{text}: the pattern matches no trace object")
+    return parts
+
+
+def _matched(pattern: list[str], segments: list[str]) -> bool:
+    """Segment by segment, as a local glob (``sources/paths``): a wildcard stays within
+    one segment and skips a leading dot; ``**`` is any number of segments, hidden ones
+    excepted."""
+    if not pattern:
+        return not segments
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        for skip in range(len(segments) + 1):
+            if skip and segments[skip - 1].startswith("."):
+                return False
+            if _matched(rest, segments[skip:]):
+                return True
+        return False
+    return bool(segments) and matches(head, segments[0]) and _matched(rest, segments[1:])
+
+
+def _format(part: Part) -> str:
+    suffix = "." + part.path.rsplit(".", 1)[-1].lower() if "." in part.path else ""
+    if suffix in READABLE:
+        return READABLE[suffix]
+
+    def head() -> bytes:
+        with part.filesystem.open_input_stream(part.path) as stream:
+            return bytes(stream.read(8))
+
+    start = guarded(part.uri, head)
+    if start.startswith(b"PAR1"):
+        return "parquet"
+    if start.startswith(b"ARROW1"):
+        return "ipc"
+    raise UsageError(
+        f"{part.uri}: object stores are read as Parquet or Arrow IPC; this object is neither",
+        hint="copy a text trace to this machine, or convert it: servetrace import … -o "
+        "trace.parquet",
+    )
+
+
+def dataset(part: Part) -> Any:
+    import pyarrow.dataset as ds
+
+    fmt = _format(part)
+    return guarded(part.uri, lambda: ds.dataset(part.path, filesystem=part.filesystem, format=fmt))
+
+
+def scan(part: Part) -> tuple[pl.LazyFrame, int]:
+    """One object, lazily, through pyarrow (read in record batches through the object's
+    filesystem), and its rows from the footer or IPC metadata (no scan of the data)."""
+    found = dataset(part)
+    rows = int(guarded(part.uri, found.count_rows))
+    frame = pl.scan_pyarrow_dataset(found)
+    if part.hive:
+        present = set(frame.collect_schema().names())
+        frame = frame.with_columns(
+            pl.lit(value).alias(key) for key, value in part.hive.items() if key not in present
+        )
+    return frame, rows
+
+
+def resolve_all(texts: Sequence[str], is_trace_file: Callable[[str], bool]) -> list[Part]:
+    """Every object of every URI, once, in the order first named."""
+    seen: set[str] = set()
+    out: list[Part] = []
+    for text in texts:
+        for part in resolve_parts(text, is_trace_file):
+            if part.uri not in seen:
+                seen.add(part.uri)
+                out.append(part)
+    return out
