@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis import grouped_censoring
+from servetrace.analysis.collector import paused
 from servetrace.analysis.concurrency import concurrency_by, no_concurrency
 from servetrace.analysis.errors import ERRORED, error_counts_by
 from servetrace.analysis.figures import (
@@ -159,6 +160,7 @@ def _flag(requests: pl.DataFrame, column: str) -> pl.Expr:
     return pl.col(column).fill_null(True).all().alias(column)
 
 
+@paused
 def summarize_groups(
     timeline: Timeline,
     requests: pl.DataFrame,
