@@ -39,7 +39,7 @@ from servetrace.analysis.grouped_figures import (
     rows_by_group,
     spans,
 )
-from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, sample_of
+from servetrace.analysis.grouped_gaps import codes, describe_sample, gap_sample, samples_of
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
@@ -50,7 +50,7 @@ from servetrace.analysis.summary import (
     Summary,
     goodput,
 )
-from servetrace.stats.grouped_moments import float_moments_by
+from servetrace.stats.grouped_moments import float_moments_of
 from servetrace.stats.grouped_order import GroupedSample
 
 
@@ -149,8 +149,7 @@ def _gaps(
     no gaps but the distribution of each group (``gaps``)."""
     if not isinstance(gaps, pl.DataFrame):
         return None, dict(gaps)
-    joined = gaps.join(requests.select(KEY, CODE), on=KEY, how="inner")
-    sample = sample_of(joined, "itl_ns", len(values))
+    sample = gap_sample(gaps, requests, len(values))
     return sample, describe_sample(sample, values)
 
 
@@ -191,15 +190,12 @@ def summarize_groups(
     known = {v: bool(flags[v]["arrival_known"]) for v in values}
     completed = requests.filter(pl.col("outcome") == "completed")
     per_request = [s.column for s in LATENCY_METRICS if s.per != "gap"]
-    samples = {
-        c: sample_of(completed, c, len(values))
-        for c in [*per_request, "output_tokens", "prompt_tokens"]
-    }
+    samples = samples_of(completed, [*per_request, "output_tokens", "prompt_tokens"], len(values))
     described = {
         c: describe_sample(
             sample,
             values,
-            None if completed.schema[c].is_integer() else float_moments_by(completed, G, c),
+            None if completed.schema[c].is_integer() else float_moments_of(sample),
         )
         for c, sample in samples.items()
     }
