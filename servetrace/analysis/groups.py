@@ -237,17 +237,33 @@ def summarize_groups(
     errors_by = error_counts_by(requests, G)
     errored_by = _errored_by(requests, values)
     stages = _pair_counts(requests, "cancelled_in")
-    result: dict[Any, Summary] = {}
-    for value in values:
-        span, n_done = group_spans[value], outcome_counts.get((value, "completed"), 0)
-        notes = summary_notes(n_done, known[value])
-        empty = empty_distribution()
-        metrics = {
+    empty = empty_distribution()
+    metrics_of = {
+        value: {
             s.name: itl.get(value, empty)
             if s.per == "gap"
             else described[s.column].get(value, empty)
             for s in LATENCY_METRICS
         }
+        for value in values
+    }
+    last_events = {v: group_spans[v]["end"] for v in values}
+    censored = grouped_censoring.estimates(
+        values,
+        metrics_of,
+        known,
+        requests,
+        samples | {"itl_ns": gap_sample},
+        G,
+        last_events,
+        admissions,
+    )
+    survival_of, intervals_of = censored if censored is not None else ({}, {})
+    result: dict[Any, Summary] = {}
+    for value in values:
+        span, n_done = group_spans[value], outcome_counts.get((value, "completed"), 0)
+        notes = summary_notes(n_done, known[value])
+        metrics = metrics_of[value]
         leaked = (
             {"requests": leaked_count.get(value, 0), "examples": leaked_ids.get(value, [])}
             if timeline.has_releases and span["releases"]
@@ -295,8 +311,7 @@ def summarize_groups(
             errors=errors_by.get(value, {}),
             errored=errored_by[value],
             output_uncounted=int(uncounted.get(value, 0)),
+            survival=survival_of.get(value),
+            intervals=intervals_of.get(value, {}),
         )
-    last_events = {v: group_spans[v]["end"] for v in values}
-    return grouped_censoring.attach(
-        result, requests, samples | {"itl_ns": gap_sample}, G, last_events, admissions
-    )
+    return result

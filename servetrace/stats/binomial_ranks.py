@@ -17,7 +17,7 @@ analysis. Here, per size and per tail:
 2. **The tail mass at every candidate**: one Loader pmf at the window's inner end (the
    same ``pmf_pairs``), the terms beyond it by the exact ratio of neighbouring binomial
    terms, ``P(B = i − 1)/P(B = i) = i(1 − q) / ((n − i + 1) q)`` (and its mirror upward),
-   as a running product (float64) over ``~7σ + 40`` points past the window, then one
+   as a running product (float64) over ``~5.5σ + 40`` points past the window, then one
    running sum in the same direction as the exact method's. Past the last point the
    terms fall faster than a geometric series of the last ratio ρ < 1, so the mass left
    out is at most ``T_last · ρ / (1 − ρ)``.
@@ -50,7 +50,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 RELATIVE_MARGIN = 1e-10  # of τ, plus the row's rounding (see above)
-_REACH_SIGMAS = 7.0  # terms past the window: ~9σ from the mean, < 1e-15 of τ left
+_REACH_SIGMAS = 5.5  # terms past the window (~7.5σ from the mean); the rest is bounded
 _REACH_EXTRA = 40
 FAST_FROM = 100
 _CELLS = 1 << 20  # matrix cells per block, as ``order_ci``: memory stays a few MB
