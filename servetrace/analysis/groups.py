@@ -213,7 +213,6 @@ def summarize_groups(
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
     rates = _throughput(requests, values, known, met)
-    uncounted = dict(completed.group_by(G).agg(pl.col("output_tokens").null_count()).iter_rows())
     error = failed(requests.columns).sum()
     cancels, cancel_ids = _ended(requests, "cancelled", values, [error.alias("with_error")])
     to_cancel = describe_groups(requests.filter(pl.col("outcome") == "cancelled"), ["e2e_ns"])
@@ -310,7 +309,8 @@ def summarize_groups(
             warnings=tuple(notes),
             errors=errors_by.get(value, {}),
             errored=errored_by[value],
-            output_uncounted=int(uncounted.get(value, 0)),
+            # completed requests without an output count: all of them less those counted
+            output_uncounted=n_done - int(described["output_tokens"][value]["count"] or 0),
             survival=survival_of.get(value),
             intervals=intervals_of.get(value, {}),
         )
