@@ -73,23 +73,24 @@ def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> Group
         return sort_by_group(np.zeros(0, np.int64), itl.head(0).to_numpy(), groups)
     low, high = int(keys.min()), int(keys.max())
     if high - low < 4 * keys.size + 1024:
-        table = np.full(high - low + 1, -1, dtype=np.int64)
-        table[keys - low] = code
-        if int(gap_keys.min()) >= low and int(gap_keys.max()) <= high:
-            found = table[gap_keys - low]
+        base = min(low, 0) if high < 4 * keys.size + 1024 else low  # ids from 0: no shift
+        table = np.full(high - base + 1, -1, dtype=np.int64)
+        table[keys - base] = code
+        if int(gap_keys.min()) >= base and int(gap_keys.max()) <= high:
+            found = table[gap_keys - base if base else gap_keys]  # 10^7 gaps: no temporary
         else:
-            inside = (gap_keys >= low) & (gap_keys <= high)
-            found = np.where(inside, table[np.clip(gap_keys - low, 0, high - low)], -1)
+            inside = (gap_keys >= base) & (gap_keys <= high)
+            found = np.where(inside, table[np.clip(gap_keys - base, 0, high - base)], -1)
     else:
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
         at = np.clip(np.searchsorted(ordered, gap_keys), 0, ordered.size - 1)
         found = np.where(ordered[at] == gap_keys, code[order][at], -1)
+    if not itl.null_count() and int(found.min()) >= 0:  # every gap kept: no masks
+        return sort_by_group(found, itl.to_numpy(), groups)
     keep = found >= 0
     if itl.null_count():
         keep &= itl.is_not_null().to_numpy()
-    if keep.all():
-        return sort_by_group(found, itl.to_numpy(), groups)
     return sort_by_group(found[keep], itl.filter(pl.Series(keep)).to_numpy(), groups)
 
 

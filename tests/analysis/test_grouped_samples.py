@@ -72,6 +72,10 @@ def test_gap_sample_equals_the_join(spread: int) -> None:
     )  # keys 0..49 and two strangers belong to no request: left out, as by the inner join
     joined = gaps.join(requests, on=KEY, how="inner")
     _same(gap_sample(gaps, requests, 9), _reference(joined, "itl_ns", 9))
+    strangers = gaps.drop_nulls()  # none null, some of no request
+    _same(gap_sample(strangers, requests, 9), _reference(joined.drop_nulls(), "itl_ns", 9))
+    kept = joined.drop(CODE).drop_nulls()  # every gap of a known request, none null
+    _same(gap_sample(kept, requests, 9), _reference(joined.drop_nulls(), "itl_ns", 9))
 
 
 def test_gap_sample_of_no_gaps() -> None:
