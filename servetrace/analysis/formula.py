@@ -61,9 +61,11 @@ def worst(checked: pl.DataFrame, residual: str, by: str | None = None) -> pl.Dat
     Ties by arrival then id: the same list from either engine, any row order, and for a
     group as for the group analysed alone.
     """
-    ranked = checked.with_columns(
-        pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause")
-    ).sort("_abs", "arrival_ns", "request_id", descending=[True, False, False], nulls_last=True)
+    ranked = (
+        checked.lazy()  # one query: rank, head, select
+        .with_columns(pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause"))
+        .sort("_abs", "arrival_ns", "request_id", descending=[True, False, False], nulls_last=True)
+    )
     heads = (
         ranked.head(WORST_SHOWN)
         if by is None
@@ -78,7 +80,7 @@ def worst(checked: pl.DataFrame, residual: str, by: str | None = None) -> pl.Dat
         "ticks",
         "preemptions",
         "cause",
-    )
+    ).collect()
 
 
 # The fleet-wide mean ITL: Σ decode / Σ (N − 1) over completed requests of 2+ tokens.

@@ -11,48 +11,35 @@ machine, not a reader.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 
 from servetrace.analysis.grouped_intervals import metric_intervals_by
 from servetrace.analysis.grouped_survival import estimate_by
-from servetrace.analysis.summary import Summary
 from servetrace.stats.grouped_order import GroupedSample
 
 MAX_GROUPS = 1000
 
 
-def attach(
-    summaries: dict[Any, Summary],
+def estimates(
+    values: Sequence[Any],
+    metrics: Mapping[Any, Mapping[str, Mapping[str, Any]]],
+    arrival_known: Mapping[Any, bool],
     requests: pl.DataFrame,
     samples: Mapping[str, GroupedSample | None],
     group: str,
     ends: Mapping[Any, int | None],
     admissions: Mapping[Any, bool],
-) -> dict[Any, Summary]:
-    """The summaries with ``survival`` and ``intervals`` filled in per group.
+) -> tuple[Mapping[Any, Any], Mapping[Any, Any]] | None:
+    """``(survival, intervals)`` of each group (``values``, with its completed-only
+    ``metrics``), for the ``Summary`` to be built with; None beyond ``MAX_GROUPS``.
 
     ``requests`` carry the group (``group``); ``samples`` hold each metric column's values
     sorted by group (``grouped_gaps.sample_of``; ``itl_ns`` None when streamed)."""
-    if len(summaries) > MAX_GROUPS:
-        return summaries
-    values = list(summaries)
-    metrics = {v: s.metrics for v, s in summaries.items()}
-    survival = estimate_by(
-        requests,
-        group,
-        values,
-        metrics,
-        ends,
-        admissions,
-        {v: s.arrival_known for v, s in summaries.items()},
-    )
+    if len(values) > MAX_GROUPS:
+        return None
+    survival = estimate_by(requests, group, values, metrics, ends, admissions, arrival_known)
     itl = {v: m["itl"] for v, m in metrics.items()}
-    intervals = metric_intervals_by(samples, values, itl)
-    return {
-        value: replace(summary, survival=survival[value], intervals=intervals[value])
-        for value, summary in summaries.items()
-    }
+    return survival, metric_intervals_by(samples, values, itl)

@@ -10,12 +10,13 @@ their position in the sorted list of values (column ``CODE``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.lifecycle import KEY
 from servetrace.analysis.summary import Distribution
 from servetrace.stats.describe import STATISTICS, percentile_of
 from servetrace.stats.grouped_order import GroupedSample, percentiles, sort_by_group
@@ -35,50 +36,102 @@ def codes(frame: pl.DataFrame, group: str, values: Sequence[Any]) -> pl.DataFram
 
 def sample_of(frame: pl.DataFrame, column: str, groups: int) -> GroupedSample:
     """The non-null, non-NaN values of ``column`` (``frame`` has ``CODE``), by group."""
-    value = pl.col(column)
-    keep = value.is_not_null()
-    if frame.schema[column].is_float():
-        keep = keep & ~value.is_nan()
-    part = frame.select(CODE, column).filter(keep)
-    return sort_by_group(part[CODE].to_numpy(), part[column].to_numpy(), groups)
+    return samples_of(frame, [column], groups)[column]
+
+
+def samples_of(
+    frame: pl.DataFrame, columns: Sequence[str], groups: int
+) -> dict[str, GroupedSample]:
+    """``sample_of`` of each column, from one ``select``: the nulls (and NaNs) are dropped
+    per column with Series masks, not one query per column."""
+    part = frame.select(CODE, *columns)
+    code = part[CODE].to_numpy()
+    out = {}
+    for column in columns:
+        values = part[column]
+        keep = values.is_not_null()
+        if values.dtype.is_float():
+            keep = keep & ~values.is_nan().fill_null(True)
+        if keep.all():
+            out[column] = sort_by_group(code, values.to_numpy(), groups)
+        else:
+            mask = keep.to_numpy()
+            out[column] = sort_by_group(code[mask], values.filter(keep).to_numpy(), groups)
+    return out
+
+
+def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> GroupedSample:
+    """``sample_of`` the gaps' ``itl_ns`` by their request's group (``requests`` carries
+    ``KEY`` and ``CODE``): each gap's code looked up from its key in NumPy — a table when
+    the keys are dense, else a binary search — where an inner join of a million gaps took
+    a hash join; gaps of requests not in ``requests`` are left out, as by the join."""
+    keys = requests[KEY].to_numpy()
+    code = requests[CODE].to_numpy()
+    gap_keys = gaps[KEY].to_numpy()
+    itl = gaps["itl_ns"]
+    if keys.size == 0 or gap_keys.size == 0:
+        return sort_by_group(np.zeros(0, np.int64), itl.head(0).to_numpy(), groups)
+    low, high = int(keys.min()), int(keys.max())
+    if high - low < 4 * keys.size + 1024:
+        base = min(low, 0) if high < 4 * keys.size + 1024 else low  # ids from 0: no shift
+        table = np.full(high - base + 1, -1, dtype=np.int64)
+        table[keys - base] = code
+        if int(gap_keys.min()) >= base and int(gap_keys.max()) <= high:
+            found = table[gap_keys - base if base else gap_keys]  # 10^7 gaps: no temporary
+        else:
+            inside = (gap_keys >= base) & (gap_keys <= high)
+            found = np.where(inside, table[np.clip(gap_keys - base, 0, high - base)], -1)
+    else:
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        at = np.clip(np.searchsorted(ordered, gap_keys), 0, ordered.size - 1)
+        found = np.where(ordered[at] == gap_keys, code[order][at], -1)
+    if not itl.null_count() and int(found.min()) >= 0:  # every gap kept: no masks
+        return sort_by_group(found, itl.to_numpy(), groups)
+    keep = found >= 0
+    if itl.null_count():
+        keep &= itl.is_not_null().to_numpy()
+    return sort_by_group(found[keep], itl.filter(pl.Series(keep)).to_numpy(), groups)
 
 
 def describe_sample(
     sample: GroupedSample,
     values: Sequence[Any],
-    moments: Mapping[Any, tuple[float, float]] | None = None,
+    moments: Sequence[tuple[float, float] | None] | None = None,
 ) -> dict[Any, Distribution]:
     """``stats.describe`` of each group's sample (``grouped_figures.describe_groups`` of
     its column, from the sort): mean and std exact for integers, else from ``moments``
-    (``stats.grouped_moments.float_moments_by`` of a float column)."""
+    by group index (``stats.grouped_moments.float_moments_of`` of a float column).
+
+    Each statistic is one array over the groups (a gather or an interpolation), turned
+    into Python numbers by one ``tolist``; each group's dict is then one ``zip``."""
     sizes = sample.sizes
-    picked: dict[str, np.ndarray] = {}
+    counts = sizes.tolist()
+    columns: dict[str, list[Any]] = {"count": counts}
     for name in STATISTICS:
         q = percentile_of(name)
         if q is None or name in ("mean", "std"):
             continue
         if q == 0.0:
-            picked[name] = sample.at(np.ones_like(sizes))
+            columns[name] = sample.at(np.ones_like(sizes)).tolist()
         elif q == 100.0:
-            picked[name] = sample.at(sizes)
+            columns[name] = sample.at(sizes).tolist()
         else:
-            picked[name] = percentiles(sample, q / 100)
-    sums = _deviation_sums(sample) if moments is None else ([], [], [])
-    columns = {name: array.tolist() for name, array in picked.items()}
-    out: dict[Any, Distribution] = {}
-    for i, (value, n) in enumerate(zip(values, sizes.tolist(), strict=True)):
-        if n == 0:
-            out[value] = {name: (0 if name == "count" else None) for name in STATISTICS}
-            continue
-        if moments is None:
-            mean, std = integer_moments(n, sums[0][i], sums[1][i], sums[2][i])
-        else:
-            mean, std = moments[value]
-        found: dict[str, float | int | None] = {"count": n, "mean": mean, "std": std}
-        out[value] = {
-            name: found[name] if name in found else float(columns[name][i]) for name in STATISTICS
-        }
-    return out
+            columns[name] = percentiles(sample, q / 100).tolist()
+    if moments is None:
+        s0, s1, s2 = _deviation_sums(sample)
+        moments = [
+            integer_moments(n, s0[i], s1[i], s2[i]) if n else None for i, n in enumerate(counts)
+        ]
+    columns["mean"] = [m[0] if m is not None else None for m in moments]
+    columns["std"] = [m[1] if m is not None else None for m in moments]
+    rows = zip(*(columns[name] for name in STATISTICS), strict=True)
+    return {
+        value: dict(zip(STATISTICS, row, strict=True))
+        if n
+        else {name: (0 if name == "count" else None) for name in STATISTICS}
+        for value, n, row in zip(values, counts, rows, strict=True)
+    }
 
 
 _HALF = 21  # d = hi · 2^21 + lo, as ``stats.moments.integer_sums``

@@ -38,37 +38,41 @@ def _ranks_of(samples: Sequence[GroupedSample], confidence: float) -> list[Ranks
 def _intervals(
     sample: GroupedSample, found_ranks: Ranks, confidence: float
 ) -> list[dict[str, Any]]:
-    """``percentile_intervals`` of each group's sample, from its ranks."""
+    """``percentile_intervals`` of each group's sample, from its ranks, built in bulk:
+    every bound is gathered into one object array (group × percentile × end) that becomes
+    the nested lists in one ``tolist``; Python touches only the entries with no bound at
+    all (set to None) and each group's final dict."""
     sizes = sample.sizes
-    bounds: dict[str, list[list[float | None] | None]] = {}
-    short: dict[str, list[bool]] = {}
-    for name in PERCENTILES:
+    names = list(PERCENTILES)
+    cells = np.empty((sizes.size, len(names), 2), dtype=object)
+    short = np.zeros((sizes.size, len(names)), dtype=np.bool_)
+    for k, name in enumerate(names):
         low, high = found_ranks[name]
         has_low, has_high = low >= 1, high <= sizes
-        lows = np.where(has_low, sample.at(low), np.nan).tolist()
-        highs = np.where(has_high, sample.at(high), np.nan).tolist()
-        bounds[name] = [
-            None
-            if n == 0 or (a != a and b != b)
-            else [None if a != a else a, None if b != b else b]
-            for n, a, b in zip(sizes.tolist(), lows, highs, strict=True)
-        ]  # NaN (a != a) stands for a missing bound: the values are never NaN
-        short[name] = (~(has_low & has_high)).tolist()
+        cells[:, k, 0] = sample.at(low)  # Python floats, as ``float(X_(l))``
+        cells[:, k, 1] = sample.at(high)
+        cells[~has_low, k, 0] = None
+        cells[~has_high, k, 1] = None
+        short[:, k] = ~(has_low & has_high)
+    listed = cells.tolist()
+    neither = np.nonzero((cells == None).all(axis=2))  # noqa: E711 (elementwise)
+    for g, k in zip(*(index.tolist() for index in neither), strict=True):
+        listed[g][k] = None  # no bound at all (or an empty group): the entry is None
     needed = [needed_for_bounds(q, confidence) for q in PERCENTILES.values()]
-    names = list(PERCENTILES)
+    # which percentiles lack a bound, as bits: the ``needed`` dict of each pattern once
+    pattern = np.where(sizes > 0, short @ (1 << np.arange(len(names))), 0).tolist()
+    needs = {
+        bits: {n: m for j, (n, m) in enumerate(zip(names, needed, strict=True)) if bits >> j & 1}
+        for bits in set(pattern)
+    }
     return [
         {
             "confidence": confidence,
             "n": n,
-            "intervals": dict(zip(names, found, strict=True)),
-            "needed": {k: m for k, m, s in zip(names, needed, missing, strict=True) if s and n},
+            "intervals": dict(zip(names, row, strict=True)),
+            "needed": dict(needs[bits]),
         }
-        for n, found, missing in zip(
-            sizes.tolist(),
-            zip(*bounds.values(), strict=True),
-            zip(*short.values(), strict=True),
-            strict=True,
-        )
+        for n, row, bits in zip(sizes.tolist(), listed, pattern, strict=True)
     ]
 
 

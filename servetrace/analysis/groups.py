@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis import grouped_censoring
+from servetrace.analysis.collector import paused
 from servetrace.analysis.concurrency import concurrency_by, no_concurrency
 from servetrace.analysis.errors import ERRORED, error_counts_by
 from servetrace.analysis.figures import (
@@ -38,7 +39,7 @@ from servetrace.analysis.grouped_figures import (
     rows_by_group,
     spans,
 )
-from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, sample_of
+from servetrace.analysis.grouped_gaps import codes, describe_sample, gap_sample, samples_of
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
@@ -49,7 +50,7 @@ from servetrace.analysis.summary import (
     Summary,
     goodput,
 )
-from servetrace.stats.grouped_moments import float_moments_by
+from servetrace.stats.grouped_moments import float_moments_of
 from servetrace.stats.grouped_order import GroupedSample
 
 
@@ -148,8 +149,7 @@ def _gaps(
     no gaps but the distribution of each group (``gaps``)."""
     if not isinstance(gaps, pl.DataFrame):
         return None, dict(gaps)
-    joined = gaps.join(requests.select(KEY, CODE), on=KEY, how="inner")
-    sample = sample_of(joined, "itl_ns", len(values))
+    sample = gap_sample(gaps, requests, len(values))
     return sample, describe_sample(sample, values)
 
 
@@ -159,6 +159,7 @@ def _flag(requests: pl.DataFrame, column: str) -> pl.Expr:
     return pl.col(column).fill_null(True).all().alias(column)
 
 
+@paused
 def summarize_groups(
     timeline: Timeline,
     requests: pl.DataFrame,
@@ -189,15 +190,12 @@ def summarize_groups(
     known = {v: bool(flags[v]["arrival_known"]) for v in values}
     completed = requests.filter(pl.col("outcome") == "completed")
     per_request = [s.column for s in LATENCY_METRICS if s.per != "gap"]
-    samples = {
-        c: sample_of(completed, c, len(values))
-        for c in [*per_request, "output_tokens", "prompt_tokens"]
-    }
+    samples = samples_of(completed, [*per_request, "output_tokens", "prompt_tokens"], len(values))
     described = {
         c: describe_sample(
             sample,
             values,
-            None if completed.schema[c].is_integer() else float_moments_by(completed, G, c),
+            None if completed.schema[c].is_integer() else float_moments_of(sample),
         )
         for c, sample in samples.items()
     }
@@ -215,7 +213,6 @@ def summarize_groups(
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
     rates = _throughput(requests, values, known, met)
-    uncounted = dict(completed.group_by(G).agg(pl.col("output_tokens").null_count()).iter_rows())
     error = failed(requests.columns).sum()
     cancels, cancel_ids = _ended(requests, "cancelled", values, [error.alias("with_error")])
     to_cancel = describe_groups(requests.filter(pl.col("outcome") == "cancelled"), ["e2e_ns"])
@@ -239,17 +236,33 @@ def summarize_groups(
     errors_by = error_counts_by(requests, G)
     errored_by = _errored_by(requests, values)
     stages = _pair_counts(requests, "cancelled_in")
-    result: dict[Any, Summary] = {}
-    for value in values:
-        span, n_done = group_spans[value], outcome_counts.get((value, "completed"), 0)
-        notes = summary_notes(n_done, known[value])
-        empty = empty_distribution()
-        metrics = {
+    empty = empty_distribution()
+    metrics_of = {
+        value: {
             s.name: itl.get(value, empty)
             if s.per == "gap"
             else described[s.column].get(value, empty)
             for s in LATENCY_METRICS
         }
+        for value in values
+    }
+    last_events = {v: group_spans[v]["end"] for v in values}
+    censored = grouped_censoring.estimates(
+        values,
+        metrics_of,
+        known,
+        requests,
+        samples | {"itl_ns": gap_sample},
+        G,
+        last_events,
+        admissions,
+    )
+    survival_of, intervals_of = censored if censored is not None else ({}, {})
+    result: dict[Any, Summary] = {}
+    for value in values:
+        span, n_done = group_spans[value], outcome_counts.get((value, "completed"), 0)
+        notes = summary_notes(n_done, known[value])
+        metrics = metrics_of[value]
         leaked = (
             {"requests": leaked_count.get(value, 0), "examples": leaked_ids.get(value, [])}
             if timeline.has_releases and span["releases"]
@@ -296,9 +309,9 @@ def summarize_groups(
             warnings=tuple(notes),
             errors=errors_by.get(value, {}),
             errored=errored_by[value],
-            output_uncounted=int(uncounted.get(value, 0)),
+            # completed requests without an output count: all of them less those counted
+            output_uncounted=n_done - int(described["output_tokens"][value]["count"] or 0),
+            survival=survival_of.get(value),
+            intervals=intervals_of.get(value, {}),
         )
-    last_events = {v: group_spans[v]["end"] for v in values}
-    return grouped_censoring.attach(
-        result, requests, samples | {"itl_ns": gap_sample}, G, last_events, admissions
-    )
+    return result

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from servetrace.stats.grouped_order import GroupedSample
 from servetrace.stats.moments import integer_moments
 
 _EXACT = 2.0**53  # whole floats below this convert to int64 exactly
@@ -62,4 +63,47 @@ def float_moments_by(
         stds = np.sqrt(np.mean(np.square(block - means[:, None]), axis=1))
         for i, mean, std in zip(rows.tolist(), means.tolist(), stds.tolist(), strict=True):
             out[keys[i]] = (float(mean), float(std))
+    return out
+
+
+def float_moments_of(sample: GroupedSample) -> list[tuple[float, float] | None]:
+    """``float_moments_by`` of a float column already sorted by group (``GroupedSample``,
+    no nulls or NaNs): per group index, ``(mean, std)`` or None for an empty group. The
+    same two paths, without sorting the column again: whole-number groups from exact
+    integer sums, the others as same-size rows of a matrix (the sorted order Polars'
+    sort gives, so the same pairwise sums)."""
+    ordered = np.asarray(sample.ordered, dtype=np.float64)
+    sizes, offsets = sample.sizes, sample.offsets
+    out: list[tuple[float, float] | None] = [None] * sizes.size
+    filled = np.flatnonzero(sizes > 0)
+    if filled.size == 0:
+        return out
+    whole_value = (np.abs(ordered) < _EXACT) & (np.floor(ordered) == ordered)
+    not_whole = np.add.reduceat((~whole_value).astype(np.int64), offsets[filled])
+    whole = filled[not_whole == 0]
+    if whole.size:  # exact Int128 sums, one query (whole-number groups are rare)
+        of_whole = np.repeat(np.isin(np.arange(sizes.size), whole), sizes)
+        ints = pl.col("v")
+        d = ints.cast(pl.Int128) - ints.min().cast(pl.Int128)
+        sums = (
+            pl.DataFrame(
+                {
+                    "g": np.repeat(np.arange(sizes.size), sizes)[of_whole],
+                    "v": ordered[of_whole].astype(np.int64),
+                }
+            )
+            .group_by("g")
+            .agg(pl.len(), ints.min(), d.sum().alias("s1"), (d * d).sum().alias("s2"))
+        )
+        for i, n, pivot, s1, s2 in sums.iter_rows():
+            out[i] = integer_moments(int(n), int(pivot), int(s1), int(s2))
+    rest = filled[not_whole > 0]
+    counts = sizes[rest]
+    for size in np.unique(counts).tolist():
+        rows = rest[counts == size]
+        block = ordered[offsets[rows, None] + np.arange(size)]  # each row one group, sorted
+        means = block.mean(axis=1)
+        stds = np.sqrt(np.mean(np.square(block - means[:, None]), axis=1))
+        for i, mean, std in zip(rows.tolist(), means.tolist(), stds.tolist(), strict=True):
+            out[i] = (float(mean), float(std))
     return out

@@ -54,9 +54,13 @@ def sort_by_group(codes: npt.ArrayLike, values: npt.ArrayLike, groups: int) -> G
         low, high = int(value.min()), int(value.max())
         span = high - low + 1
         if groups * span < _KEY_LIMIT:
-            key = np.sort(code * span + (value.astype(np.int64) - low))
-            ordered = key - (key // span) * span + low
-            return GroupedSample(ordered.astype(value.dtype), offsets, sizes)
+            key = code * span
+            key += value.astype(np.int64, copy=False)
+            key -= low
+            key.sort()
+            # sorted by code first: group i's keys sit at offsets[i]..; take its base off
+            key -= np.repeat(np.arange(groups, dtype=np.int64) * span - low, sizes)
+            return GroupedSample(key.astype(value.dtype, copy=False), offsets, sizes)
     by_value = np.argsort(value, kind="stable")
     order = by_value[np.argsort(code[by_value], kind="stable")]
     return GroupedSample(value[order], offsets, sizes)
