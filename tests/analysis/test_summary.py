@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from servetrace.analysis.memory import AnalysisOptions, analyze_events
-from servetrace.analysis.summary import GoodputTarget, Summary
+from servetrace.analysis.summary import GoodputTarget, Summary, latency_distributions
 from servetrace.errors import UsageError
 from tests.conftest import MS, events, make_request
 
@@ -168,3 +168,38 @@ def test_a_metric_a_request_cannot_have_does_not_fail_it() -> None:
     assert g is not None
     assert (g["requests_met"], g["fraction"]) == (1, 0.5)
     assert g["attainment_by_target"] == {"tpot<=25ms": 0.5}
+
+
+def test_violations_count_requests_and_rows_and_show_the_earliest_five() -> None:
+    """Seven requests complete without a token (3 rows each), written out of arrival
+    order; the examples are the first five by arrival, ties by id (b and a both at 5)."""
+    arrivals = {"d": 20, "b": 5, "e": 0, "a": 5, "g": 1, "c": 9, "f": 3}
+    trace = events(
+        *(make_request(r, arrival=t, admission=t + 1, complete=t + 2) for r, t in arrivals.items())
+    )
+    violations = analyze_events(trace).summary.violations
+    assert violations == {
+        "completion_without_tokens": {
+            "requests": 7,
+            "rows": 21,
+            "examples": ["e", "g", "f", "a", "b"],
+        }
+    }
+
+
+def test_row_violations_have_rows_but_no_requests_or_examples() -> None:
+    """Rows without a request id cannot name a request: 2 rows, 0 requests, no examples."""
+    good = make_request("ok", admission=1, first=2, complete=3)
+    orphans = [{"request_id": None, "event": "token", "ts": t * MS, "tokens": 1} for t in (4, 5)]
+    violations = analyze_events(events(good, orphans)).summary.violations
+    assert violations == {"missing_request_id": {"requests": 0, "rows": 2, "examples": []}}
+
+
+def test_a_streamed_itl_distribution_is_taken_as_it_is() -> None:
+    """A streamed trace hands the summary its merged ITL distribution, not a gap frame."""
+    analysis = analyze_events(four_requests())
+    merged = {"count": 99, "mean": 1.0}
+    completed = analysis.requests.filter(pl.col("outcome") == "completed")
+    distributions = latency_distributions(completed, merged)
+    assert distributions["itl"] is merged
+    assert distributions["ttft"] == analysis.summary.metrics["ttft"]
