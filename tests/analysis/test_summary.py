@@ -203,3 +203,28 @@ def test_a_streamed_itl_distribution_is_taken_as_it_is() -> None:
     distributions = latency_distributions(completed, merged)
     assert distributions["itl"] is merged
     assert distributions["ttft"] == analysis.summary.metrics["ttft"]
+
+
+def test_a_target_no_request_can_have_is_refused_with_what_it_needs() -> None:
+    """No completed request has a queue wait without admissions: exit 2, with the hint."""
+    client_side = events(make_request("a", first=20, ticks=[30], complete=30))
+    targets = (GoodputTarget("queue_wait", "<=", 10 * MS),)
+    with pytest.raises(UsageError, match="queue_wait<=10ms: no completed request") as refused:
+        analyze_events(client_side, AnalysisOptions(goodput=targets))
+    assert refused.value.hint == (
+        "queue_wait and prefill need admission events (client-side tools have none); "
+        "tpot needs outputs of 2+ tokens"
+    )
+
+
+def test_goodput_of_a_trace_where_nothing_completed() -> None:
+    """Targets given, no completed request: nothing met, no fraction, no attainment."""
+    trace = events(make_request("gone", arrival=0, cancel=5))
+    g = analyze_events(trace, AnalysisOptions(goodput=TARGETS[:1])).summary.goodput
+    assert g == {
+        "targets": ["ttft<=50ms"],
+        "requests_met": 0,
+        "requests_completed": 0,
+        "fraction": None,
+        "attainment_by_target": {"ttft<=50ms": None},
+    }
