@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from servetrace.analysis.memory import AnalysisOptions, analyze_events
-from servetrace.analysis.summary import GoodputTarget, Summary, latency_distributions
+from servetrace.analysis.summary import GoodputTarget, Summary, latency_distributions, summarize
 from servetrace.errors import UsageError
 from tests.conftest import MS, events, make_request
 
@@ -228,3 +228,68 @@ def test_goodput_of_a_trace_where_nothing_completed() -> None:
         "fraction": None,
         "attainment_by_target": {"ttft<=50ms": None},
     }
+
+
+def test_summarize_defaults_are_the_analysis_defaults() -> None:
+    """``summarize`` without a tolerance checks the formula at 1 ms / 1 %, as analyze does."""
+    analysis = analyze_events(four_requests())
+    alone = summarize(analysis.timeline, analysis.requests, analysis.gaps)
+    assert (alone.formula.abs_tol_ns, alone.formula.rel_tol) == (1_000_000, 0.01)
+    assert alone == analysis.summary
+
+
+def test_the_formula_check_takes_the_tolerance_given() -> None:
+    options = AnalysisOptions(formula_abs_tol_ns=5 * MS, formula_rel_tol=0.5)
+    formula = analyze_events(four_requests(), options).summary.formula
+    assert (formula.abs_tol_ns, formula.rel_tol) == (5 * MS, 0.5)
+
+
+def test_a_known_trace_has_no_unknown_arrival_warning_and_a_trace_window(
+    summary: Summary,
+) -> None:
+    assert summary.warnings == ("only 2 completed requests: p99 and p99.9 are unreliable",)
+    assert summary.window_source == "trace"
+    assert summary.arrival_known is True and summary.ticks_available is True
+    instant = events(make_request("a", admission=0, first=0, complete=0))
+    assert analyze_events(instant).summary.window_source is None  # no window, no source
+
+
+def test_survival_censors_the_unfinished_requests(summary: Summary) -> None:
+    """ttft: r1 30 and r4 30 observed, r3 censored at 30 (cancelled 30 ms after
+    arriving), r2 80 observed. At 30 ms: 4 at risk, 2 events, S = 0.5 → p50 = 30 ms;
+    at 80 ms: 1 at risk (r3 left at 30), 1 event, S = 0 → p90 = 80 ms."""
+    survival = summary.survival
+    assert survival is not None and "queue_wait" in survival  # the trace has admissions
+    ttft = survival["ttft"]
+    assert (ttft["events"], ttft["censored"], ttft["censored_cancelled"]) == (3, 1, 1)
+    assert (ttft["p50"], ttft["p90"], ttft["floor"]) == (30 * MS, 80 * MS, 0.0)
+    e2e = survival["e2e"]  # r4 is in flight at the end: censored, with a known send time
+    assert e2e["censored_in_flight"] == 1 and e2e["unavailable"] is None
+
+
+def test_arrival_known_is_read_per_request_and_unknown_means_known() -> None:
+    one = events(make_request("a", admission=1, first=2, complete=3))
+    unknown = one.with_columns(pl.lit(False).alias("arrival_known"))
+    assert analyze_events(unknown).summary.arrival_known is False  # a single request too
+    two = events(one.to_dicts(), make_request("b", arrival=1, admission=2, first=3, complete=4))
+    partly = two.with_columns(
+        pl.when(pl.col("request_id") == "a").then(True).otherwise(None).alias("arrival_known")
+    )
+    assert analyze_events(partly).summary.arrival_known is True  # a null is not a False
+
+
+def test_source_names_every_source_sorted_or_the_server() -> None:
+    trace = events(
+        make_request("a", admission=1, first=2, complete=3),
+        make_request("b", arrival=1, admission=2, first=3, complete=4),
+    )
+    assert analyze_events(trace).summary.source == "server"  # no source column
+    named = trace.with_columns(
+        pl.when(pl.col("request_id") == "a")
+        .then(pl.lit("vllm"))
+        .otherwise(pl.lit("aiperf"))
+        .alias("source")
+    )
+    assert analyze_events(named).summary.source == "aiperf,vllm"
+    blank = trace.with_columns(pl.lit(None, pl.String).alias("source"))
+    assert analyze_events(blank).summary.source == "server"
