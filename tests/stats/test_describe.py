@@ -141,3 +141,24 @@ def test_streamed_and_in_memory_itl_mean_and_std_agree_exactly(tmp_path) -> None
     assert batched["count"] == memory["count"]
     assert (batched["mean"], batched["std"]) == (memory["mean"], memory["std"])
     assert (batched["min"], batched["max"]) == (memory["min"], memory["max"])
+
+
+def test_a_plain_list_with_nulls_drops_them() -> None:
+    """Nulls are dropped from any container, a Python list with ``None`` too."""
+    d = describe([1.0, None, 3.0])
+    assert (d["count"], d["mean"], d["max"]) == (2, 2.0, 3.0)
+    assert statistic([4, None, 1, 2], "count") == 3.0
+    assert statistic([4, None, 1, 2], "p50") == 2.0
+
+
+def test_count_is_a_statistic_and_an_unknown_one_is_named() -> None:
+    assert is_statistic("count") and is_statistic(" COUNT ")
+    with pytest.raises(ValueError, match="unknown statistic 'fraction'"):
+        statistic([1.0], "fraction")
+
+
+def test_whole_floats_beyond_int64_are_not_taken_as_integers() -> None:
+    """1e19 and 3e19 are whole numbers but outside int64: their mean is 2e19, not the
+    wrap-around of an integer cast."""
+    d = describe([1e19, 3e19])
+    assert (d["mean"], d["std"]) == (2e19, 1e19)
