@@ -162,3 +162,20 @@ def test_whole_floats_beyond_int64_are_not_taken_as_integers() -> None:
     wrap-around of an integer cast."""
     d = describe([1e19, 3e19])
     assert (d["mean"], d["std"]) == (2e19, 1e19)
+
+
+def test_nans_are_not_counted_nor_ranked() -> None:
+    d = describe(pl.Series([float("nan"), 1.0, 3.0, float("nan")]))
+    assert (d["count"], d["min"], d["p50"], d["max"]) == (2, 1.0, 2.0, 3.0)
+
+
+def test_a_low_percentile_interpolates_and_only_p0_is_the_minimum() -> None:
+    # 0 and 100: p1 sits at 1 % of the way, (2 - 1)·0.01 → 1.0; min is 0
+    assert statistic([0, 100], "p1") == 1.0
+    assert statistic([0, 100], "min") == 0.0
+    assert percentile_of("p100_5") is None  # above 100 %
+
+
+def test_an_integer_sample_of_nulls_has_no_mean() -> None:
+    assert statistic(pl.Series([None, None], dtype=pl.Int64), "mean") is None
+    assert moments(pl.Series([None], dtype=pl.Int64)) is None
