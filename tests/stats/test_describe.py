@@ -179,3 +179,31 @@ def test_a_low_percentile_interpolates_and_only_p0_is_the_minimum() -> None:
 def test_an_integer_sample_of_nulls_has_no_mean() -> None:
     assert statistic(pl.Series([None, None], dtype=pl.Int64), "mean") is None
     assert moments(pl.Series([None], dtype=pl.Int64)) is None
+
+
+def test_no_values_sum_to_nothing_so_batches_add_up() -> None:
+    assert integer_sums(np.array([], dtype=np.int64)) == (0, 0, 0)
+    assert integer_sums(np.array([], dtype=np.int64), pivot=7) == (0, 0, 0)
+
+
+def test_a_million_deviations_of_two_to_the_44_ns_are_summed_exactly() -> None:
+    """2^20 values ±2^43 ns (±2.4 h): deviations up to 2^44 from either end would
+    overflow int64 split sums (2^20 · 2^46 = 2^66), so they must take the wide path.
+    From +2^43: half the deviations are -2^44, half 0: Σd = -2^19·2^44, Σd² = 2^19·2^88."""
+    big = 1 << 43
+    values = np.tile(np.array([-big, big], dtype=np.int64), 1 << 19)
+    assert integer_sums(values, pivot=big) == (1 << 20, -(1 << 63), 1 << 107)
+    assert integer_sums(values, pivot=-big) == (1 << 20, 1 << 63, 1 << 107)
+    assert moments(pl.Series(values)) == (0.0, float(big))
+
+
+def test_sums_of_more_than_one_block_keep_every_block() -> None:
+    """2^20 + 2 values (two blocks of the split sums), the two 2^30 in the first:
+    Σd = 2^31, Σd² = 2^61."""
+    n = (1 << 20) + 2
+    values = np.zeros(n, dtype=np.int64)
+    values[:2] = 1 << 30
+    assert integer_sums(values) == (n, 1 << 31, 1 << 61)
+    mean, std = moments(pl.Series(values)) or (None, None)
+    assert mean == (1 << 31) / n
+    assert std == math.sqrt((n * (1 << 61) - (1 << 62)) / (n * n))

@@ -67,3 +67,11 @@ def test_equals_lifelines(seed: int) -> None:
         else:
             assert got == pytest.approx(expected, abs=1e-9)
     assert fitter.median_survival_time_ == ours.quantile(0.5)
+
+
+def test_survival_at_an_event_time_is_the_survival_after_it() -> None:
+    """Right-continuous: S(2) already counts the event at 2 (6 at risk at 1, 5 at 2)."""
+    fit = kaplan_meier([1, 2, 2, 3, 4, 5], [1, 1, 0, 1, 0, 1])
+    assert fit.at(1) == pytest.approx(5 / 6)
+    assert fit.at(2) == pytest.approx(4 / 6)
+    assert fit.at(5) == 0.0
