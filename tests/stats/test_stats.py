@@ -295,3 +295,26 @@ def test_assess_change_needs_enough_samples_and_words_counts() -> None:
     change = assess_change(_ci(1.5, 1.2, 1.8), "lower")
     assert change_words(change.ratio, change.verdict, speed=False) == "1.50x worse"
     assert change_words(math.inf, "slower") == "slower (from or to zero)"
+
+
+def test_effective_sizes_per_statistic_and_never_below_one_value() -> None:
+    """``n_eff`` per statistic sets each one's resample size; below 1 it is 1."""
+    rng = np.random.default_rng(9)
+    a, b = rng.lognormal(0, 1, 400), rng.lognormal(0, 1, 400)
+    per_stat = bootstrap_ratio_cis(
+        a, b, ["p50"], paired=False, resamples=50, n_eff_base={"p50": 100}, n_eff_cand=40
+    )["p50"]
+    assert (per_stat.m_baseline, per_stat.m_candidate) == (100, 40)
+    tiny = bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=50, n_eff_base=0.2)
+    assert tiny.m_baseline == 1
+
+
+def test_percentiles_are_bootstrapped_at_the_full_sample_size() -> None:
+    """Order statistics are drawn exactly whatever n, so no m-out-of-n cap applies to a
+    percentile (the mean is capped at ``max_resample_size``)."""
+    rng = np.random.default_rng(10)
+    a, b = rng.lognormal(0, 1, 6000), rng.lognormal(0, 1, 6000)
+    p50 = bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=50)
+    mean = bootstrap_ratio_ci(a, b, "mean", paired=False, resamples=50)
+    assert (p50.m_baseline, p50.m_candidate) == (6000, 6000)
+    assert (mean.m_baseline, mean.m_candidate) == (5000, 5000)
