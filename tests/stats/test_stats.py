@@ -318,3 +318,14 @@ def test_percentiles_are_bootstrapped_at_the_full_sample_size() -> None:
     mean = bootstrap_ratio_ci(a, b, "mean", paired=False, resamples=50)
     assert (p50.m_baseline, p50.m_candidate) == (6000, 6000)
     assert (mean.m_baseline, mean.m_candidate) == (5000, 5000)
+
+
+def test_the_one_statistic_form_passes_every_option_on() -> None:
+    rng = np.random.default_rng(12)
+    a, b = rng.lognormal(0, 1, 300), rng.lognormal(0, 1, 300)
+    default = bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=50)
+    assert (default.seed, default.confidence) == (0, 0.95)
+    given = bootstrap_ratio_ci(
+        a, b, "p50", paired=False, resamples=50, confidence=0.9, n_eff_base=30, n_eff_cand=20
+    )
+    assert (given.confidence, given.m_baseline, given.m_candidate) == (0.9, 30, 20)
