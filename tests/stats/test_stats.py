@@ -329,3 +329,25 @@ def test_the_one_statistic_form_passes_every_option_on() -> None:
         a, b, "p50", paired=False, resamples=50, confidence=0.9, n_eff_base=30, n_eff_cand=20
     )
     assert (given.confidence, given.m_baseline, given.m_candidate) == (0.9, 30, 20)
+
+
+def test_the_interval_bounds_are_the_jth_order_statistics_of_the_resamples() -> None:
+    """j = floor((1 − c)/2 · (B − 1)) from each end; the resamples do not depend on c.
+    B = 40: j = floor(0.025 · 39) = 0 at 95 % as at 99.999 %: the extremes both times.
+    B = 41: j = floor(0.025 · 40) = 1 at 95 % and floor(0.03 · 40) = 1 at 94 %, but 0 at
+    99.999 %: one value in from each end, so strictly inside the extremes."""
+    rng = np.random.default_rng(13)
+    a, b = rng.lognormal(0, 1, 60), rng.lognormal(0, 1, 60)
+
+    def bounds(resamples: int, confidence: float) -> tuple[float, float]:
+        ci = bootstrap_ratio_ci(
+            a, b, "mean", paired=False, resamples=resamples, confidence=confidence
+        )
+        assert ci.ci_low is not None and ci.ci_high is not None
+        return ci.ci_low, ci.ci_high
+
+    assert bounds(40, 0.95) == bounds(40, 0.99999)
+    low, high = bounds(41, 0.95)
+    extreme_low, extreme_high = bounds(41, 0.99999)
+    assert extreme_low < low < high < extreme_high
+    assert bounds(41, 0.94) == (low, high)
