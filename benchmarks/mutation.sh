@@ -11,6 +11,9 @@
 # copy (the tests each mutant may run: fewer, faster files make a module's run finish on
 # a loaded machine), e.g. for the lifecycle, metrics and streaming run of mutation.md.
 #
+# MUTMUT_ONLY="servetrace/analysis/summary.py servetrace/stats/*" replaces only_mutate in
+# the copy: mutants are generated for those files alone (5 s instead of 6 min).
+#
 # Runs in WORKDIR (default: a new temporary directory) on a copy of the working tree's
 # tracked and untracked-but-not-ignored files, so the checkout gets no mutants/ folder
 # and you can keep editing while it runs. Niced; MUTMUT_CHILDREN workers (default 2).
@@ -25,6 +28,16 @@ mkdir -p "$work"
 (cd "$root" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) |
     tar -xf - -C "$work"
 cd "$work"
+if [ -n "${MUTMUT_ONLY:-}" ]; then
+    MUTMUT_ONLY="$MUTMUT_ONLY" python - <<'PY'
+import json, os, pathlib, re
+p = pathlib.Path("pyproject.toml")
+files = json.dumps(os.environ["MUTMUT_ONLY"].split())
+text = re.sub(r"^only_mutate = \[.*?\]", lambda _: "only_mutate = " + files, p.read_text(),
+              count=1, flags=re.M | re.S)
+p.write_text(text)
+PY
+fi
 if [ -n "${MUTMUT_TESTS:-}" ]; then
     MUTMUT_TESTS="$MUTMUT_TESTS" python - <<'PY'
 import json, os, pathlib, re

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from servetrace.analysis.memory import AnalysisOptions, analyze_events
-from servetrace.analysis.summary import GoodputTarget, Summary
+from servetrace.analysis.summary import GoodputTarget, Summary, latency_distributions, summarize
 from servetrace.errors import UsageError
 from tests.conftest import MS, events, make_request
 
@@ -168,3 +168,128 @@ def test_a_metric_a_request_cannot_have_does_not_fail_it() -> None:
     assert g is not None
     assert (g["requests_met"], g["fraction"]) == (1, 0.5)
     assert g["attainment_by_target"] == {"tpot<=25ms": 0.5}
+
+
+def test_violations_count_requests_and_rows_and_show_the_earliest_five() -> None:
+    """Seven requests complete without a token (3 rows each), written out of arrival
+    order; the examples are the first five by arrival, ties by id (b and a both at 5)."""
+    arrivals = {"d": 20, "b": 5, "e": 0, "a": 5, "g": 1, "c": 9, "f": 3}
+    trace = events(
+        *(make_request(r, arrival=t, admission=t + 1, complete=t + 2) for r, t in arrivals.items())
+    )
+    violations = analyze_events(trace).summary.violations
+    assert violations == {
+        "completion_without_tokens": {
+            "requests": 7,
+            "rows": 21,
+            "examples": ["e", "g", "f", "a", "b"],
+        }
+    }
+
+
+def test_row_violations_have_rows_but_no_requests_or_examples() -> None:
+    """Rows without a request id cannot name a request: 2 rows, 0 requests, no examples."""
+    good = make_request("ok", admission=1, first=2, complete=3)
+    orphans = [{"request_id": None, "event": "token", "ts": t * MS, "tokens": 1} for t in (4, 5)]
+    violations = analyze_events(events(good, orphans)).summary.violations
+    assert violations == {"missing_request_id": {"requests": 0, "rows": 2, "examples": []}}
+
+
+def test_a_streamed_itl_distribution_is_taken_as_it_is() -> None:
+    """A streamed trace hands the summary its merged ITL distribution, not a gap frame."""
+    analysis = analyze_events(four_requests())
+    merged = {"count": 99, "mean": 1.0}
+    completed = analysis.requests.filter(pl.col("outcome") == "completed")
+    distributions = latency_distributions(completed, merged)
+    assert distributions["itl"] is merged
+    assert distributions["ttft"] == analysis.summary.metrics["ttft"]
+
+
+def test_a_target_no_request_can_have_is_refused_with_what_it_needs() -> None:
+    """No completed request has a queue wait without admissions: exit 2, with the hint."""
+    client_side = events(make_request("a", first=20, ticks=[30], complete=30))
+    targets = (GoodputTarget("queue_wait", "<=", 10 * MS),)
+    with pytest.raises(UsageError, match="queue_wait<=10ms: no completed request") as refused:
+        analyze_events(client_side, AnalysisOptions(goodput=targets))
+    assert refused.value.hint == (
+        "queue_wait and prefill need admission events (client-side tools have none); "
+        "tpot needs outputs of 2+ tokens"
+    )
+
+
+def test_goodput_of_a_trace_where_nothing_completed() -> None:
+    """Targets given, no completed request: nothing met, no fraction, no attainment."""
+    trace = events(make_request("gone", arrival=0, cancel=5))
+    g = analyze_events(trace, AnalysisOptions(goodput=TARGETS[:1])).summary.goodput
+    assert g == {
+        "targets": ["ttft<=50ms"],
+        "requests_met": 0,
+        "requests_completed": 0,
+        "fraction": None,
+        "attainment_by_target": {"ttft<=50ms": None},
+    }
+
+
+def test_summarize_defaults_are_the_analysis_defaults() -> None:
+    """``summarize`` without a tolerance checks the formula at 1 ms / 1 %, as analyze does."""
+    analysis = analyze_events(four_requests())
+    alone = summarize(analysis.timeline, analysis.requests, analysis.gaps)
+    assert (alone.formula.abs_tol_ns, alone.formula.rel_tol) == (1_000_000, 0.01)
+    assert alone == analysis.summary
+
+
+def test_the_formula_check_takes_the_tolerance_given() -> None:
+    options = AnalysisOptions(formula_abs_tol_ns=5 * MS, formula_rel_tol=0.5)
+    formula = analyze_events(four_requests(), options).summary.formula
+    assert (formula.abs_tol_ns, formula.rel_tol) == (5 * MS, 0.5)
+
+
+def test_a_known_trace_has_no_unknown_arrival_warning_and_a_trace_window(
+    summary: Summary,
+) -> None:
+    assert summary.warnings == ("only 2 completed requests: p99 and p99.9 are unreliable",)
+    assert summary.window_source == "trace"
+    assert summary.arrival_known is True and summary.ticks_available is True
+    instant = events(make_request("a", admission=0, first=0, complete=0))
+    assert analyze_events(instant).summary.window_source is None  # no window, no source
+
+
+def test_survival_censors_the_unfinished_requests(summary: Summary) -> None:
+    """ttft: r1 30 and r4 30 observed, r3 censored at 30 (cancelled 30 ms after
+    arriving), r2 80 observed. At 30 ms: 4 at risk, 2 events, S = 0.5 → p50 = 30 ms;
+    at 80 ms: 1 at risk (r3 left at 30), 1 event, S = 0 → p90 = 80 ms."""
+    survival = summary.survival
+    assert survival is not None and "queue_wait" in survival  # the trace has admissions
+    ttft = survival["ttft"]
+    assert (ttft["events"], ttft["censored"], ttft["censored_cancelled"]) == (3, 1, 1)
+    assert (ttft["p50"], ttft["p90"], ttft["floor"]) == (30 * MS, 80 * MS, 0.0)
+    e2e = survival["e2e"]  # r4 is in flight at the end: censored, with a known send time
+    assert e2e["censored_in_flight"] == 1 and e2e["unavailable"] is None
+
+
+def test_arrival_known_is_read_per_request_and_unknown_means_known() -> None:
+    one = events(make_request("a", admission=1, first=2, complete=3))
+    unknown = one.with_columns(pl.lit(False).alias("arrival_known"))
+    assert analyze_events(unknown).summary.arrival_known is False  # a single request too
+    two = events(one.to_dicts(), make_request("b", arrival=1, admission=2, first=3, complete=4))
+    partly = two.with_columns(
+        pl.when(pl.col("request_id") == "a").then(True).otherwise(None).alias("arrival_known")
+    )
+    assert analyze_events(partly).summary.arrival_known is True  # a null is not a False
+
+
+def test_source_names_every_source_sorted_or_the_server() -> None:
+    trace = events(
+        make_request("a", admission=1, first=2, complete=3),
+        make_request("b", arrival=1, admission=2, first=3, complete=4),
+    )
+    assert analyze_events(trace).summary.source == "server"  # no source column
+    named = trace.with_columns(
+        pl.when(pl.col("request_id") == "a")
+        .then(pl.lit("vllm"))
+        .otherwise(pl.lit("aiperf"))
+        .alias("source")
+    )
+    assert analyze_events(named).summary.source == "aiperf,vllm"
+    blank = trace.with_columns(pl.lit(None, pl.String).alias("source"))
+    assert analyze_events(blank).summary.source == "server"

@@ -141,3 +141,69 @@ def test_streamed_and_in_memory_itl_mean_and_std_agree_exactly(tmp_path) -> None
     assert batched["count"] == memory["count"]
     assert (batched["mean"], batched["std"]) == (memory["mean"], memory["std"])
     assert (batched["min"], batched["max"]) == (memory["min"], memory["max"])
+
+
+def test_a_plain_list_with_nulls_drops_them() -> None:
+    """Nulls are dropped from any container, a Python list with ``None`` too."""
+    d = describe([1.0, None, 3.0])
+    assert (d["count"], d["mean"], d["max"]) == (2, 2.0, 3.0)
+    assert statistic([4, None, 1, 2], "count") == 3.0
+    assert statistic([4, None, 1, 2], "p50") == 2.0
+
+
+def test_count_is_a_statistic_and_an_unknown_one_is_named() -> None:
+    assert is_statistic("count") and is_statistic(" COUNT ")
+    with pytest.raises(ValueError, match="unknown statistic 'fraction'"):
+        statistic([1.0], "fraction")
+
+
+def test_whole_floats_beyond_int64_are_not_taken_as_integers() -> None:
+    """1e19 and 3e19 are whole numbers but outside int64: their mean is 2e19, not the
+    wrap-around of an integer cast."""
+    d = describe([1e19, 3e19])
+    assert (d["mean"], d["std"]) == (2e19, 1e19)
+
+
+def test_nans_are_not_counted_nor_ranked() -> None:
+    d = describe(pl.Series([float("nan"), 1.0, 3.0, float("nan")]))
+    assert (d["count"], d["min"], d["p50"], d["max"]) == (2, 1.0, 2.0, 3.0)
+
+
+def test_a_low_percentile_interpolates_and_only_p0_is_the_minimum() -> None:
+    # 0 and 100: p1 sits at 1 % of the way, (2 - 1)·0.01 → 1.0; min is 0
+    assert statistic([0, 100], "p1") == 1.0
+    assert statistic([0, 100], "min") == 0.0
+    assert percentile_of("p100_5") is None  # above 100 %
+
+
+def test_an_integer_sample_of_nulls_has_no_mean() -> None:
+    assert statistic(pl.Series([None, None], dtype=pl.Int64), "mean") is None
+    assert moments(pl.Series([None], dtype=pl.Int64)) is None
+
+
+def test_no_values_sum_to_nothing_so_batches_add_up() -> None:
+    assert integer_sums(np.array([], dtype=np.int64)) == (0, 0, 0)
+    assert integer_sums(np.array([], dtype=np.int64), pivot=7) == (0, 0, 0)
+
+
+def test_a_million_deviations_of_two_to_the_44_ns_are_summed_exactly() -> None:
+    """2^20 values ±2^43 ns (±2.4 h): deviations up to 2^44 from either end would
+    overflow int64 split sums (2^20 · 2^46 = 2^66), so they must take the wide path.
+    From +2^43: half the deviations are -2^44, half 0: Σd = -2^19·2^44, Σd² = 2^19·2^88."""
+    big = 1 << 43
+    values = np.tile(np.array([-big, big], dtype=np.int64), 1 << 19)
+    assert integer_sums(values, pivot=big) == (1 << 20, -(1 << 63), 1 << 107)
+    assert integer_sums(values, pivot=-big) == (1 << 20, 1 << 63, 1 << 107)
+    assert moments(pl.Series(values)) == (0.0, float(big))
+
+
+def test_sums_of_more_than_one_block_keep_every_block() -> None:
+    """2^20 + 2 values (two blocks of the split sums), the two 2^30 in the first:
+    Σd = 2^31, Σd² = 2^61."""
+    n = (1 << 20) + 2
+    values = np.zeros(n, dtype=np.int64)
+    values[:2] = 1 << 30
+    assert integer_sums(values) == (n, 1 << 31, 1 << 61)
+    mean, std = moments(pl.Series(values)) or (None, None)
+    assert mean == (1 << 31) / n
+    assert std == math.sqrt((n * (1 << 61) - (1 << 62)) / (n * n))

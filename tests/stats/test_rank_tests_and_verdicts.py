@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from servetrace.stats.rank_tests import paired_test, unpaired_test
@@ -59,3 +60,15 @@ def test_assess_change_by_hand(ci: RatioCI, better, significant: bool, verdict: 
     assert change.significant is significant
     assert change.verdict == verdict
     assert (change.ratio, change.ci_low, change.ci_high) == (ci.ratio, ci.ci_low, ci.ci_high)
+
+
+def test_paired_values_with_a_null_on_either_side_drop_the_pair() -> None:
+    """Pairs (1, 2), (4, 6), (5, 8) are kept; (None, 5) and (3, None) are dropped, from a
+    list as from a Series: 3 differences, all positive, exact p = 2/8."""
+    for base, cand in (
+        ([1.0, None, 3.0, 4.0, 5.0], [2.0, 5.0, None, 6.0, 8.0]),
+        (pl.Series([1, None, 3, 4, 5]), pl.Series([2, 5, None, 6, 8])),
+    ):
+        result = paired_test(base, cand)
+        assert (result.n_baseline, result.statistic) == (3, 0.0)
+        assert result.p_value == pytest.approx(0.25)

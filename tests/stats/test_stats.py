@@ -295,3 +295,59 @@ def test_assess_change_needs_enough_samples_and_words_counts() -> None:
     change = assess_change(_ci(1.5, 1.2, 1.8), "lower")
     assert change_words(change.ratio, change.verdict, speed=False) == "1.50x worse"
     assert change_words(math.inf, "slower") == "slower (from or to zero)"
+
+
+def test_effective_sizes_per_statistic_and_never_below_one_value() -> None:
+    """``n_eff`` per statistic sets each one's resample size; below 1 it is 1."""
+    rng = np.random.default_rng(9)
+    a, b = rng.lognormal(0, 1, 400), rng.lognormal(0, 1, 400)
+    per_stat = bootstrap_ratio_cis(
+        a, b, ["p50"], paired=False, resamples=50, n_eff_base={"p50": 100}, n_eff_cand=40
+    )["p50"]
+    assert (per_stat.m_baseline, per_stat.m_candidate) == (100, 40)
+    tiny = bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=50, n_eff_base=0.2)
+    assert tiny.m_baseline == 1
+
+
+def test_percentiles_are_bootstrapped_at_the_full_sample_size() -> None:
+    """Order statistics are drawn exactly whatever n, so no m-out-of-n cap applies to a
+    percentile (the mean is capped at ``max_resample_size``)."""
+    rng = np.random.default_rng(10)
+    a, b = rng.lognormal(0, 1, 6000), rng.lognormal(0, 1, 6000)
+    p50 = bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=50)
+    mean = bootstrap_ratio_ci(a, b, "mean", paired=False, resamples=50)
+    assert (p50.m_baseline, p50.m_candidate) == (6000, 6000)
+    assert (mean.m_baseline, mean.m_candidate) == (5000, 5000)
+
+
+def test_the_one_statistic_form_passes_every_option_on() -> None:
+    rng = np.random.default_rng(12)
+    a, b = rng.lognormal(0, 1, 300), rng.lognormal(0, 1, 300)
+    default = bootstrap_ratio_ci(a, b, "p50", paired=False, resamples=50)
+    assert (default.seed, default.confidence) == (0, 0.95)
+    given = bootstrap_ratio_ci(
+        a, b, "p50", paired=False, resamples=50, confidence=0.9, n_eff_base=30, n_eff_cand=20
+    )
+    assert (given.confidence, given.m_baseline, given.m_candidate) == (0.9, 30, 20)
+
+
+def test_the_interval_bounds_are_the_jth_order_statistics_of_the_resamples() -> None:
+    """j = floor((1 − c)/2 · (B − 1)) from each end; the resamples do not depend on c.
+    B = 40: j = floor(0.025 · 39) = 0 at 95 % as at 99.999 %: the extremes both times.
+    B = 41: j = floor(0.025 · 40) = 1 at 95 % and floor(0.03 · 40) = 1 at 94 %, but 0 at
+    99.999 %: one value in from each end, so strictly inside the extremes."""
+    rng = np.random.default_rng(13)
+    a, b = rng.lognormal(0, 1, 60), rng.lognormal(0, 1, 60)
+
+    def bounds(resamples: int, confidence: float) -> tuple[float, float]:
+        ci = bootstrap_ratio_ci(
+            a, b, "mean", paired=False, resamples=resamples, confidence=confidence
+        )
+        assert ci.ci_low is not None and ci.ci_high is not None
+        return ci.ci_low, ci.ci_high
+
+    assert bounds(40, 0.95) == bounds(40, 0.99999)
+    low, high = bounds(41, 0.95)
+    extreme_low, extreme_high = bounds(41, 0.99999)
+    assert extreme_low < low < high < extreme_high
+    assert bounds(41, 0.94) == (low, high)

@@ -67,3 +67,43 @@ def test_equals_lifelines(seed: int) -> None:
         else:
             assert got == pytest.approx(expected, abs=1e-9)
     assert fitter.median_survival_time_ == ours.quantile(0.5)
+
+
+def test_survival_at_an_event_time_is_the_survival_after_it() -> None:
+    """Right-continuous: S(2) already counts the event at 2 (6 at risk at 1, 5 at 2)."""
+    fit = kaplan_meier([1, 2, 2, 3, 4, 5], [1, 1, 0, 1, 0, 1])
+    assert fit.at(1) == pytest.approx(5 / 6)
+    assert fit.at(2) == pytest.approx(4 / 6)
+    assert fit.at(5) == 0.0
+
+
+def test_no_samples_fit_an_empty_curve() -> None:
+    fit = kaplan_meier([], [])
+    assert fit.times.size == 0 and fit.at_risk.size == 0
+    assert (fit.events, fit.censored, fit.floor) == (0, 0, 1.0)
+    assert fit.quantile(0.5) is None and fit.at(3.0) == 1.0
+
+
+def test_at_risk_counts_are_integers() -> None:
+    fit = kaplan_meier([1, 2, 2, 3], [1, 1, 0, 1])
+    assert fit.at_risk.dtype == np.int64 and fit.at_risk.tolist() == [4, 3, 1]
+
+
+@pytest.mark.parametrize(
+    ("durations", "observed", "message"),
+    [
+        ([1.0, 2.0], [1], "durations and observed flags differ in length"),
+        ([1.0, float("inf")], [1, 1], "durations must be finite"),
+        ([1.0, None], [1, 1], "durations must be finite"),  # a null duration
+    ],
+)
+def test_bad_samples_are_refused_by_name(durations, observed, message) -> None:
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        kaplan_meier(durations, observed)
+
+
+@pytest.mark.parametrize("q", [0.0, 1.0, 1.5])
+def test_a_quantile_outside_zero_one_is_refused(q: float) -> None:
+    fit = kaplan_meier([1, 2], [1, 1])
+    with pytest.raises(ValueError, match=rf"^quantile must be in \(0, 1\), got {q}$"):
+        fit.quantile(q)
