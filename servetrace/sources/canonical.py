@@ -25,6 +25,7 @@ from servetrace.errors import InputError, UsageError
 from servetrace.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from servetrace.sources import parsed, paths, sniff, textcheck
 from servetrace.sources.normalise import COUNT_COLUMNS, IngestOptions, event_mapping, normalise
+from servetrace.sources.parquet_stats import IntegerRange, integer_ranges
 from servetrace.sources.paths import hive_values
 
 _T = TypeVar("_T")
@@ -229,9 +230,19 @@ def _canonical(raw: pl.LazyFrame, path: Path, options: IngestOptions, load: bool
     """``raw`` as canonical events: lazily, or (``load``) decoded once and held, the ingest
     checks and the normalisation run on the decoded columns (lazily, the checks read the
     file once more)."""
+    ranges = footer_ranges(path, options)
     if not load:
-        return normalise(raw, path, options)
-    return normalise(raw.collect().lazy(), path, options).collect().lazy()
+        return normalise(raw, path, options, ranges)
+    return normalise(raw.collect().lazy(), path, options, ranges).collect().lazy()
+
+
+def footer_ranges(path: Path, options: IngestOptions) -> dict[str, IntegerRange]:
+    """What a Parquet file's footer says of its integer time and count columns (nothing
+    for other formats): the ingest range checks then read no row (``parquet_stats``)."""
+    if _sniff_format(path) != "parquet":
+        return {}
+    names = ("ts", *COUNT_COLUMNS)
+    return integer_ranges(path, {name: options.columns.get(name, name) for name in names})
 
 
 def _guarded(path: Path, work: Callable[[], _T]) -> _T:
@@ -252,7 +263,12 @@ def scan_file(
     Text files are parsed once in full here (``parsed``), so a broken line is reported
     now, naming the line, rather than deep inside the analysis.
     """
-    return _guarded(path, lambda: normalise(_raw_scan(path, options, partition), path, options))
+    return _guarded(
+        path,
+        lambda: normalise(
+            _raw_scan(path, options, partition), path, options, footer_ranges(path, options)
+        ),
+    )
 
 
 def _row_count(raw: pl.LazyFrame) -> int:
