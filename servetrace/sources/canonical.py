@@ -14,7 +14,7 @@ line), so nothing escapes ``read_events`` as an internal error.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -24,7 +24,14 @@ import polars as pl
 from servetrace.errors import InputError, UsageError
 from servetrace.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from servetrace.sources import parsed, paths, sniff, textcheck
-from servetrace.sources.normalise import COUNT_COLUMNS, IngestOptions, event_mapping, normalise
+from servetrace.sources.footer_facts import FileFacts, combined, file_facts
+from servetrace.sources.normalise import (
+    COUNT_COLUMNS,
+    IngestOptions,
+    event_mapping,
+    normalise,
+    normalised,
+)
 from servetrace.sources.parquet_stats import IntegerRange, integer_ranges
 from servetrace.sources.paths import hive_values
 
@@ -67,6 +74,14 @@ class Trace:
     files: tuple[str, ...]
     attributes: tuple[str, ...]
     loaded: bool = False  # decoded and held in memory (read_events' load_below)
+    # The span and event kinds of ``footer_of`` known without a scan (``footer_facts``);
+    # read them through ``known_facts``, which drops them once ``events`` is replaced.
+    footer: FileFacts | None = field(default=None, compare=False, repr=False)
+    footer_of: pl.LazyFrame | None = field(default=None, compare=False, repr=False)
+
+    def known_facts(self) -> FileFacts | None:
+        """The whole trace's facts from ingest, if known for these very ``events``."""
+        return self.footer if self.footer_of is self.events else None
 
 
 def parse_mapping(items: Iterable[str], flag: str) -> dict[str, str]:
@@ -226,14 +241,18 @@ def _raw_scan(path: Path, options: IngestOptions, partition: dict[str, str] | No
     return frame
 
 
-def _canonical(raw: pl.LazyFrame, path: Path, options: IngestOptions, load: bool) -> pl.LazyFrame:
+def _canonical(
+    raw: pl.LazyFrame, path: Path, options: IngestOptions, load: bool
+) -> tuple[pl.LazyFrame, FileFacts | None]:
     """``raw`` as canonical events: lazily, or (``load``) decoded once and held, the ingest
     checks and the normalisation run on the decoded columns (lazily, the checks read the
-    file once more)."""
+    file once more); with the facts of its rows when ingest knows them (``footer_facts``)."""
     ranges = footer_ranges(path, options)
     if not load:
-        return normalise(raw, path, options, ranges)
-    return normalise(raw.collect().lazy(), path, options, ranges).collect().lazy()
+        frame, known = normalised(raw, path, options, ranges)
+        return frame, file_facts(path, options, ranges, known) if ranges else None
+    frame, _ = normalised(raw.collect().lazy(), path, options, ranges)
+    return frame.collect().lazy(), None
 
 
 def footer_ranges(path: Path, options: IngestOptions) -> dict[str, IntegerRange]:
@@ -293,7 +312,8 @@ def read_events(
     load = load_below is not None and (
         sum(_guarded(path, partial(_row_count, raw)) for path, raw in raws) < load_below
     )
-    frames = [_guarded(path, partial(_canonical, raw, path, options, load)) for path, raw in raws]
+    read = [_guarded(path, partial(_canonical, raw, path, options, load)) for path, raw in raws]
+    frames = [frame for frame, _ in read]
     if len(frames) == 1:
         events = frames[0]
     else:
@@ -316,4 +336,6 @@ def read_events(
         files=tuple(str(f) for f in files),
         attributes=attributes,
         loaded=load,
+        footer=combined([facts for _, facts in read]),
+        footer_of=events,
     )

@@ -461,6 +461,16 @@ def normalise(
 ) -> pl.LazyFrame:
     """Map columns and coerce them to the canonical types; ``label`` names the source,
     ``ranges`` what its Parquet footer says of its integer columns (``parquet_stats``)."""
+    return normalised(frame, label, options, ranges)[0]
+
+
+def normalised(
+    frame: pl.LazyFrame,
+    label: str | Path,
+    options: IngestOptions | None = None,
+    ranges: Mapping[str, IntegerRange] | None = None,
+) -> tuple[pl.LazyFrame, Prescan]:
+    """``normalise``, and what its checks found (``footer_facts`` reads it)."""
     options = options or IngestOptions()
     path = Path(label)
     frame = _rename_columns(frame, path, options)
@@ -468,4 +478,4 @@ def normalise(
     known = _prescan(frame, options, ranges)
     frame = _normalise_event(frame, path, options, known)
     frame = _normalise_ts(frame, path, options, known)
-    return _normalise_counts(frame, path, known)
+    return _normalise_counts(frame, path, known), known

@@ -53,6 +53,41 @@ def integer_ranges(path: Path, columns: Mapping[str, str]) -> dict[str, IntegerR
     return out
 
 
+def no_nulls(path: Path, columns: Sequence[str]) -> bool:
+    """Whether the footer proves that none of ``columns`` holds a null (every row group
+    counts its nulls, and each count is zero); False when it cannot tell."""
+    try:
+        import pyarrow.parquet as pq
+
+        metadata = pq.ParquetFile(path).metadata
+        names = list(metadata.schema.to_arrow_schema().names)
+        indices = [names.index(c) for c in columns if names.count(c) == 1]
+        if len(indices) != len(columns):
+            return False
+        for group in range(metadata.num_row_groups):
+            for index in indices:
+                stats = metadata.row_group(group).column(index).statistics
+                if stats is None or not stats.has_null_count or stats.null_count != 0:
+                    return False
+    except Exception:  # any unreadable footer: the answer is "cannot tell"
+        return False
+    return True
+
+
+def is_integer_or_text(path: Path, column: str) -> bool:
+    """Whether the file's ``column`` is of an integer or text type (ids that ingest
+    turns into Int64 or String without making a null)."""
+    try:
+        import pyarrow.parquet as pq
+        import pyarrow.types as pt
+
+        schema = pq.ParquetFile(path).metadata.schema.to_arrow_schema()
+        kind = schema.field(column).type
+    except Exception:  # any unreadable footer, or no such column
+        return False
+    return bool(pt.is_integer(kind) or pt.is_string(kind) or pt.is_large_string(kind))
+
+
 def _is_integer(arrow_type: object) -> bool:
     import pyarrow.types as pt
 
