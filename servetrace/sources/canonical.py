@@ -65,6 +65,12 @@ SUFFIX_FORMATS: dict[str, str] = {
 }
 
 
+# Below this size a Parquet file's checks read its rows: importing pyarrow.parquet for
+# its footer (0.14 s, 40 MB) costs more than the checks of ~10⁶ rows, and the start-up
+# of a small analysis is what a CI job feels (issue 13).
+FOOTER_MIN_BYTES = 16 * 2**20
+
+
 @dataclass(frozen=True)
 class Trace:
     """A lazily scanned trace: canonical events plus where they came from."""
@@ -247,18 +253,20 @@ def _canonical(
     """``raw`` as canonical events: lazily, or (``load``) decoded once and held, the ingest
     checks and the normalisation run on the decoded columns (lazily, the checks read the
     file once more); with the facts of its rows when ingest knows them (``footer_facts``)."""
-    ranges = footer_ranges(path, options)
     if not load:
+        ranges = footer_ranges(path, options)
         frame, known = normalised(raw, path, options, ranges)
         return frame, file_facts(path, options, ranges, known) if ranges else None
-    frame, _ = normalised(raw.collect().lazy(), path, options, ranges)
+    # Decoded anyway: the checks on the decoded columns cost less than importing
+    # pyarrow.parquet to read the footer (0.14 s, 40 MB).
+    frame, _ = normalised(raw.collect().lazy(), path, options)
     return frame.collect().lazy(), None
 
 
 def footer_ranges(path: Path, options: IngestOptions) -> dict[str, IntegerRange]:
     """What a Parquet file's footer says of its integer time and count columns (nothing
     for other formats): the ingest range checks then read no row (``parquet_stats``)."""
-    if _sniff_format(path) != "parquet":
+    if _sniff_format(path) != "parquet" or path.stat().st_size < FOOTER_MIN_BYTES:
         return {}
     names = ("ts", *COUNT_COLUMNS)
     return integer_ranges(path, {name: options.columns.get(name, name) for name in names})

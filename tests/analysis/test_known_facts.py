@@ -16,6 +16,12 @@ from tests.conftest import events, make_request
 from tests.factories import synthetic_events
 
 
+@pytest.fixture(autouse=True)
+def _footers_of_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These files are tiny: let ingest read their footers as it does a large file's."""
+    monkeypatch.setattr("servetrace.sources.canonical.FOOTER_MIN_BYTES", 0)
+
+
 def _scan(paths: list[Path], options: IngestOptions | None = None) -> object:
     return trace_facts(read_events([str(p) for p in paths], options).events)
 

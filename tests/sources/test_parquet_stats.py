@@ -22,6 +22,12 @@ from servetrace.sources.parquet_stats import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _footers_of_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These files are tiny: let ingest read their footers as it does a large file's."""
+    monkeypatch.setattr("servetrace.sources.canonical.FOOTER_MIN_BYTES", 0)
+
+
 def _trace(ts: list[int | None], tokens: list[int | None]) -> pa.Table:
     n = len(ts)
     events = ["arrival", "first_token", *["token"] * (n - 3), "completion"][:n]
@@ -146,3 +152,18 @@ def test_an_out_of_range_count_is_still_named_by_row(tmp_path: Path) -> None:
     path = _write(_trace([1, 2, 3, 4], [None, 1, MAX_COUNT, None]), tmp_path / "t.parquet")
     with pytest.raises(InputError, match=r"row 3: column 'tokens'"):
         read_events([str(path)])
+
+
+def test_small_files_and_loaded_traces_skip_the_footer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Start-up: no pyarrow footer read below FOOTER_MIN_BYTES or for a decoded trace."""
+    path = _write(_trace([1, 2, 3, 4], [None, 1, 2, None]), tmp_path / "t.parquet")
+    assert footer_ranges(path, IngestOptions()) != {}
+    monkeypatch.setattr("servetrace.sources.canonical.FOOTER_MIN_BYTES", 10**9)
+    assert footer_ranges(path, IngestOptions()) == {}
+    monkeypatch.setattr("servetrace.sources.canonical.FOOTER_MIN_BYTES", 0)
+    seen = _row_checks(monkeypatch)
+    loaded = read_events([str(path)], load_below=10**9)
+    assert loaded.loaded and loaded.known_facts() is None
+    assert "ts" in seen  # checked on the decoded rows
