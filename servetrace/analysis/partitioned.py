@@ -40,6 +40,7 @@ from servetrace.analysis.histogram import (
     PooledGaps,
     add_by_group,
 )
+from servetrace.analysis.known_facts import whole_trace_facts
 from servetrace.analysis.lifecycle import (
     KEY,
     TraceFacts,
@@ -47,7 +48,6 @@ from servetrace.analysis.lifecycle import (
     build_timeline,
     has_invalid,
     quarantined_rows,
-    trace_facts,
 )
 from servetrace.analysis.memory import (
     Analysis,
@@ -198,7 +198,7 @@ def _analyze_partitioned(
     spill_dir: str | Path | None,
     kept: Path,
 ) -> Analysis:
-    facts = trace_facts(trace.events)
+    facts = whole_trace_facts(trace)
     schema = trace.events.collect_schema()
     attributes = attribute_columns(list(schema.names()))
     if by is not None and by not in attributes:

@@ -44,6 +44,7 @@ from servetrace.analysis.histogram import (
     PooledGaps,
     add_by_group,
 )
+from servetrace.analysis.known_facts import whole_trace_facts
 from servetrace.analysis.lifecycle import (
     KEY,
     PLACEABLE,
@@ -51,7 +52,6 @@ from servetrace.analysis.lifecycle import (
     build_timeline,
     has_invalid,
     quarantined_rows,
-    trace_facts,
 )
 from servetrace.analysis.memory import (
     Analysis,
@@ -130,11 +130,9 @@ def _analyze_streaming(
     exact_gaps: int,
     spill: Path,
 ) -> Analysis:
-    # One scan of the whole trace for its span and whether it logs admissions and
-    # releases; the streaming engine holds a few columns of a row group at a time, where
-    # the in-memory one decodes them whole (3.3 GB at 1e8 events).
-    with pl.Config(engine_affinity="streaming"):
-        facts = trace_facts(trace.events)
+    # The span and whether the trace logs admissions and releases: from ingest, or one
+    # scan of the whole trace (known_facts).
+    facts = whole_trace_facts(trace)
     schema = trace.events.collect_schema()
     attributes = attribute_columns(list(schema.names()))
 
@@ -228,9 +226,13 @@ def _analyze_streaming(
     # In flight at the end, never released, or invalid; and the deferred requests, queued
     # if any valid request of the trace was admitted.
     rest = [*deferred, *([carry] if carry is not None else [])]
+    # The last batch's frames (~0.3 GB at 2 M rows) are not held through the summary.
+    batch = buffer = finished = loose = stamps = carry = None  # type: ignore[assignment]
+    deferred = []
     if rest:
         queued = True if kept.has_admissions else None
         process(pl.concat(rest, how="vertical_relaxed"), queued)
+    del rest
 
     if not len(kept) or empty_ticks is None:
         raise InputError(

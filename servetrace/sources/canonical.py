@@ -14,7 +14,7 @@ line), so nothing escapes ``read_events`` as an internal error.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -24,8 +24,16 @@ import polars as pl
 from servetrace.errors import InputError, UsageError
 from servetrace.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from servetrace.sources import parsed, paths, sniff, textcheck
-from servetrace.sources.normalise import COUNT_COLUMNS, IngestOptions, event_mapping, normalise
+from servetrace.sources.footer_facts import FileFacts, combined, file_facts
+from servetrace.sources.normalise import (
+    COUNT_COLUMNS,
+    IngestOptions,
+    event_mapping,
+    normalise,
+    normalised,
+)
 from servetrace.sources.objectstore import is_uri
+from servetrace.sources.parquet_stats import IntegerRange, integer_ranges
 from servetrace.sources.paths import hive_values
 
 _T = TypeVar("_T")
@@ -58,6 +66,12 @@ SUFFIX_FORMATS: dict[str, str] = {
 }
 
 
+# Below this size a Parquet file's checks read its rows: importing pyarrow.parquet for
+# its footer (0.14 s, 40 MB) costs more than the checks of ~10⁶ rows, and the start-up
+# of a small analysis is what a CI job feels (issue 13).
+FOOTER_MIN_BYTES = 16 * 2**20
+
+
 @dataclass(frozen=True)
 class Trace:
     """A lazily scanned trace: canonical events plus where they came from."""
@@ -67,6 +81,14 @@ class Trace:
     files: tuple[str, ...]
     attributes: tuple[str, ...]
     loaded: bool = False  # decoded and held in memory (read_events' load_below)
+    # The span and event kinds of ``footer_of`` known without a scan (``footer_facts``);
+    # read them through ``known_facts``, which drops them once ``events`` is replaced.
+    footer: FileFacts | None = field(default=None, compare=False, repr=False)
+    footer_of: pl.LazyFrame | None = field(default=None, compare=False, repr=False)
+
+    def known_facts(self) -> FileFacts | None:
+        """The whole trace's facts from ingest, if known for these very ``events``."""
+        return self.footer if self.footer_of is self.events else None
 
 
 def parse_mapping(items: Iterable[str], flag: str) -> dict[str, str]:
@@ -226,13 +248,29 @@ def _raw_scan(path: Path, options: IngestOptions, partition: dict[str, str] | No
     return frame
 
 
-def _canonical(raw: pl.LazyFrame, path: Path, options: IngestOptions, load: bool) -> pl.LazyFrame:
+def _canonical(
+    raw: pl.LazyFrame, path: Path, options: IngestOptions, load: bool
+) -> tuple[pl.LazyFrame, FileFacts | None]:
     """``raw`` as canonical events: lazily, or (``load``) decoded once and held, the ingest
     checks and the normalisation run on the decoded columns (lazily, the checks read the
-    file once more)."""
+    file once more); with the facts of its rows when ingest knows them (``footer_facts``)."""
     if not load:
-        return normalise(raw, path, options)
-    return normalise(raw.collect().lazy(), path, options).collect().lazy()
+        ranges = footer_ranges(path, options)
+        frame, known = normalised(raw, path, options, ranges)
+        return frame, file_facts(path, options, ranges, known) if ranges else None
+    # Decoded anyway: the checks on the decoded columns cost less than importing
+    # pyarrow.parquet to read the footer (0.14 s, 40 MB).
+    frame, _ = normalised(raw.collect().lazy(), path, options)
+    return frame.collect().lazy(), None
+
+
+def footer_ranges(path: Path, options: IngestOptions) -> dict[str, IntegerRange]:
+    """What a Parquet file's footer says of its integer time and count columns (nothing
+    for other formats): the ingest range checks then read no row (``parquet_stats``)."""
+    if _sniff_format(path) != "parquet" or path.stat().st_size < FOOTER_MIN_BYTES:
+        return {}
+    names = ("ts", *COUNT_COLUMNS)
+    return integer_ranges(path, {name: options.columns.get(name, name) for name in names})
 
 
 def _guarded(path: Path, work: Callable[[], _T]) -> _T:
@@ -253,7 +291,12 @@ def scan_file(
     Text files are parsed once in full here (``parsed``), so a broken line is reported
     now, naming the line, rather than deep inside the analysis.
     """
-    return _guarded(path, lambda: normalise(_raw_scan(path, options, partition), path, options))
+    return _guarded(
+        path,
+        lambda: normalise(
+            _raw_scan(path, options, partition), path, options, footer_ranges(path, options)
+        ),
+    )
 
 
 def _row_count(raw: pl.LazyFrame) -> int:
@@ -282,14 +325,20 @@ def read_events(
     load = load_below is not None and (
         sum(_guarded(path, partial(_row_count, raw)) for path, raw in raws) < load_below
     )
-    frames = [_guarded(path, partial(_canonical, raw, path, options, load)) for path, raw in raws]
-    return assemble(inputs, [str(f) for f in files], frames, load)
+    read = [_guarded(path, partial(_canonical, raw, path, options, load)) for path, raw in raws]
+    footer = combined([facts for _, facts in read])
+    return assemble(inputs, [str(f) for f in files], [frame for frame, _ in read], load, footer)
 
 
 def assemble(
-    inputs: Sequence[str], files: Sequence[str], frames: list[pl.LazyFrame], load: bool
+    inputs: Sequence[str],
+    files: Sequence[str],
+    frames: list[pl.LazyFrame],
+    load: bool,
+    footer: FileFacts | None = None,
 ) -> Trace:
-    """The canonical frames of every file as one trace (ids unified to text if they differ)."""
+    """The canonical frames of every file as one trace (ids unified to text if they differ);
+    ``footer``: what ingest knows of their rows without a scan (``footer_facts``)."""
     if len(frames) == 1:
         events = frames[0]
     else:
@@ -312,4 +361,6 @@ def assemble(
         files=tuple(files),
         attributes=attributes,
         loaded=load,
+        footer=footer,
+        footer_of=events,
     )

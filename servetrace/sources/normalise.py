@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -31,6 +32,7 @@ from servetrace.schema import (
     REQUIRED_COLUMNS,
 )
 from servetrace.sources.objectstore import named
+from servetrace.sources.parquet_stats import IntegerRange, scaled_within, strictly_within
 from servetrace.sources.workload_files import per_request_hint, workload_error
 from servetrace.units import TIME_UNITS
 
@@ -396,45 +398,85 @@ class Prescan:
     counts_ok: bool = False
 
 
-def _prescan(frame: pl.LazyFrame, options: IngestOptions) -> Prescan:
-    """Fold the three ingest scans (distinct events, time range, counts) into one collect:
-    each used to read the whole file again. Only a failed check is looked at again, by
-    its own query, to find the row it names."""
+def _prescan(
+    frame: pl.LazyFrame, options: IngestOptions, ranges: Mapping[str, IntegerRange] | None = None
+) -> Prescan:
+    """The three ingest checks (distinct events, time range, counts) without a check per
+    query each: each used to read the whole file again. ``ranges`` (a Parquet footer's
+    statistics, ``parquet_stats``) answer the range checks of integer columns without
+    reading a row; the distinct events and the rest are two queries on the streaming
+    engine, which holds a row group at a time (one in-memory query of all of them held
+    1.6 GB at 10⁸ events). Only a failed check is looked at again, by its own query, to
+    find the row it names."""
+    ranges = ranges or {}
     schema = frame.collect_schema()
-    exprs: dict[str, pl.Expr] = {}
     event = schema["event"]
     scalar = not (event.is_nested() or isinstance(event, (pl.Object, pl.Binary)))
+    events: list[str | None] | None = None
     if scalar and (event != EVENT_DTYPE or options.event_map):
-        exprs["events"] = _distinct_events(event).implode()
+        # Not imploded: an imploded unique is not bounded on the streaming engine (1.7 GB
+        # at 10⁸ rows); a plain one is (0.2 GB).
+        try:
+            distinct = frame.select(_distinct_events(event)).collect(engine="streaming")
+            events = distinct.to_series().to_list()
+        except pl.exceptions.PolarsError:
+            events = None  # _normalise_event queries on its own and says what is wrong
+    checks: dict[str, pl.Expr] = {}
     unit = options.time_unit
     ns = _numeric_ns(schema["ts"], unit) if unit is None or unit in TIME_UNITS else None
-    if ns is not None:
-        exprs["ts_bad"] = _out_of_range(ns).any()
+    ts_ok = False
+    if ns is not None and schema["ts"].is_integer() and "ts" in ranges:
+        ts_ok = scaled_within(ranges["ts"], TIME_UNITS[unit or "ns"], MAX_ABS_NS)
+    elif ns is not None:
+        checks["ts_bad"] = _out_of_range(ns).any()
     broken = _broken_counts(schema)
-    if broken:
-        exprs["counts_bad"] = pl.any_horizontal(bad.any() for bad in broken.values())
-    if not exprs:
-        return Prescan()
+    stated = {c for c in broken if schema[c].is_integer() and c in ranges}
+    counts_ok = all(strictly_within(ranges[c], MAX_COUNT) for c in stated)
+    rest = [bad for c, bad in broken.items() if c not in stated]
+    if rest and counts_ok:
+        checks["counts_bad"] = pl.any_horizontal(bad.any() for bad in rest)
+    if checks:
+        found = _streamed(frame.select(**checks))
+        if found is None:
+            return Prescan(events=events)  # each check queries on its own, naming the row
+        answers = dict(zip(checks, found, strict=True))
+        ts_ok = ts_ok or answers.get("ts_bad") is False
+        counts_ok = counts_ok and answers.get("counts_bad", False) is False
+    return Prescan(events=events, ts_ok=ts_ok, counts_ok=counts_ok and bool(broken))
+
+
+def _streamed(query: pl.LazyFrame) -> tuple[Any, ...] | None:
+    """The one row of an aggregate ``query``, on the streaming engine; None when Polars
+    fails (a check on its own then reports what is wrong)."""
     try:
-        found = frame.select(**exprs).collect().row(0, named=True)
+        return query.collect(engine="streaming").row(0)
     except pl.exceptions.PolarsError:
-        return Prescan()  # let each check query on its own and report what is wrong
-    return Prescan(
-        events=found.get("events"),
-        ts_ok=found.get("ts_bad") is False,
-        counts_ok=found.get("counts_bad") is False,
-    )
+        return None
 
 
 def normalise(
-    frame: pl.LazyFrame, label: str | Path, options: IngestOptions | None = None
+    frame: pl.LazyFrame,
+    label: str | Path,
+    options: IngestOptions | None = None,
+    ranges: Mapping[str, IntegerRange] | None = None,
 ) -> pl.LazyFrame:
-    """Map columns and coerce them to the canonical types; ``label`` names the source."""
+    """Map columns and coerce them to the canonical types; ``label`` names the source,
+    ``ranges`` what its Parquet footer says of its integer columns (``parquet_stats``)."""
+    return normalised(frame, label, options, ranges)[0]
+
+
+def normalised(
+    frame: pl.LazyFrame,
+    label: str | Path,
+    options: IngestOptions | None = None,
+    ranges: Mapping[str, IntegerRange] | None = None,
+) -> tuple[pl.LazyFrame, Prescan]:
+    """``normalise``, and what its checks found (``footer_facts`` reads it)."""
     options = options or IngestOptions()
     path = named(label) if isinstance(label, str) else Path(label)  # a URI keeps its //
     frame = _rename_columns(frame, path, options)
     frame = _normalise_request_id(frame, path)
-    known = _prescan(frame, options)
+    known = _prescan(frame, options, ranges)
     frame = _normalise_event(frame, path, options, known)
     frame = _normalise_ts(frame, path, options, known)
-    return _normalise_counts(frame, path, known)
+    return _normalise_counts(frame, path, known), known

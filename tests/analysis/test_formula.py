@@ -11,6 +11,7 @@ a: 30 − 10 − 2·6 = +8;  b: 20 − 10 − 3·6 = −8.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -175,3 +176,46 @@ def test_two_tokens_are_enough_for_a_fleet_itl() -> None:
     report = check_formula(analyze_events(trace).requests)
     assert report.fleet_itl_ns == 10 * MS  # decode 10 ms over N − 1 = 1
     assert report.fleet.checked == 1 and report.notes == ()
+
+
+def _worst_by_full_sort(checked: pl.DataFrame, residual: str) -> list[object]:
+    """The reference: every row sorted by |residual| (largest first), arrival, id."""
+    from servetrace.analysis.formula import WORST_SHOWN
+
+    ranked = checked.with_columns(pl.col(residual).abs().alias("_abs")).sort(
+        "_abs", "arrival_ns", "request_id", descending=[True, False, False], nulls_last=True
+    )
+    return ranked.head(WORST_SHOWN)["request_id"].to_list()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_worst_picks_what_a_full_sort_puts_first(seed: int) -> None:
+    """Ties on |residual| (both signs) and on arrival, null arrivals and residuals: the
+    arg-sort of the keys gives the head of the sorted frame."""
+    from servetrace.analysis.formula import worst
+
+    rng = np.random.default_rng(seed)
+    n = 60
+    residual = rng.integers(-4, 5, n).astype(np.float64)
+    arrival = rng.integers(0, 3, n)
+    frame = pl.DataFrame(
+        {
+            "request_id": [f"r{i:02d}" for i in rng.permutation(n)],
+            "arrival_ns": pl.Series(arrival).cast(pl.Int64),
+            "formula_residual_ns": residual,
+            "response_ns": rng.integers(1, 10**6, n),
+            "output_tokens": rng.integers(1, 9, n),
+            "ticks": rng.integers(1, 9, n),
+            "preemptions": rng.integers(0, 2, n),
+            "itl_mean_ns": rng.random(n),
+            "itl_max_ns": rng.integers(1, 10, n),
+        }
+    ).with_columns(
+        pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise(pl.col("arrival_ns"))
+    )
+    got = worst(frame, "formula_residual_ns")["request_id"].to_list()
+    assert got == _worst_by_full_sort(frame, "formula_residual_ns")
+    few = frame.head(3)
+    assert worst(few, "formula_residual_ns")["request_id"].to_list() == _worst_by_full_sort(
+        few, "formula_residual_ns"
+    )
