@@ -26,6 +26,7 @@ Cost: O(σ) per (n, p), e.g. 0.4 M terms at n = 1e9, p = 0.5 — milliseconds.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -211,3 +212,18 @@ def sf(k: npt.ArrayLike, n: int, p: float) -> FloatArray:
     inside = np.clip(idx, 0, high.size - 1)
     out = np.where(idx < 0, 1.0, np.where(idx >= high.size, 0.0, high[inside]))
     return np.asarray(np.where(k >= n, 0.0, np.where(k < 0, 1.0, out)), dtype=np.float64)
+
+
+CELLS = 1 << 20  # matrix cells per block of stacked windows: memory stays a few MB
+
+
+def width_blocks(width: npt.NDArray[np.int64]) -> Iterator[npt.NDArray[np.int64]]:
+    """Row indices in blocks whose windows are about as wide (one power of two of
+    ``width``), at most ~``CELLS`` window points per block: one padded matrix per block,
+    not one pass per row."""
+    width_class = np.ceil(np.log2(width)).astype(np.int64)
+    for cls in np.unique(width_class):
+        of_class = np.flatnonzero(width_class == cls)
+        block = max(1, CELLS >> int(cls))
+        for start in range(0, of_class.size, block):
+            yield of_class[start : start + block]

@@ -44,7 +44,7 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from servetrace.stats.binomial import pmf_pairs
+from servetrace.stats.binomial import pmf_pairs, width_blocks
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -53,7 +53,6 @@ RELATIVE_MARGIN = 1e-10  # of τ, plus the row's rounding (see above)
 _REACH_SIGMAS = 5.5  # terms past the window (~7.5σ from the mean); the rest is bounded
 _REACH_EXTRA = 40
 FAST_FROM = 100
-_CELLS = 1 << 20  # matrix cells per block, as ``order_ci``: memory stays a few MB
 
 
 def crossing_ranks(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, IntArray, BoolArray]:
@@ -90,13 +89,8 @@ def _crossings(n: IntArray, q: float, tail: float, upper: bool) -> tuple[IntArra
     reach = np.minimum(reach, n - a + 1 if upper else b + 1)
     count = np.zeros(n.size, dtype=np.int64)
     ok = np.zeros(n.size, dtype=np.bool_)
-    width_class = np.ceil(np.log2(reach)).astype(np.int64)
-    for cls in np.unique(width_class):
-        of_class = np.flatnonzero(width_class == cls)
-        block = max(1, _CELLS >> int(cls))
-        for start in range(0, of_class.size, block):
-            rows = of_class[start : start + block]
-            count[rows], ok[rows] = _count(n[rows], a[rows], b[rows], reach[rows], q, tail, upper)
+    for rows in width_blocks(reach):
+        count[rows], ok[rows] = _count(n[rows], a[rows], b[rows], reach[rows], q, tail, upper)
     return a + count, ok
 
 

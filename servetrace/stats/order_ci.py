@@ -31,12 +31,11 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from servetrace.stats.binomial import pmf_pairs, windows
+from servetrace.stats.binomial import pmf_pairs, width_blocks, windows
 from servetrace.stats.binomial_ranks import crossing_ranks, fast_enough
 
 IntArray = npt.NDArray[np.int64]
 TIE_TOLERANCE = 1e-12
-_CELLS = 1 << 20  # window points per stacked matrix in ``_ranks_many``
 
 
 def _ranks_many(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, IntArray]:
@@ -63,18 +62,14 @@ def _exact_ranks(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, IntA
     sums per size, done on matrices of the sizes whose windows are about as wide (padded
     with zeros, which leave a running sum's bits as they are): one pass per power of two
     of the window width, not one per size.
-    At most ~``_CELLS`` window points per matrix, so memory stays a few MB.
+    At most ~``binomial.CELLS`` window points per matrix, so memory stays a few MB.
     """
     lo, hi = windows(sizes, q)
     width = hi - lo + 1
     below = np.zeros(sizes.size, dtype=np.int64)
     above = np.zeros(sizes.size, dtype=np.int64)
-    width_class = np.ceil(np.log2(width)).astype(np.int64)
-    for cls in np.unique(width_class):
-        of_class = np.flatnonzero(width_class == cls)
-        block = max(1, _CELLS >> int(cls))
-        for start in range(0, of_class.size, block):
-            _tails_of(of_class[start : start + block], lo, width, sizes, q, tail, below, above)
+    for rows in width_blocks(width):
+        _tails_of(rows, lo, width, sizes, q, tail, below, above)
     # l − 1 = the largest j with P(B ≤ j) ≤ tail; below the window P(B ≤ j) < 1e-25.
     l_rank = np.minimum(lo + below, sizes)  # j = lo + below − 1, so l = j + 1
     # u = the smallest j with P(B ≥ j) ≤ tail; above the window P(B ≥ j) < 1e-25.
