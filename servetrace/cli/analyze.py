@@ -9,6 +9,7 @@ import polars as pl
 import typer
 
 from servetrace.analysis.slices import parse_slice
+from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS
 from servetrace.api import Analysis
 from servetrace.api import analyze as analyze_trace
 from servetrace.api._analyze import analyze_one
@@ -106,7 +107,7 @@ def analyze(
     batch_rows: Annotated[
         int,
         typer.Option(help="Rows per batch with --streaming.", callback=in_range(1000, 2**63 - 1)),
-    ] = 2_000_000,
+    ] = DEFAULT_BATCH_ROWS,
     column: ColumnOpt = None,
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
