@@ -20,6 +20,7 @@ so this order is total). ``output_tokens`` comes from the terminal row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -69,6 +70,21 @@ def with_request_key(events: pl.DataFrame) -> pl.DataFrame:
     else:
         key = rid.cast(pl.Categorical).to_physical().cast(pl.Int64)
     return events.with_columns(key.alias(KEY))
+
+
+def key_renumbering(
+    requests: pl.DataFrame, first: int = 0
+) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A function giving a frame of this call's keys the keys ``first``, ``first + 1``, …
+    in the order of ``requests``: keys are unique within one call only (string ids' keys
+    are category codes), so an engine that runs the kernel per batch, partition or shard
+    renumbers them before it keeps anything."""
+    renumber = requests.select(KEY, (pl.int_range(pl.len(), dtype=pl.Int64) + first).alias("_new"))
+
+    def rekey(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.join(renumber, on=KEY, how="left").drop(KEY).rename({"_new": KEY})
+
+    return rekey
 
 
 # Rows that can be placed in a request's story: the rest are row-quarantined (below).

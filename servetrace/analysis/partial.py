@@ -39,6 +39,7 @@ from servetrace.analysis.lifecycle import (
     TraceFacts,
     admission_warnings,
     build_timeline,
+    key_renumbering,
     quarantine_of,
     trace_facts,
 )
@@ -158,11 +159,7 @@ def _kernel_partial(
 
 def _dense_keys(timeline: Timeline, metrics: pl.DataFrame, gaps: pl.DataFrame) -> tuple:
     """Renumber a kernel's keys 0..n-1 (string ids' keys are category codes)."""
-    renumber = timeline.requests.select(KEY, pl.int_range(pl.len(), dtype=pl.Int64).alias("_new"))
-
-    def rekey(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.join(renumber, on=KEY, how="left").drop(KEY).rename({"_new": KEY})
-
+    rekey = key_renumbering(timeline.requests)
     return (
         rekey(timeline.requests.select(TIMELINE_COLUMNS)).select(TIMELINE_COLUMNS),
         rekey(metrics).select(metrics.columns),

@@ -47,6 +47,7 @@ from servetrace.analysis.lifecycle import (
     admission_warnings,
     build_timeline,
     has_invalid,
+    key_renumbering,
     quarantined_rows,
 )
 from servetrace.analysis.memory import (
@@ -133,14 +134,8 @@ class _Merged:
             grouped = gaps.join(metrics.select(KEY, self.by), on=KEY, how="left")
             add_by_group(self.itl_by, grouped, self.by, self.by_budget)
         # Keys are unique within one partition only: renumber them trace-wide.
-        renumber = timeline.requests.select(
-            KEY, (pl.int_range(pl.len(), dtype=pl.Int64) + self.next_key).alias("_new")
-        )
-        self.next_key += renumber.height
-
-        def rekey(part: pl.DataFrame) -> pl.DataFrame:
-            return part.join(renumber, on=KEY, how="left").drop(KEY).rename({"_new": KEY})
-
+        rekey = key_renumbering(timeline.requests, self.next_key)
+        self.next_key += timeline.requests.height
         # Exact gaps are kept with their trace-wide keys: the in-memory gap frame.
         if self.itl.exact:
             self.itl.add_frame(rekey(gaps))

@@ -51,6 +51,7 @@ from servetrace.analysis.lifecycle import (
     admission_warnings,
     build_timeline,
     has_invalid,
+    key_renumbering,
     quarantined_rows,
 )
 from servetrace.analysis.memory import (
@@ -167,16 +168,10 @@ def _analyze_streaming(
         if by is not None:
             grouped = gaps.join(metrics.select(KEY, by), on=KEY, how="left")
             add_by_group(itl_by, grouped, by, by_budget)
-        # Keys are only unique within one batch (string ids are category codes): renumber
-        # them trace-wide before keeping anything.
-        renumber = timeline.requests.select(
-            KEY, (pl.int_range(pl.len(), dtype=pl.Int64) + next_key).alias("_new")
-        )
-        next_key += renumber.height
-
-        def rekey(part: pl.DataFrame) -> pl.DataFrame:
-            return part.join(renumber, on=KEY, how="left").drop(KEY).rename({"_new": KEY})
-
+        # Keys are only unique within one batch: renumber them trace-wide before keeping
+        # anything.
+        rekey = key_renumbering(timeline.requests, next_key)
+        next_key += timeline.requests.height
         # While every gap fits the exact budget keep them with their (trace-wide) keys:
         # the result then carries the in-memory gap frame (intervals, --by, the CDF).
         if itl.exact:
