@@ -67,3 +67,124 @@ def test_rate_ratio_by_hand() -> None:
 def test_rate_ratio_of_nothing() -> None:
     ci = rate_ratio_ci([], [], base_exposure=1.0, cand_exposure=1.0)
     assert ci.ratio == 1.0 and ci.p_value == 1.0 and ci.ci_low is None
+
+
+Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
+
+
+def _expected(
+    baseline, candidate, ratio, centre, se, z=Z95, confidence=0.95, n=(0, 0), stat="rate"
+):
+    return RatioCI(
+        stat=stat,
+        baseline=baseline,
+        candidate=candidate,
+        ratio=ratio,
+        ci_low=math.exp(centre - z * se),
+        ci_high=math.exp(centre + z * se),
+        p_value=math.erfc(abs(centre) / se / math.sqrt(2.0)),  # 2·Φ(-|centre|/se)
+        confidence=confidence,
+        method="poisson",
+        resamples=0,
+        seed=0,
+        n_baseline=n[0],
+        n_candidate=n[1],
+    )
+
+
+def _same(got: RatioCI, expected: RatioCI) -> None:
+    for name, value in vars(expected).items():
+        if isinstance(value, float) and not isinstance(value, bool):
+            assert getattr(got, name) == pytest.approx(value, rel=1e-12), name
+        else:
+            assert getattr(got, name) == value, name
+
+
+def test_rate_ratio_every_field_with_the_default_exposure_of_one() -> None:
+    # one event against three: rates 1 and 3 per (default) unit exposure, ratio 3;
+    # a total of exactly 1 is a real total (no continuity correction):
+    # se = sqrt(1/1² + 3/3²) = sqrt(4/3)
+    got = rate_ratio_ci([1.0], [1.0, 1.0, 1.0])
+    _same(got, _expected(1.0, 3.0, 3.0, math.log(3.0), math.sqrt(4 / 3), n=(1, 3)))
+
+
+def test_rate_ratio_takes_the_confidence_and_stat_given() -> None:
+    # 2 events in 2 s against 4 in 2 s: ratio 2, se = sqrt(2/4 + 4/16) = sqrt(0.75);
+    # 90 %: z = Φ⁻¹(0.95) = 1.6448536269514722
+    got = rate_ratio_ci(
+        [1.0, 1.0], [1.0] * 4, base_exposure=2.0, cand_exposure=2.0, confidence=0.9, stat="tok/s"
+    )
+    z90 = 1.6448536269514722
+    want = _expected(1.0, 2.0, 2.0, math.log(2.0), math.sqrt(0.75), z90, 0.9, (2, 4), "tok/s")
+    _same(got, want)
+
+
+@pytest.mark.parametrize(("base_value", "cand_value"), [(2.0, 3.0), (3.0, 2.0)])
+def test_given_rates_set_the_centre_and_the_contributions_the_spread(
+    base_value: float, cand_value: float
+) -> None:
+    # ten unit events a side (their own ratio is 1); the given rates make the centre
+    # log(cand/base); se = sqrt(10/100 + 10/100)
+    got = rate_ratio_ci(np.ones(10), np.ones(10), base_value=base_value, cand_value=cand_value)
+    ratio = cand_value / base_value
+    want = _expected(base_value, cand_value, ratio, math.log(ratio), math.sqrt(0.2), n=(10, 10))
+    _same(got, want)
+
+
+def test_a_side_without_events_gets_half_an_event() -> None:
+    # no baseline event over 2 s, 2 events over 4 s: ratio 0.5/0 = inf; the baseline
+    # counts as 0.5 events (Σx² 0.25): centre = log((2/4) / (0.5/2)) = log 2,
+    # se = sqrt(0.25/0.25 + 2/4) = sqrt(1.5)
+    got = rate_ratio_ci([], [1.0, 1.0], base_exposure=2.0, cand_exposure=4.0)
+    _same(got, _expected(0.0, 0.5, math.inf, math.log(2.0), math.sqrt(1.5), n=(0, 2)))
+    # the mirror: the candidate had none, ratio 0, centre log((0.5/4) / (2/2)) = log(1/8)
+    got = rate_ratio_ci([1.0, 1.0], [], base_exposure=2.0, cand_exposure=4.0)
+    _same(got, _expected(1.0, 0.0, 0.0, math.log(0.125), math.sqrt(1.5), n=(2, 0)))
+
+
+def test_a_zero_rate_given_with_no_exposure_centres_on_unit_exposures() -> None:
+    # rates given (baseline 0, candidate 5) with exposures 0: ratio inf; the centre falls
+    # back to the contributions over an exposure of 1: log(2 / 0.5) = log 4
+    got = rate_ratio_ci(
+        [], [1.0, 1.0], base_exposure=0.0, cand_exposure=0.0, base_value=0.0, cand_value=5.0
+    )
+    _same(got, _expected(0.0, 5.0, math.inf, math.log(4.0), math.sqrt(1.5), n=(0, 2)))
+
+
+@pytest.mark.parametrize(("base_exposure", "cand_exposure"), [(0.0, 1.0), (1.0, 0.0)])
+def test_a_rate_without_exposure_is_unavailable(base_exposure: float, cand_exposure: float) -> None:
+    got = rate_ratio_ci([1.0, 1.0], [1.0], base_exposure=base_exposure, cand_exposure=cand_exposure)
+    assert got == RatioCI(
+        stat="rate",
+        baseline=None if base_exposure == 0 else 2.0,
+        candidate=None if cand_exposure == 0 else 1.0,
+        ratio=None,
+        ci_low=None,
+        ci_high=None,
+        p_value=None,
+        confidence=0.95,
+        method="none",
+        resamples=0,
+        seed=0,
+        n_baseline=2,
+        n_candidate=1,
+    )
+
+
+def test_no_events_on_either_side_is_no_change_with_no_interval() -> None:
+    got = rate_ratio_ci([0.0, 0.0], [0.0] * 3, confidence=0.9, stat="req/s")
+    assert got == RatioCI(
+        stat="req/s",
+        baseline=0.0,
+        candidate=0.0,
+        ratio=1.0,
+        ci_low=None,
+        ci_high=None,
+        p_value=1.0,
+        confidence=0.9,
+        method="poisson",
+        resamples=0,
+        seed=0,
+        n_baseline=2,
+        n_candidate=3,
+    )
