@@ -140,6 +140,10 @@ def test_a_side_without_events_gets_half_an_event() -> None:
     # the mirror: the candidate had none, ratio 0, centre log((0.5/4) / (2/2)) = log(1/8)
     got = rate_ratio_ci([1.0, 1.0], [], base_exposure=2.0, cand_exposure=4.0)
     _same(got, _expected(1.0, 0.0, 0.0, math.log(0.125), math.sqrt(1.5), n=(2, 0)))
+    # a side of exactly one event is one event, not the half-event correction: ratio 0,
+    # centre log(0.5 / 1), se = sqrt(1/1 + 0.25/0.25)
+    got = rate_ratio_ci([1.0], [])
+    _same(got, _expected(1.0, 0.0, 0.0, math.log(0.5), math.sqrt(2.0), n=(1, 0)))
 
 
 def test_a_zero_rate_given_with_no_exposure_centres_on_unit_exposures() -> None:
