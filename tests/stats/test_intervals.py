@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from servetrace.stats.bootstrap import bootstrap_ratio_ci
+from servetrace.stats.bootstrap import bootstrap_ratio_ci, bootstrap_ratio_cis
 from servetrace.stats.clusters import design_effect
 from servetrace.stats.rates import rate_ratio_ci
 from servetrace.stats.ratio import RatioCI, ratio_of, ratios
@@ -192,3 +192,94 @@ def test_no_events_on_either_side_is_no_change_with_no_interval() -> None:
         n_baseline=2,
         n_candidate=3,
     )
+
+
+def test_bootstrap_refusals_name_what_is_wrong() -> None:
+    base, cand = [1.0, 2.0, 3.0], [2.0, 3.0, 4.0]
+    with pytest.raises(ValueError, match=r"^cannot bootstrap statistic 'count'$"):
+        bootstrap_ratio_cis(base, cand, ["count"], paired=False)
+    for confidence in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match=r"^confidence must be between 0 and 1$"):
+            bootstrap_ratio_cis(base, cand, ["mean"], paired=False, confidence=confidence)
+    with pytest.raises(ValueError, match=r"^resamples must be at least 1$"):
+        bootstrap_ratio_cis(base, cand, ["mean"], paired=False, resamples=0)
+    with pytest.raises(ValueError, match=r"^paired samples must have the same length$"):
+        bootstrap_ratio_cis(base, cand[:2], ["mean"], paired=True)
+    # one resample is enough to run (its interval is that resample's ratio)
+    one = bootstrap_ratio_cis(base, cand, ["mean"], paired=False, resamples=1)["mean"]
+    assert one.resamples == 1 and one.ci_low == one.ci_high
+
+
+def test_a_paired_bootstrap_drops_a_pair_with_nan_on_either_side() -> None:
+    # pairs (1, 2), (4, 8), (5, 10) kept; (nan, 5) and (3, nan) dropped: ratio of means
+    # 20/3 / 10/3 = 2 and every paired resample doubles exactly
+    base = [1.0, math.nan, 3.0, 4.0, 5.0]
+    cand = [2.0, 5.0, math.nan, 8.0, 10.0]
+    ci = bootstrap_ratio_cis(base, cand, ["mean"], paired=True, resamples=50)["mean"]
+    assert (ci.n_baseline, ci.n_candidate, ci.ratio) == (3, 3, 2.0)
+    assert (ci.ci_low, ci.ci_high) == (2.0, 2.0)
+
+
+@pytest.mark.parametrize("empty_side", ["baseline", "candidate"])
+def test_a_bootstrap_with_an_empty_side_is_unavailable_with_every_field(empty_side: str) -> None:
+    values, nothing = [1.0, 2.0], []
+    base, cand = (nothing, values) if empty_side == "baseline" else (values, nothing)
+    got = bootstrap_ratio_cis(
+        base, cand, ["mean"], paired=False, resamples=7, seed=3, confidence=0.9
+    )["mean"]
+    assert got == RatioCI(
+        stat="mean",
+        baseline=None if empty_side == "baseline" else 1.5,
+        candidate=1.5 if empty_side == "baseline" else None,
+        ratio=None,
+        ci_low=None,
+        ci_high=None,
+        p_value=None,
+        confidence=0.9,
+        method="none",
+        resamples=7,
+        seed=3,
+        n_baseline=len(base),
+        n_candidate=len(cand),
+    )
+
+
+def test_an_unpaired_bootstrap_of_a_one_value_side_runs_with_every_field() -> None:
+    # constant sides 20 (15 values) and 30 (one value): every resampled mean is the
+    # constant, so the ratio is 1.5 in every resample: interval [1.5, 1.5],
+    # p = 2 (0 + 1) / (B + 1) with no resample <= 1; seed 0 by default
+    got = bootstrap_ratio_cis([20.0] * 15, [30.0], ["mean"], paired=False, resamples=99)["mean"]
+    assert got == RatioCI(
+        stat="mean",
+        baseline=20.0,
+        candidate=30.0,
+        ratio=1.5,
+        ci_low=1.5,
+        ci_high=1.5,
+        p_value=pytest.approx(2 / 100),
+        confidence=0.95,
+        method="bootstrap",
+        resamples=99,
+        seed=0,
+        n_baseline=15,
+        n_candidate=1,
+        m_baseline=15,
+        m_candidate=1,
+    )
+
+
+def test_m_out_of_n_rescales_each_side_around_its_own_point() -> None:
+    # resamples of 5 of 20 values, spread rescaled by sqrt(5/20) around each side's own
+    # point: an exact doubling (paired) or constant sides (unpaired) stay exact —
+    # rescaling around the other side's point would move them off 2 and 1.5
+    base = np.arange(1.0, 21.0)
+    paired = bootstrap_ratio_cis(
+        base, 2 * base, ["mean"], paired=True, resamples=99, max_resample_size=5
+    )["mean"]
+    assert (paired.ci_low, paired.ci_high, paired.m_baseline) == (2.0, 2.0, 5)
+    unpaired = bootstrap_ratio_cis(
+        [20.0] * 20, [30.0] * 20, ["mean"], paired=False, resamples=99, max_resample_size=5
+    )["mean"]
+    assert unpaired.ci_low == pytest.approx(1.5, rel=1e-12)
+    assert unpaired.ci_high == pytest.approx(1.5, rel=1e-12)
+    assert (unpaired.m_baseline, unpaired.m_candidate) == (5, 5)
