@@ -283,3 +283,19 @@ def test_m_out_of_n_rescales_each_side_around_its_own_point() -> None:
     assert unpaired.ci_low == pytest.approx(1.5, rel=1e-12)
     assert unpaired.ci_high == pytest.approx(1.5, rel=1e-12)
     assert (unpaired.m_baseline, unpaired.m_candidate) == (5, 5)
+
+
+def test_rescale_by_hand() -> None:
+    from servetrace.stats.bootstrap import _rescale
+
+    boot = np.array([1.0, 16.0])
+    # point 4, scale 1/2: 4·(1/4)^½ = 2 and 4·4^½ = 8 (the spread halved on the log scale)
+    assert _rescale(4.0, boot, 0.5).tolist() == [2.0, 8.0]
+    assert _rescale(4.0, boot, 2.0).tolist() == [0.25, 64.0]
+    # nothing to rescale: scale 1, or a point that is 0, negative or not finite
+    for point, scale in ((4.0, 1.0), (0.0, 0.5), (-1.0, 0.5), (math.inf, 0.5), (math.nan, 0.5)):
+        assert _rescale(point, boot, scale) is boot
+    # a negative resample has no real root (NaN) and 1e300 / 1e-300 overflows: both
+    # without a warning (pytest makes warnings errors); the rescaled value stays positive
+    out = _rescale(1e-300, np.array([-2.0, 1e300]), 0.5)
+    assert math.isnan(out[0]) and out[1] > 0
