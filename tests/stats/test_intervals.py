@@ -299,3 +299,42 @@ def test_rescale_by_hand() -> None:
     # without a warning (pytest makes warnings errors); the rescaled value stays positive
     out = _rescale(1e-300, np.array([-2.0, 1e300]), 0.5)
     assert math.isnan(out[0]) and out[1] > 0
+
+
+def test_gather_stats_matches_numpy_row_by_row() -> None:
+    # the statistics of each row of a (resamples, m) block: numpy's linear percentiles,
+    # mean and (population) std of every row, whatever the row length; a percentile's
+    # two order statistics must both be placed by the partition, even alone
+    from servetrace.stats.bootstrap import _gather_stats
+
+    rng = np.random.default_rng(7)
+    stats = ["p0", "p1", "p25", "p50", "p90", "p99", "p99_9", "p100", "mean", "std"]
+    for m in (1, 2, 3, 10, 101):
+        block = rng.exponential(10.0, size=(40, m))
+        # all at once (one partition for every percentile) and each alone
+        got = _gather_stats(block.copy(), stats)
+        for stat in stats:
+            got_alone = _gather_stats(block.copy(), [stat])[stat]
+            np.testing.assert_array_equal(got_alone, got[stat])
+            if stat == "mean":
+                want = block.mean(axis=1)
+            elif stat == "std":
+                want = block.std(axis=1)
+            else:
+                q = float(stat[1:].replace("_", "."))
+                want = np.percentile(block, q, axis=1, method="linear")
+            np.testing.assert_allclose(got[stat], want, rtol=1e-12, err_msg=f"{stat} m={m}")
+
+
+def test_an_unpaired_side_rescales_m_out_of_n_by_the_square_root_of_m_over_n() -> None:
+    from servetrace.stats.bootstrap import _resample_stats, _rescale, _unpaired_side
+
+    values = np.arange(1.0, 21.0)
+    point = float(values.mean())
+    out, m = _unpaired_side(values, ["mean"], 0, None, 50, 3, 5, {"mean": point})
+    raw = _resample_stats([values], ["mean"], 5, 50, 3, 0)[0]["mean"]
+    assert m == 5
+    np.testing.assert_array_equal(out["mean"], _rescale(point, raw, math.sqrt(5 / 20)))
+    # one value: one value per resample (never two)
+    one, m_one = _unpaired_side(np.array([3.0]), ["mean"], 0, None, 10, 0, 5, {"mean": 3.0})
+    assert m_one == 1 and one["mean"].tolist() == [3.0] * 10
