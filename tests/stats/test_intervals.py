@@ -338,3 +338,33 @@ def test_an_unpaired_side_rescales_m_out_of_n_by_the_square_root_of_m_over_n() -
     # one value: one value per resample (never two)
     one, m_one = _unpaired_side(np.array([3.0]), ["mean"], 0, None, 10, 0, 5, {"mean": 3.0})
     assert m_one == 1 and one["mean"].tolist() == [3.0] * 10
+
+
+def test_resamples_draw_every_value_and_fresh_rows_in_every_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from servetrace.stats import bootstrap
+
+    # blocks of 10 values: resamples of m = 5 come 2 per block, 7 resamples in 4 blocks
+    monkeypatch.setattr(bootstrap, "_BLOCK_VALUES", 10)
+    values = np.arange(1.0, 101.0)
+    means = bootstrap._resample_stats([values], ["mean"], 5, 7, 0, 0)[0]["mean"]
+    assert means.size == 7  # exactly the resamples asked, whatever the blocks
+    assert np.unique(means).size == 7  # each block draws its own rows, none repeated
+    # the first value is drawn like any other: in 200 resamples of 4 from (1, 0, 0, 0)
+    # some contain it (all miss it with probability (3/4)^800)
+    first = bootstrap._resample_stats([np.array([1.0, 0, 0, 0])], ["mean"], 4, 200, 0, 0)
+    assert first[0]["mean"].max() > 0
+
+
+def test_seed_and_side_give_independent_resamples() -> None:
+    values = np.arange(1.0, 41.0)
+    # unpaired sides of the same size draw independent resamples: x against 2x is not a
+    # ratio of exactly 2 in every resample (that would be a paired bootstrap)
+    ci = bootstrap_ratio_cis(values, 2 * values, ["mean"], paired=False, resamples=200)["mean"]
+    assert ci.ratio == 2.0 and ci.ci_low < 2.0 < ci.ci_high
+    # another seed, other resamples
+    other = bootstrap_ratio_cis(values, 2 * values, ["mean"], paired=False, resamples=200, seed=1)[
+        "mean"
+    ]
+    assert (other.ci_low, other.ci_high) != (ci.ci_low, ci.ci_high)
