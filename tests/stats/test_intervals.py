@@ -368,3 +368,25 @@ def test_seed_and_side_give_independent_resamples() -> None:
         "mean"
     ]
     assert (other.ci_low, other.ci_high) != (ci.ci_low, ci.ci_high)
+
+
+@pytest.mark.parametrize(("q", "m"), [(70.0, 5), (70.0, 4), (50.0, 5), (90.0, 3)])
+def test_order_statistic_draws_have_the_exact_bootstrap_distribution(q: float, m: int) -> None:
+    # the percentile of a resample of m values drawn with replacement from (1, 2, 4, 8,
+    # 16), enumerated over all 5^m equally likely resamples (numpy's linear percentile),
+    # against 100 000 order-statistic draws: the distribution functions agree within
+    # 0.01 everywhere (the Kolmogorov distance of 10^5 draws is ~0.004 at 99 %)
+    import itertools
+
+    from servetrace.stats.bootstrap import _order_stat_bootstrap
+
+    ordered = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    every = np.array(list(itertools.product(range(5), repeat=m)))
+    # (rounded to 9 decimals: the two interpolate in a different order of operations)
+    exact = np.sort(np.percentile(ordered[every], q, axis=1, method="linear")).round(9)
+    draws = _order_stat_bootstrap(ordered, q, m, 100_000, np.random.default_rng(0))
+    draws = np.sort(draws).round(9)
+    grid = np.unique(np.concatenate([exact, draws]))
+    f_exact = np.searchsorted(exact, grid, side="right") / exact.size
+    f_draws = np.searchsorted(draws, grid, side="right") / draws.size
+    assert np.abs(f_exact - f_draws).max() < 0.01
