@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
+import numpy as np
 import polars as pl
 import pytest
+from scipy import stats as sps
 
-from servetrace.stats.rank_tests import paired_test, unpaired_test
+from servetrace.stats.rank_tests import TestResult, paired_test, unpaired_test
 from servetrace.stats.ratio import RatioCI
 from servetrace.stats.verdicts import MIN_SAMPLES, assess_change
 
@@ -72,3 +77,83 @@ def test_paired_values_with_a_null_on_either_side_drop_the_pair() -> None:
         result = paired_test(base, cand)
         assert (result.n_baseline, result.statistic) == (3, 0.0)
         assert result.p_value == pytest.approx(0.25)
+
+
+def test_two_non_zero_differences_are_tested() -> None:
+    # differences 1, 2: W- = 0; of the 2^2 sign patterns "++" and "--" are as extreme,
+    # so the exact two-sided p = 2/4 = 0.5 (fewer than two would give p = 1 untested)
+    result = paired_test([0, 0], [1, 2])
+    assert result == TestResult("wilcoxon", 0.0, pytest.approx(0.5), 2, 2)
+
+
+def test_nothing_to_test_is_a_named_result_with_its_sizes() -> None:
+    # one non-zero difference of three pairs: statistic 0, p = 1, both sizes 3
+    assert paired_test([1, 2, 3], [1, 2, 4]) == TestResult("wilcoxon", 0.0, 1.0, 3, 3)
+    assert paired_test([], []) == TestResult("wilcoxon", 0.0, None, 0, 0)
+    with pytest.raises(ValueError, match=r"^paired samples must have the same length$"):
+        paired_test([1, 2], [1, 2, 3])
+
+
+def test_a_zero_difference_is_split_between_the_signs() -> None:
+    # differences 0, 1, 2, 3, 4, 5: |d| ranks 1..6, the zero's rank 1 split half to each
+    # sign: W+ = 2+3+4+5+6 + 0.5 = 20.5, W- = 0.5 (dropping the zero would give W- = 0);
+    # the p-value is scipy's own for zsplit (normal approximation: a zero rules out exact)
+    diff = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    result = paired_test(np.zeros(6), diff)
+    expected = sps.wilcoxon(diff, zero_method="zsplit", alternative="two-sided")
+    assert result.statistic == 0.5
+    assert result.p_value == pytest.approx(float(expected.pvalue), rel=1e-12)
+    assert (result.n_baseline, result.n_candidate) == (6, 6)
+
+
+def test_a_difference_that_is_not_a_number_gives_no_statistic_and_p_one() -> None:
+    # inf - inf is NaN: scipy's statistic and p are NaN; the statistic is unknown (None)
+    # and the test rejects nothing (p = 1)
+    with np.errstate(invalid="ignore"):
+        result = paired_test([math.inf, 1.0, 2.0], [math.inf, 3.0, 5.0])
+    assert result == TestResult("wilcoxon", None, 1.0, 3, 3)
+
+
+def test_mann_whitney_of_a_single_candidate_value() -> None:
+    # candidate 5 above baseline 1, 2, 3: U = 3, the largest of C(4,1) = 4 equally likely
+    # positions; two-sided exact p = 2/4 = 0.5
+    result = unpaired_test([1, 2, 3], [5])
+    assert result == TestResult("mannwhitneyu", 3.0, pytest.approx(0.5), 3, 1)
+    assert unpaired_test([1, 2, 3], [5, 6]).n_candidate == 2
+
+
+def test_empty_and_constant_samples_are_named_results_with_their_sizes() -> None:
+    assert unpaired_test([], [1.0, 2.0]) == TestResult("mannwhitneyu", None, None, 0, 2)
+    assert unpaired_test([1.0, 2.0], []) == TestResult("mannwhitneyu", None, None, 2, 0)
+    # one common value: U = n·m/2 = 2·3/2 = 3 (every pair a tie), p = 1
+    assert unpaired_test([7.0, 7.0], [7.0] * 3) == TestResult("mannwhitneyu", 3.0, 1.0, 2, 3)
+
+
+def test_the_verdict_passes_the_p_value_and_direction_on() -> None:
+    change = assess_change(_ci(1.10, 1.02, 1.20), "higher")
+    assert (change.p_value, change.better) == (0.01, "higher")
+
+
+@pytest.mark.parametrize(
+    ("ci", "min_change", "significant"),
+    [
+        # an interval missing a bound is no evidence of a change
+        (_ci(0.5, None, 0.6), 0.05, False),  # type: ignore[arg-type]
+        (_ci(2.0, 1.5, None), 0.05, False),  # type: ignore[arg-type]
+        # no point ratio: nothing to judge (must not compare None)
+        (dataclasses.replace(_ci(2.0, 1.5, 2.5), ratio=None), 0.05, False),
+        # an interval ending exactly at 1 does not exclude 1, on either side
+        (_ci(1.2, 1.0, 1.5), 0.05, False),
+        (_ci(0.8, 0.6, 1.0), 0.05, False),
+        # effect exactly min_change (1.5 - 1 = 0.5 exactly) is not larger than it
+        (_ci(1.5, 1.2, 1.8), 0.5, False),
+        # ratio 0.5: effect 1/0.5 - 1 = 1, below a min_change of 2
+        (_ci(0.5, 0.4, 0.6), 2.0, False),
+        # ratio 0 (the candidate never did it): an infinite effect, not a division by 0
+        (_ci(0.0, 0.0, 0.5), 2.0, True),
+    ],
+)
+def test_assess_change_edges(ci: RatioCI, min_change: float, significant: bool) -> None:
+    change = assess_change(ci, "lower", min_change)
+    assert change.significant is significant
+    assert change.verdict == ("faster" if significant else "no significant change")
