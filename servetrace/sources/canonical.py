@@ -13,7 +13,7 @@ line), so nothing escapes ``read_events`` as an internal error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -28,6 +28,7 @@ from servetrace.sources.footer_facts import FileFacts, combined, file_facts
 from servetrace.sources.normalise import (
     COUNT_COLUMNS,
     IngestOptions,
+    Prescan,
     event_mapping,
     normalise,
     normalised,
@@ -254,14 +255,26 @@ def _canonical(
     """``raw`` as canonical events: lazily, or (``load``) decoded once and held, the ingest
     checks and the normalisation run on the decoded columns (lazily, the checks read the
     file once more); with the facts of its rows when ingest knows them (``footer_facts``)."""
+    # Decoded anyway (``load``): the checks on the decoded columns cost less than
+    # importing pyarrow.parquet to read the footer (0.14 s, 40 MB).
+    ranges = {} if load else footer_ranges(path, options)
+    frame, known = canonical_events(raw, path, options, load, ranges)
+    return frame, file_facts(path, options, ranges, known) if ranges else None
+
+
+def canonical_events(
+    raw: pl.LazyFrame,
+    label: str | Path,
+    options: IngestOptions,
+    load: bool,
+    ranges: Mapping[str, IntegerRange] | None = None,
+) -> tuple[pl.LazyFrame, Prescan]:
+    """``raw`` normalised: lazily (with a footer's ``ranges``), or (``load``) decoded once
+    and held, the checks run on the decoded columns; with what the checks found."""
     if not load:
-        ranges = footer_ranges(path, options)
-        frame, known = normalised(raw, path, options, ranges)
-        return frame, file_facts(path, options, ranges, known) if ranges else None
-    # Decoded anyway: the checks on the decoded columns cost less than importing
-    # pyarrow.parquet to read the footer (0.14 s, 40 MB).
-    frame, _ = normalised(raw.collect().lazy(), path, options)
-    return frame.collect().lazy(), None
+        return normalised(raw, label, options, ranges)
+    frame, known = normalised(raw.collect().lazy(), label, options)
+    return frame.collect().lazy(), known
 
 
 def footer_ranges(path: Path, options: IngestOptions) -> dict[str, IntegerRange]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.sources import canonical, objectstore
-from servetrace.sources.normalise import IngestOptions, normalise
+from servetrace.sources.normalise import IngestOptions
 
 
 def is_trace_object(relative: str) -> bool:
@@ -55,9 +55,7 @@ def _canonical(uri: str, raw: pl.LazyFrame, options: IngestOptions, load: bool) 
     label = objectstore.named(uri)
 
     def work() -> pl.LazyFrame:
-        if not load:
-            return normalise(raw, label, options)
-        return normalise(raw.collect().lazy(), label, options).collect().lazy()
+        return canonical.canonical_events(raw, label, options, load)[0]
 
     if objectstore.is_uri(uri):
         return objectstore.guarded(uri, work)
