@@ -34,6 +34,7 @@ from servetrace.analysis.lifecycle_rules import (
     transitions,
 )
 from servetrace.analysis.lifecycle_side import decide, mixed_admission_warnings, server_side
+from servetrace.analysis.tick_order import packed_ticks
 from servetrace.schema import EVENT_DTYPE, TERMINAL_EVENTS, TICK_EVENTS
 
 
@@ -112,7 +113,14 @@ def split_row_quarantine(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFra
 
 def _tick_frame(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Output ticks sorted by request, time and lifecycle order, with the gap before each,
-    and their per-request aggregates."""
+    and their per-request aggregates: by one sort of packed integers where the key, time
+    and token spans fit in 64 bits (``tick_order``), else by grouping the rows."""
+    packed = packed_ticks(events)
+    return packed if packed is not None else grouped_ticks(events)
+
+
+def grouped_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``_tick_frame`` for any keys and times: a hash group-by of the rows as written."""
     tokens = pl.col("tokens") if "tokens" in events.columns else pl.lit(1, pl.Int64)
     # Narrow first, then filter: the ticks are most of the trace, so every column not
     # selected is a large copy saved.
