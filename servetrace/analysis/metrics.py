@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from servetrace.analysis.lifecycle import Timeline
@@ -171,9 +172,20 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
 
 def gap_frame(timeline: Timeline, requests: pl.DataFrame) -> pl.DataFrame:
     """Every inter-tick gap of completed requests with real ticks: ``_key``, ``itl_ns``."""
-    keys = requests.filter(
+    kept = requests.filter(
         (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
-    )[KEY]
-    return timeline.ticks.filter(
-        pl.col("gap_ns").is_not_null() & pl.col(KEY).is_in(keys.implode())
-    ).select(KEY, pl.col("gap_ns").alias("itl_ns"))
+    ).select(KEY)
+    ticks = timeline.ticks
+    # The ticks are sorted by request, and the timeline's requests by key with their tick
+    # counts: each request's keep flag repeated over its run of ticks is the row mask,
+    # with no hash lookup per tick.
+    runs = timeline.requests.select(
+        pl.col(KEY).is_in(kept[KEY].implode()).alias("kept"),
+        pl.col("ticks").fill_null(0).alias("ticks"),
+    )
+    if runs["ticks"].sum() == ticks.height and timeline.requests[KEY].is_sorted():
+        mask = np.repeat(runs["kept"].to_numpy(), runs["ticks"].to_numpy())
+        rows = pl.Series(mask) & ticks["gap_ns"].is_not_null()
+    else:
+        rows = ticks["gap_ns"].is_not_null() & ticks[KEY].is_in(kept[KEY].implode())
+    return ticks.select(KEY, pl.col("gap_ns").alias("itl_ns")).filter(rows)

@@ -330,3 +330,32 @@ def test_only_completed_requests_gaps_are_pooled_into_itl() -> None:
     itl = analyze_events(frame).summary.metrics["itl"]
     assert itl["count"] == 2
     assert itl["min"] == 10 * MS and itl["max"] == 20 * MS
+
+
+def test_the_gap_frame_is_the_completed_requests_gaps_in_tick_order() -> None:
+    from dataclasses import replace
+
+    from servetrace.analysis.lifecycle import KEY, build_timeline
+    from servetrace.analysis.metrics import gap_frame, request_metrics
+    from servetrace.schema import EVENT_DTYPE
+
+    # Interleaved: a completed request (gaps 10, 20 ms), a cancelled one between two
+    # completed ones in key order, and a one-token answer (no gap).
+    frame = events(
+        make_request("a", first=10, ticks=[20, 40], complete=40),
+        make_request("b", first=12, ticks=[15, 18], cancel=25),
+        make_request("c", arrival=1, first=11, ticks=[16], complete=16),
+        make_request("d", arrival=2, first=30, complete=30),
+    ).with_columns(pl.col("event").cast(EVENT_DTYPE))
+    timeline = build_timeline(frame, [])
+    requests = request_metrics(timeline, [])
+    gaps = gap_frame(timeline, requests)
+    ids = dict(timeline.requests.select(KEY, "request_id").iter_rows())
+    assert [(ids[k], v) for k, v in gaps.iter_rows()] == [
+        ("a", 10 * MS),
+        ("a", 20 * MS),
+        ("c", 5 * MS),
+    ]
+    # A timeline whose requests are not in key order takes the per-tick lookup: same rows.
+    shuffled = replace(timeline, requests=timeline.requests.reverse())
+    assert gap_frame(shuffled, requests).rows() == gaps.rows()
