@@ -313,7 +313,7 @@ def _requests(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One row per request with its rule and outcome, and the control sequence."""
     seq = sequence(control, trace_end, server_side(unadmitted_queued))
-    queued_tokens = tokens_while_queued(ticks, control)
+    queued_tokens = tokens_while_queued(ticks, control, tick_aggs)
     control_aggs = _control_aggregates(others, seq, attributes).with_columns(
         pl.col(KEY).is_in(queued_tokens[KEY].implode()).alias("hit_token_while_queued")
     )

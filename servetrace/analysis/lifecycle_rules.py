@@ -17,6 +17,7 @@ as an expression.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from servetrace.schema import TERMINAL_EVENTS
@@ -107,8 +108,14 @@ def sequence(control: pl.DataFrame, trace_end: int, admitted: pl.Expr) -> pl.Dat
     )
 
 
-def tokens_while_queued(ticks: pl.DataFrame, control: pl.DataFrame) -> pl.DataFrame:
-    """Keys of requests with a tick between a preemption and the next admission."""
+def tokens_while_queued(
+    ticks: pl.DataFrame, control: pl.DataFrame, runs: pl.DataFrame
+) -> pl.DataFrame:
+    """Keys of requests with a tick between a preemption and the next admission.
+
+    ``ticks`` are sorted by request and time; ``runs`` holds each request's key and
+    number of ticks, in the same order (``lifecycle``'s tick aggregates).
+    """
     preempted = control.filter(pl.col("event") == "preemption").select(KEY).unique()
     if preempted.height == 0:
         return preempted
@@ -127,7 +134,11 @@ def tokens_while_queued(ticks: pl.DataFrame, control: pl.DataFrame) -> pl.DataFr
         )
         .sort(KEY, "ts", "_order")
     )
-    later_ticks = ticks.join(preempted, on=KEY, how="semi").select(KEY, "ts").sort(KEY, "ts")
+    # The preempted requests' runs of ticks, by a mask: no hash lookup per tick, and the
+    # rows stay in (request, time) order, as the as-of join needs.
+    of_preempted = runs[KEY].is_in(preempted[KEY].implode()).to_numpy()
+    mask = pl.Series(np.repeat(of_preempted, runs["ticks"].to_numpy()))
+    later_ticks = ticks.select(KEY, "ts").filter(mask)
     hits = later_ticks.join_asof(
         gates,
         on="ts",

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from servetrace.analysis.lifecycle_rules import KEY, tokens_while_queued
 from servetrace.analysis.memory import analyze_events
+from servetrace.schema import EVENT_DTYPE
 from tests.conftest import MS, events, make_request
 
 
@@ -84,3 +89,59 @@ def test_a_release_at_the_terminal_time_is_after_it() -> None:
     summary = analyze_events(events(rows)).summary
     assert summary.violations == {}
     assert summary.leaked_state == {"requests": 0, "examples": []}
+
+
+def test_a_token_while_queued_is_found_among_other_requests_ticks() -> None:
+    # In key order: a long request never preempted, one with a token while queued, one
+    # preempted whose tokens all come while running. Only the middle one breaks the rule.
+    rows = [
+        *make_request("a", admission=0.5, first=1, ticks=[i + 1.5 for i in range(9)], complete=10),
+        *make_request("b", admission=[1, 6], preempt=[3], first=2, ticks=[4, 7], complete=7),
+        *make_request("c", admission=[1, 6], preempt=[3], first=2, ticks=[2.5, 7], complete=7),
+    ]
+    rules = analyze_events(events(rows)).timeline.requests.select("request_id", "rule")
+    assert dict(rules.iter_rows()) == {"a": None, "b": "token_while_queued", "c": None}
+
+
+def _by_lookup(ticks: pl.DataFrame, control: pl.DataFrame) -> set[int]:
+    """tokens_while_queued by a join per tick and a sort (its first implementation)."""
+    preempted = control.filter(pl.col("event") == "preemption").select(KEY).unique()
+    is_preemption = pl.col("event") == "preemption"
+    gates = (
+        control.filter(pl.col("event").is_in(["admission", "preemption"]))
+        .join(preempted, on=KEY, how="semi")
+        .select(
+            KEY,
+            (pl.col("ts") + is_preemption.cast(pl.Int64)).alias("ts"),
+            pl.col("ts").alias("_order"),
+            is_preemption.alias("queued"),
+        )
+        .sort(KEY, "ts", "_order")
+    )
+    later = ticks.join(preempted, on=KEY, how="semi").select(KEY, "ts").sort(KEY, "ts")
+    hits = later.join_asof(gates, on="ts", by=KEY, strategy="backward", check_sortedness=False)
+    return set(hits.filter(pl.col("queued").fill_null(False))[KEY].to_list())
+
+
+_request = st.tuples(
+    st.lists(st.integers(0, 12), max_size=6),  # tick times
+    st.lists(st.tuples(st.sampled_from(["admission", "preemption"]), st.integers(0, 12))),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_request, min_size=1, max_size=6))
+def test_the_runs_of_ticks_find_what_a_lookup_per_tick_finds(requests: list) -> None:
+    ticks = pl.DataFrame(
+        [(key, t) for key, (times, _) in enumerate(requests) for t in sorted(times)],
+        schema={KEY: pl.Int64, "ts": pl.Int64},
+        orient="row",
+    )
+    control = pl.DataFrame(
+        [(key, kind, t) for key, (_, gates) in enumerate(requests) for kind, t in gates],
+        schema={KEY: pl.Int64, "event": pl.String, "ts": pl.Int64},
+        orient="row",
+    ).with_columns(pl.col("event").cast(EVENT_DTYPE))
+    runs = ticks.group_by(KEY, maintain_order=True).agg(pl.len().alias("ticks"))
+    found = set(tokens_while_queued(ticks, control, runs)[KEY].to_list())
+    assert found == _by_lookup(ticks, control)
