@@ -31,7 +31,7 @@ WORD_BITS = 64
 
 
 def _bits(span: int) -> int:
-    return max(int(span).bit_length(), 0)
+    return int(span).bit_length()
 
 
 def packed_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | None:
@@ -47,8 +47,8 @@ def packed_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | No
         pl.col(KEY).max().alias("key_max"),
         pl.col("ts").min().alias("ts_min"),
         pl.col("ts").max().alias("ts_max"),
-        pl.min_horizontal(tokens.min(), 1).alias("tokens_min"),
-        pl.max_horizontal(tokens.max(), 1).alias("tokens_max"),
+        tokens.min().alias("tokens_min"),
+        tokens.max().alias("tokens_max"),
     ).row(0, named=True)
     if bounds["key_min"] is None:
         return None

@@ -100,6 +100,24 @@ def test_spans_that_do_not_fit_64_bits_take_the_grouping() -> None:
     assert ticks[KEY].to_list() == [0, 2**62]
 
 
+@pytest.mark.parametrize(("ts_span_bits", "packs"), [(22, True), (23, False)])
+def test_the_packed_key_may_use_all_64_bits(ts_span_bits: int, packs: bool) -> None:
+    # Keys 0 and 2^40 (41 bits), times 0 .. 2^k - 1 (k bits), one token each (0 bits), the
+    # first-token bit: 41 + 22 + 1 = 64 bits fit exactly; one more bit of time does not.
+    last = (1 << ts_span_bits) - 1
+    rows = [
+        (0, "first_token", 0, None),
+        (0, "token", last, None),
+        (1 << 40, "first_token", last, None),
+        (1 << 40, "token", last, None),
+    ]
+    packed = packed_ticks(_frame(rows))
+    assert (packed is not None) == packs
+    if packed is not None:
+        for got, want in zip(packed, grouped_ticks(_frame(rows)), strict=True):
+            assert_frame_equal(got, want)
+
+
 def test_tied_ticks_of_different_sizes_keep_the_written_order() -> None:
     # Two tokens of one request at one time, 2 then 1 tokens as written: the packed key
     # would order them 1, 2, so the grouping keeps the log's order instead.
