@@ -16,9 +16,7 @@ arithmetic wraps around. A failure names the file, the row and the column.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -27,25 +25,24 @@ from servetrace.schema import (
     EVENT_ALIASES,
     EVENT_DTYPE,
     EVENT_KINDS,
-    MAX_ABS_NS,
     MAX_COUNT,
     REQUIRED_COLUMNS,
 )
+from servetrace.sources.ingest_options import COUNT_COLUMNS, IngestOptions
 from servetrace.sources.objectstore import named
-from servetrace.sources.parquet_stats import IntegerRange, scaled_within, strictly_within
+from servetrace.sources.parquet_stats import IntegerRange
+from servetrace.sources.prescan import (
+    Prescan,
+    broken_counts,
+    distinct_events,
+    numeric_ns,
+    out_of_range,
+    prescan,
+)
 from servetrace.sources.workload_files import per_request_hint, workload_error
 from servetrace.units import TIME_UNITS
 
-COUNT_COLUMNS = ("tokens", "prompt_tokens", "output_tokens")
-
-
-@dataclass(frozen=True)
-class IngestOptions:
-    """How to read the user's files: column names, time unit, extra event names."""
-
-    columns: Mapping[str, str] = field(default_factory=dict)  # canonical -> file column
-    time_unit: str | None = None  # unit of numeric ``ts``; None: ints ns, floats s
-    event_map: Mapping[str, str] = field(default_factory=dict)  # file value -> canonical
+__all__ = ["COUNT_COLUMNS", "IngestOptions", "Prescan", "event_mapping", "normalise", "normalised"]
 
 
 def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl.LazyFrame:
@@ -91,23 +88,6 @@ def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> 
     return frame
 
 
-def _numeric_ns(dtype: pl.DataType, unit: str | None) -> pl.Expr | None:
-    """``ts`` in ns as Float64, for the range check; None for text and other types.
-
-    Checked in Float64 before the Int64 product: JSON gives Int128 for 2^70, and ms x 1e6
-    can wrap; either would otherwise turn into a plausible-looking time."""
-    ts = pl.col("ts")
-    if dtype.is_integer():
-        return ts.cast(pl.Float64) * TIME_UNITS[unit or "ns"]
-    if dtype.is_float():
-        return ts * TIME_UNITS[unit or "s"]
-    if isinstance(dtype, pl.Datetime):
-        return ts.dt.epoch("us").cast(pl.Float64) * 1_000
-    if isinstance(dtype, pl.Duration):
-        return ts.dt.total_microseconds().cast(pl.Float64) * 1_000
-    return None
-
-
 def _normalise_ts(
     frame: pl.LazyFrame, path: Path, options: IngestOptions, known: Prescan | None = None
 ) -> pl.LazyFrame:
@@ -116,7 +96,7 @@ def _normalise_ts(
     if unit is not None and unit not in TIME_UNITS:
         raise UsageError(f"--time-unit must be one of {', '.join(TIME_UNITS)}, got {unit!r}")
     ts = pl.col("ts")
-    ns = _numeric_ns(dtype, unit)
+    ns = numeric_ns(dtype, unit)
     if ns is not None and not (known and known.ts_ok):
         _check_ns_range(frame, ns, path)
     if dtype.is_integer():
@@ -151,17 +131,13 @@ def _first_row_with(frame: pl.LazyFrame, condition: pl.Expr) -> str:
     return "" if found is None else f"row {found:,}: "
 
 
-def _out_of_range(ns: pl.Expr) -> pl.Expr:
-    return ns.is_not_null() & (ns.is_nan() | (ns.abs() >= MAX_ABS_NS))
-
-
 def _check_ns_range(frame: pl.LazyFrame, ns: pl.Expr, path: Path) -> None:
     """Times must lie within ±2^62 ns (MAX_ABS_NS): never wrap around silently."""
-    out_of_range = _out_of_range(ns)
+    bad = out_of_range(ns)
     found = (
         frame.select(
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).filter(out_of_range).first(),
-            ns.filter(out_of_range).first(),
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64).filter(bad).first(),
+            ns.filter(bad).first(),
         )
         .collect()
         .row(0)
@@ -254,15 +230,6 @@ def _require_scalar(frame: pl.LazyFrame, path: Path, column: str, expected: str)
         )
 
 
-def _distinct_events(dtype: pl.DataType) -> pl.Expr:
-    """The distinct event values as text; a dictionary column's from its codes (a tenth of
-    the cost of turning 10^7 rows into text first)."""
-    event = pl.col("event")
-    if isinstance(dtype, (pl.Categorical, pl.Enum)):
-        return event.unique().cast(pl.String)
-    return event.cast(pl.String).unique()
-
-
 def _normalise_event(
     frame: pl.LazyFrame, path: Path, options: IngestOptions, known: Prescan | None = None
 ) -> pl.LazyFrame:
@@ -275,7 +242,7 @@ def _normalise_event(
     if known is not None and known.events is not None:
         distinct = known.events
     else:
-        distinct = frame.select(_distinct_events(dtype)).collect().to_series().to_list()
+        distinct = frame.select(distinct_events(dtype)).collect().to_series().to_list()
     try:
         mapping = event_mapping(distinct, options.event_map)
     except InputError as error:
@@ -287,33 +254,6 @@ def _normalise_event(
     else:
         expr = as_text.replace_strict(mapping, default=None, return_dtype=EVENT_DTYPE)
     return frame.with_columns(expr.alias("event"))
-
-
-def _broken_counts(schema: pl.Schema) -> dict[str, pl.Expr]:
-    """Per count column (numeric or text), the rows that are not a whole number below
-    MAX_COUNT."""
-    present = [c for c in COUNT_COLUMNS if c in schema and schema[c] != pl.Null]
-    # Integers are whole and never NaN: only their size can be wrong (one comparison per
-    # row instead of five over a float copy).
-    integers = {
-        c: pl.col(c).is_not_null() & ((pl.col(c) >= MAX_COUNT) | (pl.col(c) <= -MAX_COUNT))
-        for c in present
-        if schema[c].is_integer()
-    }
-    values = {
-        c: pl.col(c).str.strip_chars().cast(pl.Float64, strict=False)
-        if schema[c] == pl.String
-        else pl.col(c).cast(pl.Float64)
-        for c in present
-        if (schema[c].is_numeric() and not schema[c].is_integer()) or schema[c] == pl.String
-    }
-    broken = {
-        c: pl.col(c).is_not_null()
-        & (v.is_null() | v.is_nan() | (v != v.floor()) | (v.abs() >= MAX_COUNT))
-        for c, v in values.items()
-    }
-    checks = {**integers, **broken}
-    return {c: checks[c] for c in present if c in checks}  # in column order
 
 
 def _normalise_counts(
@@ -331,7 +271,7 @@ def _normalise_counts(
         raise InputError(
             f"{path}: {row}column {column!r} has type {schema[column]}, expected a whole number"
         )
-    broken = _broken_counts(schema)
+    broken = broken_counts(schema)
     if broken and not (known and known.counts_ok):
         rows = pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
         first = (
@@ -387,73 +327,6 @@ def _normalise_request_id(frame: pl.LazyFrame, path: Path) -> pl.LazyFrame:
     return frame.with_columns(text.alias("request_id"))
 
 
-@dataclass(frozen=True)
-class Prescan:
-    """What the value checks need, from ONE pass over the raw columns: the distinct event
-    values (None: not asked), and whether every time and every count is in range (False:
-    not known, so the check runs on its own and names the first bad row)."""
-
-    events: list[str | None] | None = None
-    ts_ok: bool = False
-    counts_ok: bool = False
-
-
-def _prescan(
-    frame: pl.LazyFrame, options: IngestOptions, ranges: Mapping[str, IntegerRange] | None = None
-) -> Prescan:
-    """The three ingest checks (distinct events, time range, counts) without a check per
-    query each: each used to read the whole file again. ``ranges`` (a Parquet footer's
-    statistics, ``parquet_stats``) answer the range checks of integer columns without
-    reading a row; the distinct events and the rest are two queries on the streaming
-    engine, which holds a row group at a time (one in-memory query of all of them held
-    1.6 GB at 10⁸ events). Only a failed check is looked at again, by its own query, to
-    find the row it names."""
-    ranges = ranges or {}
-    schema = frame.collect_schema()
-    event = schema["event"]
-    scalar = not (event.is_nested() or isinstance(event, (pl.Object, pl.Binary)))
-    events: list[str | None] | None = None
-    if scalar and (event != EVENT_DTYPE or options.event_map):
-        # Not imploded: an imploded unique is not bounded on the streaming engine (1.7 GB
-        # at 10⁸ rows); a plain one is (0.2 GB).
-        try:
-            distinct = frame.select(_distinct_events(event)).collect(engine="streaming")
-            events = distinct.to_series().to_list()
-        except pl.exceptions.PolarsError:
-            events = None  # _normalise_event queries on its own and says what is wrong
-    checks: dict[str, pl.Expr] = {}
-    unit = options.time_unit
-    ns = _numeric_ns(schema["ts"], unit) if unit is None or unit in TIME_UNITS else None
-    ts_ok = False
-    if ns is not None and schema["ts"].is_integer() and "ts" in ranges:
-        ts_ok = scaled_within(ranges["ts"], TIME_UNITS[unit or "ns"], MAX_ABS_NS)
-    elif ns is not None:
-        checks["ts_bad"] = _out_of_range(ns).any()
-    broken = _broken_counts(schema)
-    stated = {c for c in broken if schema[c].is_integer() and c in ranges}
-    counts_ok = all(strictly_within(ranges[c], MAX_COUNT) for c in stated)
-    rest = [bad for c, bad in broken.items() if c not in stated]
-    if rest and counts_ok:
-        checks["counts_bad"] = pl.any_horizontal(bad.any() for bad in rest)
-    if checks:
-        found = _streamed(frame.select(**checks))
-        if found is None:
-            return Prescan(events=events)  # each check queries on its own, naming the row
-        answers = dict(zip(checks, found, strict=True))
-        ts_ok = ts_ok or answers.get("ts_bad") is False
-        counts_ok = counts_ok and answers.get("counts_bad", False) is False
-    return Prescan(events=events, ts_ok=ts_ok, counts_ok=counts_ok and bool(broken))
-
-
-def _streamed(query: pl.LazyFrame) -> tuple[Any, ...] | None:
-    """The one row of an aggregate ``query``, on the streaming engine; None when Polars
-    fails (a check on its own then reports what is wrong)."""
-    try:
-        return query.collect(engine="streaming").row(0)
-    except pl.exceptions.PolarsError:
-        return None
-
-
 def normalise(
     frame: pl.LazyFrame,
     label: str | Path,
@@ -476,7 +349,7 @@ def normalised(
     path = named(label) if isinstance(label, str) else Path(label)  # a URI keeps its //
     frame = _rename_columns(frame, path, options)
     frame = _normalise_request_id(frame, path)
-    known = _prescan(frame, options, ranges)
+    known = prescan(frame, options, ranges)
     frame = _normalise_event(frame, path, options, known)
     frame = _normalise_ts(frame, path, options, known)
     return _normalise_counts(frame, path, known), known

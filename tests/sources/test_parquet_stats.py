@@ -13,6 +13,7 @@ import pytest
 from servetrace.errors import InputError
 from servetrace.schema import MAX_ABS_NS, MAX_COUNT
 from servetrace.sources import normalise as normalise_module
+from servetrace.sources import prescan as prescan_module
 from servetrace.sources.canonical import IngestOptions, footer_ranges, read_events
 from servetrace.sources.parquet_stats import (
     IntegerRange,
@@ -104,13 +105,15 @@ def test_count_edges() -> None:
 def _row_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record the range checks that read rows (instead of trusting the footer)."""
     seen: list[str] = []
-    original = normalise_module._out_of_range
+    original = prescan_module.out_of_range
 
     def spy(ns: pl.Expr) -> pl.Expr:
         seen.append("ts")
         return original(ns)
 
-    monkeypatch.setattr(normalise_module, "_out_of_range", spy)
+    # Both the one-pass prescan and the check on its own build the expression.
+    monkeypatch.setattr(prescan_module, "out_of_range", spy)
+    monkeypatch.setattr(normalise_module, "out_of_range", spy)
     return seen
 
 
