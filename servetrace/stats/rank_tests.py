@@ -37,7 +37,9 @@ def paired_test(base: ArrayLike, cand: ArrayLike) -> TestResult:
     if b.size != c.size:
         raise ValueError("paired samples must have the same length")
     keep = ~(np.isnan(b) | np.isnan(c))
-    diff = c[keep] - b[keep]
+    # inf - inf is NaN, quietly: scipy then gives no statistic, read as unknown (None).
+    with np.errstate(invalid="ignore"):
+        diff = c[keep] - b[keep]
     n = int(diff.size)
     if np.count_nonzero(diff) < 2:
         return TestResult("wilcoxon", 0.0, 1.0 if n else None, n, n)
