@@ -13,7 +13,7 @@ from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS
 from servetrace.api import Analysis
 from servetrace.api import analyze as analyze_trace
 from servetrace.api._analyze import analyze_one
-from servetrace.cli._app import app, guarded, out_console, warn
+from servetrace.cli._app import app, emit, guarded, out_console, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._options import (
     ByOpt,
@@ -241,11 +241,11 @@ def analyze(
         else ""
     )
     if fmt is SummaryFormat.json:
-        out_console.out(render_json(analysis.to_dict(name)))
+        emit(render_json(analysis.to_dict(name)))
     elif fmt is SummaryFormat.csv and "slices" in timed:
-        out_console.out(slice_csv(timed["slices"]), end="")
+        emit(slice_csv(timed["slices"]), end="")
     elif fmt is SummaryFormat.csv:
-        out_console.out(render_csv(groups or {None: summary}, by, name), end="")
+        emit(render_csv(groups or {None: summary}, by, name), end="")
     elif fmt is SummaryFormat.markdown:
         text = render_markdown(summary, inputs, name)
         text += "".join(f"- {line}\n" for line in time_lines(timed))
@@ -255,13 +255,13 @@ def analyze(
         for value, group in (groups or {}).items():
             text += "\n" + render_markdown(group, inputs, name, title=f"{by} = {value}")
             text += "".join(f"- {line}\n" for line in survival_lines(group.survival, censoring))
-        out_console.out(text + links, end="")
+        emit(text + links, end="")
     else:
         out_console.print(render_table(summary, inputs, name))
         for line in time_lines(timed):
             out_console.print(line, markup=False, highlight=False)
         if "slices" in timed:
-            out_console.out(slice_table(timed["slices"]))
+            emit(slice_table(timed["slices"]))
         for line in survival_lines(summary.survival, censoring):
             out_console.print(line, markup=False, highlight=False)
         for value, group in (groups or {}).items():
@@ -308,13 +308,13 @@ def _runs_output(
             raise UsageError(f"{flag}: no run has per-request rows (summaries only)")
         write_requests(pl.concat(frames, how="diagonal_relaxed"), path, Engine.local, None, flag)
     if fmt is SummaryFormat.json:
-        out_console.out(render_runs_json(runs))
+        emit(render_runs_json(runs))
     elif fmt is SummaryFormat.csv:
-        out_console.out(render_runs_csv(runs), end="")
+        emit(render_runs_csv(runs), end="")
     elif fmt is SummaryFormat.markdown:
-        out_console.out(render_runs_markdown(runs), end="")
+        emit(render_runs_markdown(runs), end="")
     else:
-        out_console.out(render_runs_table(runs), end="")
+        emit(render_runs_table(runs), end="")
 
 
 @app.command()
@@ -343,8 +343,8 @@ def validate(
             analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
         )
     if fmt is SummaryFormat.json:
-        out_console.out(render_json(validate_dict(summary, analysis.inputs)))
+        emit(render_json(validate_dict(summary, analysis.inputs)))
     else:
-        out_console.out(validate_text(summary, analysis.inputs), end="")
+        emit(validate_text(summary, analysis.inputs), end="")
     if summary.accounting.requests_invalid or summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

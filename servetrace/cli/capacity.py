@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from servetrace.cli._app import app, guarded, out_console, warn
+from servetrace.cli._app import app, emit, guarded, out_console, warn
 from servetrace.cli._options import (
     ColumnOpt,
     EventMapOpt,
@@ -94,10 +94,10 @@ def capacity(
             + ": give --rate once per run (the run's tool did not declare one)"
         )
     if fmt is SummaryFormat.json:
-        out_console.out(render_json(render.report_dict(report)))
+        emit(render_json(render.report_dict(report)))
     elif fmt is SummaryFormat.csv:
-        out_console.out(render.render_csv(report), end="")
+        emit(render.render_csv(report), end="")
     elif fmt is SummaryFormat.markdown:
-        out_console.out(render.render_markdown(report), end="")
+        emit(render.render_markdown(report), end="")
     else:
         out_console.print(render.render_table(report))

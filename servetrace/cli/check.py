@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from servetrace.api import check, check_config
-from servetrace.cli._app import app, err_console, guarded, out_console, warn
+from servetrace.cli._app import app, emit, err_console, guarded, out_console, warn
 from servetrace.cli._options import (
     RESAMPLES,
     SEED,
@@ -132,7 +132,7 @@ def check_command(
     if fmt is CheckFormat.table:
         out_console.print(check_table(result.gate))
     else:
-        out_console.out(text, end="" if text.endswith("\n") else "\n")
+        emit(text, end="" if text.endswith("\n") else "\n")
         # Machine formats keep stdout clean; CI logs still show each failure in words.
         for rule in (*result.failures, *result.skipped, *result.gate.inconclusive):
             err_console.print(rule_line(rule), markup=False)

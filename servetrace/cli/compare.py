@@ -8,7 +8,7 @@ import typer
 
 from servetrace.api import Analysis, compare
 from servetrace.api._analyze import analyze_one
-from servetrace.cli._app import app, guarded, out_console, warn
+from servetrace.cli._app import app, emit, guarded, warn
 from servetrace.cli._events import PlotsOpt, compare_plots
 from servetrace.cli._options import (
     DURATION_MS,
@@ -138,6 +138,6 @@ def compare_command(
         if plots
         else ""
     )
-    out_console.out(render_compare(comparisons, fmt, verbose=verbose), end="")
+    emit(render_compare(comparisons, fmt, verbose=verbose), end="")
     if fmt is CompareFormat.markdown:
-        out_console.out(links, end="")
+        emit(links, end="")

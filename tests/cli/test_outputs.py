@@ -153,3 +153,18 @@ def test_write_through_a_symlink_replaces_its_target_and_keeps_the_link(tmp_path
     link.symlink_to(real)
     outputs.write_text("new", link)
     assert link.is_symlink() and real.read_text(encoding="utf-8") == "new"
+
+
+def test_a_csv_field_keeps_its_carriage_return(tmp_path: Path) -> None:
+    # A group value with a carriage return: the report goes to stdout as written (rich's
+    # console would strip the \r and change the value).
+    frame = events(
+        make_request("a", admission=1, first=5, ticks=[6], complete=6, pool="east\rwest"),
+        make_request("b", admission=1, first=5, ticks=[7], complete=7, pool="north"),
+    )
+    path = tmp_path / "trace.parquet"
+    frame.write_parquet(path)
+    result = runner.invoke(app, ["analyze", str(path), "--by", "pool", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert "\neast\rwest,queue_wait," in result.stdout
+    assert result.stdout.endswith("\n") and not result.stdout.endswith("\n\n")
