@@ -203,7 +203,7 @@ def render_table(report: CapacityReport) -> Group:
     for i, name in enumerate(_header(report)):
         table.add_column(name, justify="left" if i == 0 else "right", style="bold" if not i else "")
     for row in _rows(report):
-        table.add_row(*row)
+        table.add_row(*map(Text, row))  # labels are the user's: never markup
     return Group(table, Text("\n".join(_lines(report))))
 
 

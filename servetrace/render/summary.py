@@ -327,8 +327,10 @@ def _formula_lines(report: FormulaReport) -> list[str]:
 def render_table(
     summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace", title: str | None = None
 ) -> Group:
+    # Titles and cells as Text, never markup: file names and group values are the user's
+    # ("[/x]" would raise, "[bold]" restyle), and Text skips rich's markup parse per cell.
     table = Table(
-        title=title or ", ".join(inputs),
+        title=Text(title or ", ".join(inputs), style="table.title"),
         caption="latencies of completed requests, in ms; "
         + (
             "itl pools every gap"
@@ -343,7 +345,7 @@ def render_table(
     for key in TABLE_STATS:
         table.add_column(key, justify="right")
     for row in _metric_rows(summary, naming):
-        table.add_row(*row)
+        table.add_row(*map(Text, row))
     return Group(
         Text(_accounting_line(summary)),
         table,

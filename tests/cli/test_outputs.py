@@ -168,3 +168,15 @@ def test_a_csv_field_keeps_its_carriage_return(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "\neast\rwest,queue_wait," in result.stdout
     assert result.stdout.endswith("\n") and not result.stdout.endswith("\n\n")
+
+
+@pytest.mark.parametrize("value", ["[/x] east", "[bold]north", ":smile:"])
+def test_group_values_and_file_names_are_shown_as_written(tmp_path: Path, value: str) -> None:
+    # rich markup in a user's string used to raise (exit 4) or restyle the table title.
+    frame = events(make_request("a", admission=1, first=5, ticks=[6], complete=6, pool=value))
+    path = tmp_path / "[bold]trace :smile:.parquet"
+    frame.write_parquet(path)
+    result = runner.invoke(app, ["analyze", str(path), "--by", "pool"])
+    assert result.exit_code == 0, result.output
+    assert f"pool = {value}\n" in result.stdout
+    assert f"{path}\n" in result.stdout
