@@ -179,3 +179,18 @@ def test_offsets_of_keys_and_times_are_restored(shift: int) -> None:
     assert packed is not None
     for got, want in zip(packed, grouped_ticks(frame), strict=True):
         assert_frame_equal(got, want)
+
+
+def test_a_key_in_the_top_bit_is_restored() -> None:
+    # Keys 0 and 1 (1 bit) over times 0 .. 2^62 - 1 (62 bits): the key's field is bit 63.
+    last = (1 << 62) - 1
+    rows = [(0, "first_token", last, None), (1, "first_token", 0, None), (1, "token", last, None)]
+    packed = packed_ticks(_frame(rows))
+    assert packed is not None
+    assert packed[0].rows() == [
+        (0, last, 1, True, None),
+        (1, 0, 1, True, None),
+        (1, last, 1, False, last),
+    ]
+    for got, want in zip(packed, grouped_ticks(_frame(rows)), strict=True):
+        assert_frame_equal(got, want)
