@@ -40,6 +40,15 @@ ROWS = [
 ]
 
 
+def _agree(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The packed frames, checked equal (values and types) to the grouping's."""
+    packed = packed_ticks(frame)
+    assert packed is not None
+    for got, want in zip(packed, grouped_ticks(frame), strict=True):
+        assert_frame_equal(got, want)
+    return packed
+
+
 def test_ticks_and_aggregates_by_hand() -> None:
     packed = packed_ticks(_frame(ROWS))
     assert packed is not None
@@ -79,10 +88,7 @@ def test_ticks_and_aggregates_by_hand() -> None:
 
 def test_equal_to_the_grouping_in_values_and_types() -> None:
     frame = _frame(ROWS)
-    packed = packed_ticks(frame)
-    assert packed is not None
-    for got, want in zip(packed, grouped_ticks(frame), strict=True):
-        assert_frame_equal(got, want)
+    _agree(frame)
 
 
 def test_string_ids_pack_by_their_codes() -> None:
@@ -139,12 +145,8 @@ def test_a_trace_without_ticks_takes_the_grouping() -> None:
 
 
 def test_without_a_tokens_column_every_tick_is_one_token() -> None:
-    frame = _frame(ROWS).drop("tokens")
-    packed = packed_ticks(frame)
-    assert packed is not None
+    packed = _agree(_frame(ROWS).drop("tokens"))
     assert packed[0]["tokens"].to_list() == [1, 1, 1, 1]
-    for got, want in zip(packed, grouped_ticks(frame), strict=True):
-        assert_frame_equal(got, want)
 
 
 _row = st.tuples(
@@ -167,30 +169,22 @@ def test_any_rows_give_the_grouping_s_frames(rows: list[tuple[int, str, int, int
         ties = ticks.group_by(KEY, "ts", "first").agg(pl.col("tokens").n_unique().alias("n"))
         assert ticks.height == 0 or ties["n"].max() > 1  # type: ignore[operator]
         return
-    for got, want in zip(packed, grouped_ticks(frame), strict=True):
-        assert_frame_equal(got, want)
+    _agree(frame)
 
 
 @pytest.mark.parametrize("shift", [0, 2**40, -(2**40)])
 def test_offsets_of_keys_and_times_are_restored(shift: int) -> None:
     rows = [(rid + shift, kind, ts + shift, tokens) for rid, kind, ts, tokens in ROWS]
     frame = _frame(rows)
-    packed = packed_ticks(frame)
-    assert packed is not None
-    for got, want in zip(packed, grouped_ticks(frame), strict=True):
-        assert_frame_equal(got, want)
+    _agree(frame)
 
 
 def test_a_key_in_the_top_bit_is_restored() -> None:
     # Keys 0 and 1 (1 bit) over times 0 .. 2^62 - 1 (62 bits): the key's field is bit 63.
     last = (1 << 62) - 1
     rows = [(0, "first_token", last, None), (1, "first_token", 0, None), (1, "token", last, None)]
-    packed = packed_ticks(_frame(rows))
-    assert packed is not None
-    assert packed[0].rows() == [
+    assert _agree(_frame(rows))[0].rows() == [
         (0, last, 1, True, None),
         (1, 0, 1, True, None),
         (1, last, 1, False, last),
     ]
-    for got, want in zip(packed, grouped_ticks(_frame(rows)), strict=True):
-        assert_frame_equal(got, want)
