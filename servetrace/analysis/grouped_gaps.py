@@ -19,7 +19,13 @@ import polars as pl
 from servetrace.analysis.lifecycle import KEY
 from servetrace.analysis.summary import Distribution
 from servetrace.stats.describe import STATISTICS, percentile_of
-from servetrace.stats.grouped_order import GroupedSample, percentiles, sort_by_group
+from servetrace.stats.grouped_order import (
+    GroupedSample,
+    packed_bits,
+    percentiles,
+    sort_by_group,
+    sort_packed,
+)
 from servetrace.stats.moments import integer_moments
 
 CODE = "_code"
@@ -64,7 +70,11 @@ def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> Group
     """``sample_of`` the gaps' ``itl_ns`` by their request's group (``requests`` carries
     ``KEY`` and ``CODE``): each gap's code looked up from its key in NumPy — a table when
     the keys are dense, else a binary search — where an inner join of a million gaps took
-    a hash join; gaps of requests not in ``requests`` are left out, as by the join."""
+    a hash join; gaps of requests not in ``requests`` are left out, as by the join.
+
+    When the gaps fit a packed key (``grouped_order.packed_bits``: non-negative ns gaps
+    below 2^(62 − bits of the group count)), the table holds each request's code already
+    shifted, so the one lookup of 10^7 gaps is the sort key itself (``sort_packed``)."""
     keys = requests[KEY].to_numpy()
     code = requests[CODE].to_numpy()
     gap_keys = gaps[KEY].to_numpy()
@@ -72,10 +82,16 @@ def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> Group
     if keys.size == 0 or gap_keys.size == 0:
         return sort_by_group(np.zeros(0, np.int64), itl.head(0).to_numpy(), groups)
     low, high = int(keys.min()), int(keys.max())
+    values = itl.to_numpy() if not itl.null_count() else None
+    bits = None
+    if values is not None and values.dtype.kind in "iu" and values.size:
+        least, most = int(values.min()), int(values.max())
+        bits = packed_bits(groups, most - least) if most < 2**63 else None
+    shift = bits or 0  # the table's codes shifted by this; -1 stays negative
     if high - low < 4 * keys.size + 1024:
         base = min(low, 0) if high < 4 * keys.size + 1024 else low  # ids from 0: no shift
         table = np.full(high - base + 1, -1, dtype=np.int64)
-        table[keys - base] = code
+        table[keys - base] = code.astype(np.int64) << shift
         if int(gap_keys.min()) >= base and int(gap_keys.max()) <= high:
             found = table[gap_keys - base if base else gap_keys]  # 10^7 gaps: no temporary
         else:
@@ -85,13 +101,15 @@ def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> Group
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
         at = np.clip(np.searchsorted(ordered, gap_keys), 0, ordered.size - 1)
-        found = np.where(ordered[at] == gap_keys, code[order][at], -1)
-    if not itl.null_count() and int(found.min()) >= 0:  # every gap kept: no masks
-        return sort_by_group(found, itl.to_numpy(), groups)
+        found = np.where(ordered[at] == gap_keys, code[order][at].astype(np.int64) << shift, -1)
+    if values is not None and int(found.min()) >= 0:  # every gap kept: no masks
+        if bits is not None:
+            return sort_packed(found, values, least, bits, groups)
+        return sort_by_group(found, values, groups)
     keep = found >= 0
     if itl.null_count():
         keep &= itl.is_not_null().to_numpy()
-    return sort_by_group(found[keep], itl.filter(pl.Series(keep)).to_numpy(), groups)
+    return sort_by_group(found[keep] >> shift, itl.filter(pl.Series(keep)).to_numpy(), groups)
 
 
 def describe_sample(
