@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
@@ -81,27 +82,13 @@ def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> Group
     itl = gaps["itl_ns"]
     if keys.size == 0 or gap_keys.size == 0:
         return sort_by_group(np.zeros(0, np.int64), itl.head(0).to_numpy(), groups)
-    low, high = int(keys.min()), int(keys.max())
     values = itl.to_numpy() if not itl.null_count() else None
     bits = None
     if values is not None and values.dtype.kind in "iu" and values.size:
         least, most = int(values.min()), int(values.max())
         bits = packed_bits(groups, most - least) if most < 2**63 else None
     shift = bits or 0  # the table's codes shifted by this; -1 stays negative
-    if high - low < 4 * keys.size + 1024:
-        base = min(low, 0) if high < 4 * keys.size + 1024 else low  # ids from 0: no shift
-        table = np.full(high - base + 1, -1, dtype=np.int64)
-        table[keys - base] = code.astype(np.int64) << shift
-        if int(gap_keys.min()) >= base and int(gap_keys.max()) <= high:
-            found = table[gap_keys - base if base else gap_keys]  # 10^7 gaps: no temporary
-        else:
-            inside = (gap_keys >= base) & (gap_keys <= high)
-            found = np.where(inside, table[np.clip(gap_keys - base, 0, high - base)], -1)
-    else:
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        at = np.clip(np.searchsorted(ordered, gap_keys), 0, ordered.size - 1)
-        found = np.where(ordered[at] == gap_keys, code[order][at].astype(np.int64) << shift, -1)
+    found = lookup_codes(keys, code, gap_keys, shift)
     if values is not None and int(found.min()) >= 0:  # every gap kept: no masks
         if bits is not None:
             return sort_packed(found, values, least, bits, groups)
@@ -110,6 +97,28 @@ def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> Group
     if itl.null_count():
         keep &= itl.is_not_null().to_numpy()
     return sort_by_group(found[keep] >> shift, itl.filter(pl.Series(keep)).to_numpy(), groups)
+
+
+Ints = npt.NDArray[np.int64]
+
+
+def lookup_codes(keys: Ints, codes: Ints, wanted: Ints, shift: int = 0) -> Ints:
+    """The code (shifted left by ``shift``) of each of ``wanted``'s keys in ``keys``
+    (unique request keys), −1 for a key not there: a table when the keys are dense
+    (request keys from 0: no shift either), else a binary search."""
+    low, high = int(keys.min()), int(keys.max())
+    if high - low < 4 * keys.size + 1024:
+        base = min(low, 0) if high < 4 * keys.size + 1024 else low
+        table = np.full(high - base + 1, -1, dtype=np.int64)
+        table[keys - base] = codes.astype(np.int64) << shift
+        if int(wanted.min()) >= base and int(wanted.max()) <= high:
+            return table[wanted - base if base else wanted]  # 10^7 gaps: no temporary
+        inside = (wanted >= base) & (wanted <= high)
+        return np.where(inside, table[np.clip(wanted - base, 0, high - base)], -1)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    at = np.clip(np.searchsorted(ordered, wanted), 0, ordered.size - 1)
+    return np.where(ordered[at] == wanted, codes[order][at].astype(np.int64) << shift, -1)
 
 
 def describe_sample(

@@ -19,7 +19,8 @@ import polars as pl
 
 from servetrace.analysis import grouped_censoring
 from servetrace.analysis.collector import paused
-from servetrace.analysis.concurrency import concurrency_by, no_concurrency
+from servetrace.analysis.concurrency import no_concurrency
+from servetrace.analysis.concurrency_groups import concurrency_of_groups
 from servetrace.analysis.errors import ERRORED, error_counts_by
 from servetrace.analysis.figures import (
     CANCEL_STAGES,
@@ -39,7 +40,7 @@ from servetrace.analysis.grouped_figures import (
     rows_by_group,
     spans,
 )
-from servetrace.analysis.grouped_gaps import codes, describe_sample, gap_sample, samples_of
+from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, gap_sample, samples_of
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
@@ -201,11 +202,13 @@ def summarize_groups(
     }
     gap_sample, itl = _gaps(gaps, requests, values)
     admissions = {v: bool(group_spans[v]["admissions"]) and timeline.has_admissions for v in values}
-    busy = concurrency_by(
-        timeline.transitions.join(group_of, on=KEY, how="inner"),
-        G,
+    busy = concurrency_of_groups(
+        timeline.transitions,
+        requests,
+        values,
         {v: group_spans[v] for v in values if known[v]},
         admissions,
+        CODE,
     )
     formulas = formula(completed, values, *formula_tolerance)
     goodputs: dict[Any, GoodputReport | None] = dict(_goodput_by(completed, targets))
