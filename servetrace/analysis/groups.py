@@ -36,10 +36,10 @@ from servetrace.analysis.grouped_figures import (
     describe_groups,
     empty_distribution,
     examples,
-    formula,
     rows_by_group,
     spans,
 )
+from servetrace.analysis.grouped_formula import formula_of_groups
 from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, gap_sample, samples_of
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
@@ -210,7 +210,7 @@ def summarize_groups(
         admissions,
         CODE,
     )
-    formulas = formula(completed, values, *formula_tolerance)
+    formulas = formula_of_groups(completed, values, *formula_tolerance)
     goodputs: dict[Any, GoodputReport | None] = dict(_goodput_by(completed, targets))
     met = {v: g["requests_met"] for v, g in goodputs.items() if g is not None}
     if targets:
