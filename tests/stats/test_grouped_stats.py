@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from servetrace.stats import binomial, grouped_order, order_ci
+from servetrace.stats import binomial, grouped_km, grouped_order, order_ci
 from servetrace.stats.describe import describe, moments
 from servetrace.stats.grouped_km import kaplan_meier_by
 from servetrace.stats.grouped_moments import float_moments_by
@@ -229,3 +229,32 @@ def test_packed_sort_leaves_the_callers_codes_alone() -> None:
     sample = sort_by_group(codes, np.array([5, 9, 1, 3]), 3)
     assert codes.tolist() == [2, 0, 1, 0]
     assert sample.ordered.tolist() == [3, 9, 1, 5] and sample.sizes.tolist() == [2, 1, 1]
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["packed key", "lexsort"])
+def test_flat_kaplan_meier_equals_each_group_alone_and_the_polars_one(wide: bool) -> None:
+    """``kaplan_meier_codes`` gives each group ``kaplan_meier`` of the group alone, and
+    ``kaplan_meier_by``'s dict, bit for bit: many ties, a group with every sample censored,
+    one never reaching p99, one of a single sample, lengths across several powers of two
+    (the stacked running products), and durations too wide to pack (2^61 apart)."""
+    rng = np.random.default_rng(21 + wide)
+    sizes = [1, 2, 3, 17, 40, 250, 1000, 0, 5, 4096]
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    step = 2**55 if wide else 1
+    durations = rng.integers(1, 60, groups.size) * step  # few distinct times: many ties
+    if wide:
+        durations[::7] = -(2**60)  # negative and far: 2^61 wide with 10 codes does not fit
+    observed = rng.random(groups.size) < 0.7
+    observed[groups == 3] = False
+    observed[groups == 5] = durations[groups == 5] < 40 * step
+    shuffle = rng.permutation(groups.size)
+    codes, durations, observed = groups[shuffle], durations[shuffle], observed[shuffle]
+    got = grouped_km.kaplan_meier_codes(codes, durations, observed, len(sizes), QUANTILES)
+    assert set(got) == {g for g, n in enumerate(sizes) if n}
+    frame = pl.DataFrame({"g": codes, "duration_ns": durations, "observed": observed})
+    assert got == kaplan_meier_by(frame, "g", QUANTILES)
+    for g in got:
+        mine = codes == g
+        assert got[g] == _km_alone(durations[mine], observed[mine]), g
+    assert got[3]["p50"] is None and got[3]["floor"] == 1.0
+    assert grouped_km.kaplan_meier_codes(codes[:0], durations[:0], observed[:0], 3, QUANTILES) == {}
