@@ -33,7 +33,6 @@ from servetrace.analysis.figures import (
 )
 from servetrace.analysis.grouped_figures import (
     G,
-    describe_groups,
     empty_distribution,
     examples,
     rows_by_group,
@@ -41,6 +40,7 @@ from servetrace.analysis.grouped_figures import (
 )
 from servetrace.analysis.grouped_formula import formula_of_groups
 from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, gap_sample, samples_of
+from servetrace.analysis.grouped_outcomes import Outcomes, error_flags
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
@@ -68,34 +68,16 @@ def _throughput(
     }
 
 
-def _ended(
-    frame: pl.DataFrame, outcome: str, values: Sequence[Any], extra: Sequence[pl.Expr] = ()
-) -> tuple[dict[Any, dict[str, Any]], dict[Any, list[Any]]]:
-    """Counts and token sums of the requests with ``outcome``, and their example ids."""
-    of = frame.filter(pl.col("outcome") == outcome)
-    counts = rows_by_group(
-        of.group_by(G).agg(
-            pl.len().alias("count"),
-            pl.when(pl.col("output_tokens").null_count() == 0)
-            .then(pl.col("output_tokens").sum())
-            .alias("tokens"),
-            pl.col("output_tokens").null_count().alias("uncounted"),
-            *extra,
-        )
-    )
-    empty = {"count": 0, "tokens": 0, "with_error": 0, "uncounted": 0}
-    return {v: counts.get(v, empty) for v in values}, examples(of)
-
-
 def _delivered(row: Mapping[str, Any]) -> int | None:
     """Tokens delivered by a group's ended requests; None when a count is unknown."""
     return None if row.get("uncounted") else int(row["tokens"] or 0)
 
 
-def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict[str, Any]]:
-    """``errors.errored_report`` per group, in one ``group_by`` each."""
-    counts, ids = _ended(requests, ERRORED, values)
-    times = describe_groups(requests.filter(pl.col("outcome") == ERRORED), ["e2e_ns"])["e2e_ns"]
+def _errored_by(outcomes: Outcomes) -> dict[Any, dict[str, Any]]:
+    """``errors.errored_report`` per group."""
+    rows = outcomes.mask(ERRORED)
+    counts, ids = outcomes.ended(rows), outcomes.examples(rows)
+    times = outcomes.describe(rows, outcomes.requests["e2e_ns"])
     return {
         v: {
             "count": int(counts[v]["count"]),
@@ -103,7 +85,7 @@ def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict
             "time_to_error_ns": times.get(v, empty_distribution()),
             "examples": ids.get(v, []),
         }
-        for v in values
+        for v in outcomes.values
     }
 
 
@@ -216,18 +198,15 @@ def summarize_groups(
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
     rates = _throughput(requests, values, known, met)
-    error = failed(requests.columns).sum()
-    cancels, cancel_ids = _ended(requests, "cancelled", values, [error.alias("with_error")])
-    to_cancel = describe_groups(requests.filter(pl.col("outcome") == "cancelled"), ["e2e_ns"])
-    ends = pl.DataFrame(
-        {G: values, "_end": [group_spans[v]["end"] for v in values]},
-        schema={G: requests.schema[G], "_end": pl.Int64},
-    )
-    flying_rows = requests.join(ends, on=G, how="left", nulls_equal=True).with_columns(
-        (pl.col("_end") - pl.col("arrival_ns")).alias("age_ns")
-    )
-    flying, flying_ids = _ended(flying_rows, "in_flight", values)
-    ages = describe_groups(flying_rows.filter(pl.col("outcome") == "in_flight"), ["age_ns"])
+    outcomes = Outcomes.of(requests, values)
+    cancelled_rows = outcomes.mask("cancelled")
+    cancels = outcomes.ended(cancelled_rows, error_flags(requests, failed(requests.columns)))
+    cancel_ids = outcomes.examples(cancelled_rows)
+    to_cancel = outcomes.describe(cancelled_rows, requests["e2e_ns"])
+    flying_rows = outcomes.mask("in_flight")
+    flying, flying_ids = outcomes.ended(flying_rows), outcomes.examples(flying_rows)
+    group_end = pl.Series([group_spans[v]["end"] for v in values], dtype=pl.Int64)
+    ages = outcomes.describe(flying_rows, group_end.gather(requests[CODE]) - requests["arrival_ns"])
     leaked_rows = rows.filter(
         pl.col("rule").is_null()
         & pl.col("terminal_ns").is_not_null()
@@ -237,7 +216,7 @@ def summarize_groups(
     leaked_ids = examples(leaked_rows)
     outcome_counts = _pair_counts(requests, "outcome")
     errors_by = error_counts_by(requests, G)
-    errored_by = _errored_by(requests, values)
+    errored_by = _errored_by(outcomes)
     stages = _pair_counts(requests, "cancelled_in")
     empty = empty_distribution()
     metrics_of = {
@@ -292,13 +271,13 @@ def summarize_groups(
                 "count": int(cancels[value]["count"]),
                 "with_error": int(cancels[value]["with_error"]),
                 "output_tokens_delivered": _delivered(cancels[value]),
-                "time_to_cancel_ns": to_cancel["e2e_ns"].get(value, empty),
+                "time_to_cancel_ns": to_cancel.get(value, empty),
                 "examples": cancel_ids.get(value, []),
             },
             in_flight={
                 "count": int(flying[value]["count"]),
                 "output_tokens_delivered": _delivered(flying[value]),
-                "age_at_end_ns": ages["age_ns"].get(value, empty),
+                "age_at_end_ns": ages.get(value, empty),
                 "examples": flying_ids.get(value, []),
             },
             throughput=rates[value],
