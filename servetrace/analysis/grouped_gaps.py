@@ -189,7 +189,11 @@ def _deviation_sums(sample: GroupedSample) -> tuple[list[int], list[int], list[i
         return _wide_sums(sample, filled, minimum, ordered - np.repeat(minimum, sizes[filled]))
     sums = [[0] * filled.size for _ in range(4)]  # Σd, Σhi², Σhi·lo, Σlo² per group
     mask = (1 << _HALF) - 1
-    for start in range(0, ordered.size, _BLOCK):
+    if ordered.size <= _BLOCK:  # one block (per-request samples): its sums are the sums
+        d = ordered - np.int64(pivot)
+        hi, lo = d >> _HALF, d & mask
+        sums = [np.add.reduceat(part, starts).tolist() for part in (d, hi * hi, hi * lo, lo * lo)]
+    for start in range(0, ordered.size if ordered.size > _BLOCK else 0, _BLOCK):
         end = min(start + _BLOCK, ordered.size)
         d = ordered[start:end] - np.int64(pivot)
         hi, lo = d >> _HALF, d & mask

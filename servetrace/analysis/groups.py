@@ -281,7 +281,7 @@ def summarize_groups(
                 "examples": flying_ids.get(value, []),
             },
             throughput=rates[value],
-            goodput=goodputs.get(value, goodput(completed.clear(), targets)),
+            goodput=goodputs[value] if value in goodputs else goodput(completed.clear(), targets),
             concurrency=busy.get(value, no_concurrency()),
             formula=formulas[value],
             leaked_state=leaked,
