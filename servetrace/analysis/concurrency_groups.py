@@ -34,14 +34,14 @@ Ints = npt.NDArray[np.int64]
 
 
 def _order(code: Ints, stamps: Ints, groups: int) -> Ints:
-    """The order of the transitions by (group, time); ties in their order (stable)."""
+    """The order of the transitions by (group, time); the order among ties is free."""
     low, high = int(stamps.min()), int(stamps.max())
     bits = packed_bits(groups, high - low)
     if bits is None:
         return np.lexsort((stamps, code))
     key = code << bits
     key += stamps - low
-    return np.argsort(key, kind="stable")
+    return np.argsort(key)  # ties are one (group, time): summed, so any order of them
 
 
 def concurrency_of_groups(

@@ -33,6 +33,16 @@ from servetrace.stats.grouped_order import sort_by_group
 
 Ints = npt.NDArray[np.int64]
 _ROW = ("request_id", "residual_ns", "response_ns", "output_tokens", "ticks", "preemptions")
+# the columns of a worst request's row and of its likely cause (``formula._likely_cause``)
+_CAUSE_READS = (
+    "request_id",
+    "response_ns",
+    "output_tokens",
+    "ticks",
+    "preemptions",
+    "itl_mean_ns",
+    "itl_max_ns",
+)
 
 
 def _worst(
@@ -64,13 +74,15 @@ def _worst(
     rank = np.arange(ordered.size) - starts[ordered]
     taken = order.filter(pl.Series(rank < WORST_SHOWN))
     rows = (
-        frame[taken]
+        frame.select(_CAUSE_READS)[taken]
         .with_columns(residual.gather(taken).alias("residual_ns"), _likely_cause().alias("cause"))
         .select(*_ROW, "cause")
     )
+    names = rows.columns
     out: dict[int, list[dict[str, object]]] = {}
-    for c, row in zip(code[taken.to_numpy()].tolist(), rows.iter_rows(named=True), strict=True):
-        out.setdefault(c, []).append(row)
+    columns = [rows[name].to_list() for name in names]
+    for c, *row in zip(code[taken.to_numpy()].tolist(), *columns, strict=True):
+        out.setdefault(c, []).append(dict(zip(names, row, strict=True)))
     return out
 
 

@@ -60,7 +60,9 @@ def sort_by_group(codes: npt.ArrayLike, values: npt.ArrayLike, groups: int) -> G
     if value.size == 0:
         return GroupedSample(value, offsets, sizes)
     by_value = np.argsort(value, kind="stable")
-    order = by_value[np.argsort(code[by_value], kind="stable")]
+    # NumPy's stable sort of 16-bit integers is a radix sort: O(n), ~10× a merge sort
+    narrow = code.astype(np.int16) if groups <= 2**15 else code
+    order = by_value[np.argsort(narrow[by_value], kind="stable")]
     return GroupedSample(value[order], offsets, sizes)
 
 
