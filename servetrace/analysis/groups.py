@@ -1,7 +1,8 @@
 """One summary per value of a request attribute (``--by policy``), for every group at once.
 
-Each figure is one ``group_by`` over all groups — never a filter per group, so 300 groups
-cost about what one summary costs (``benchmarks/bench_by.py``). The definitions are those
+Each figure is one pass over all groups — a ``group_by``, or one sort by (group, value)
+and index arithmetic over flat arrays — never a filter per group, so 300 groups cost
+about what one summary costs (``benchmarks/bench_by.py``). The definitions are those
 of ``summary.py`` applied to each group as if it were the whole trace: a group's
 throughput and concurrency run over its **own** span (its first arrival to its last
 event), so ``--by policy`` on a file of four policies gives each policy the figures of

@@ -1,6 +1,8 @@
-"""Kaplan–Meier of every group at once: ``stats.survival.kaplan_meier`` per group, in Polars.
+"""Kaplan–Meier of every group at once: ``stats.survival.kaplan_meier`` per group.
 
-The same estimator, in one sort of (group, duration) and window expressions, for
+``kaplan_meier_codes`` (what ``--by`` runs) over flat arrays, ``kaplan_meier_by`` in
+Polars — the statement it is tested against. The same estimator, in one sort of
+(group, duration) and running sums and products, for
 ``--by`` (hundreds of groups): at each distinct event time ``t_i`` of a group, with
 ``d_i`` events and ``n_i`` of the group's samples at risk (duration ≥ t_i),
 ``S(t) = Π_{t_i ≤ t} (1 − d_i / n_i)``, a running product in time order within the
