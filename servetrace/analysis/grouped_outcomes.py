@@ -50,6 +50,16 @@ class Outcomes:
     def mask(self, outcome: str) -> Mask:
         return (self.requests["outcome"] == outcome).fill_null(False).to_numpy()
 
+    def counts(self, column: str, names: Sequence[str]) -> dict[tuple[Any, str], int]:
+        """``(value, name) → requests`` of each group whose ``column`` is each of
+        ``names`` (``groups._pair_counts`` for those names; the others are left out)."""
+        of = self.requests[column]
+        out: dict[tuple[Any, str], int] = {}
+        for name in names:
+            counted = self._count((of == name).fill_null(False).to_numpy())
+            out |= {(v, name): n for v, n in zip(self.values, counted, strict=True) if n}
+        return out
+
     def _count(self, rows: Mask) -> list[int]:
         return np.bincount(self.code[rows], minlength=len(self.values)).tolist()
 

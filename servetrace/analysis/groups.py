@@ -121,11 +121,6 @@ def _goodput_by(
     return out
 
 
-def _pair_counts(requests: pl.DataFrame, column: str) -> dict[tuple[Any, Any], int]:
-    counts = requests.group_by(G, column).len()
-    return {(g, c): int(n) for g, c, n in counts.iter_rows()}
-
-
 def _gaps(
     gaps: pl.DataFrame | Mapping[Any, Distribution], requests: pl.DataFrame, values: list[Any]
 ) -> tuple[GroupedSample | None, dict[Any, Distribution]]:
@@ -141,6 +136,21 @@ def _flag(requests: pl.DataFrame, column: str) -> pl.Expr:
     if column not in requests.columns:
         return pl.lit(True).alias(column)
     return pl.col(column).fill_null(True).all().alias(column)
+
+
+def _flags(requests: pl.DataFrame) -> dict[Any, dict[str, Any]]:
+    """Per group: whether every arrival and tick time is known, and the sources."""
+    return rows_by_group(
+        requests.group_by(G).agg(
+            _flag(requests, "arrival_known"),
+            _flag(requests, "ticks_available"),
+            (
+                pl.col("source").drop_nulls().cast(pl.String).unique().sort().str.join(",")
+                if "source" in requests.columns
+                else pl.lit("")
+            ).alias("source"),
+        )
+    )
 
 
 @paused
@@ -160,16 +170,10 @@ def summarize_groups(
     group_of = requests.select(KEY, G)
     rows = timeline.requests.drop(G, strict=False).join(group_of, on=KEY, how="inner")
     group_spans = spans(rows)
-    flags = rows_by_group(
-        requests.group_by(G).agg(
-            _flag(requests, "arrival_known"),
-            _flag(requests, "ticks_available"),
-            (
-                pl.col("source").drop_nulls().cast(pl.String).unique().sort().str.join(",")
-                if "source" in requests.columns
-                else pl.lit("")
-            ).alias("source"),
-        )
+    flags: dict[Any, dict[str, Any]] = (
+        {v: {"arrival_known": True, "ticks_available": True, "source": ""} for v in values}
+        if not {"arrival_known", "ticks_available", "source"} & set(requests.columns)
+        else _flags(requests)
     )
     known = {v: bool(flags[v]["arrival_known"]) for v in values}
     completed = requests.filter(pl.col("outcome") == "completed")
@@ -215,10 +219,10 @@ def summarize_groups(
     )
     leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
     leaked_ids = examples(leaked_rows)
-    outcome_counts = _pair_counts(requests, "outcome")
-    errors_by = error_counts_by(requests, G)
+    outcome_counts = outcomes.counts("outcome", OUTCOMES)
+    errors_by = error_counts_by(requests, G) if outcomes.mask(ERRORED).any() else {}
     errored_by = _errored_by(outcomes)
-    stages = _pair_counts(requests, "cancelled_in")
+    stages = outcomes.counts("cancelled_in", CANCEL_STAGES)
     empty = empty_distribution()
     metrics_of = {
         value: {

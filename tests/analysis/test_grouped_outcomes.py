@@ -108,3 +108,21 @@ def test_hand_computed_group() -> None:
     assert outcomes.describe(rows, frame["e2e_ns"])["a"]["mean"] == 20.0
     no_codes = frame.drop("error_code")
     assert not error_flags(no_codes, failed(no_codes.columns)).any()
+
+
+def test_pair_counts_equal_a_group_by() -> None:
+    frame = _frame(3, "strings").with_columns(
+        pl.when(pl.col("outcome") == "cancelled")
+        .then(
+            pl.col("request_id")
+            .str.slice(-1)
+            .replace_strict(list("0123456789"), ["queued", "prefill", "decode", None, "queued"] * 2)
+        )
+        .alias("cancelled_in")
+    )
+    values = frame[G].unique().sort(nulls_last=True).to_list()
+    frame = codes(frame, G, values)
+    outcomes = Outcomes.of(frame, values)
+    for column, names in (("outcome", OUTCOMES), ("cancelled_in", ["queued", "prefill", "x"])):
+        want = {(g, c): n for g, c, n in frame.group_by(G, column).len().iter_rows() if c in names}
+        assert outcomes.counts(column, names) == want, column
