@@ -72,11 +72,13 @@ def _worst(
     ordered = code[order.to_numpy()]
     starts = np.searchsorted(ordered, np.arange(groups, dtype=np.int64))
     rank = np.arange(ordered.size) - starts[ordered]
-    taken = order.filter(pl.Series(rank < WORST_SHOWN))
-    rows = (
-        frame.select(_CAUSE_READS)[taken]
-        .with_columns(residual.gather(taken).alias("residual_ns"), _likely_cause().alias("cause"))
-        .select(*_ROW, "cause")
+    taken = pl.Series(order.to_numpy()[rank < WORST_SHOWN])
+    rows = (  # one query: the taken rows' columns, their residual and cause
+        frame.lazy()
+        .select(pl.col(_CAUSE_READS).gather(taken))
+        .with_columns(pl.lit(residual.gather(taken)).alias("residual_ns"))
+        .select(*_ROW, _likely_cause().alias("cause"))
+        .collect()
     )
     names = rows.columns
     out: dict[int, list[dict[str, object]]] = {}

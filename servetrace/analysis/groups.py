@@ -212,13 +212,16 @@ def summarize_groups(
     flying, flying_ids = outcomes.ended(flying_rows), outcomes.examples(flying_rows)
     group_end = pl.Series([group_spans[v]["end"] for v in values], dtype=pl.Int64)
     ages = outcomes.describe(flying_rows, group_end.gather(requests[CODE]) - requests["arrival_ns"])
-    leaked_rows = rows.filter(
-        pl.col("rule").is_null()
-        & pl.col("terminal_ns").is_not_null()
-        & (pl.col("n_release").fill_null(0) == 0)
-    )
-    leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
-    leaked_ids = examples(leaked_rows)
+    leaked_count: dict[Any, int] = {}
+    leaked_ids: dict[Any, list[Any]] = {}
+    if timeline.has_releases:  # without releases no group reports leaked state
+        leaked_rows = rows.filter(
+            pl.col("rule").is_null()
+            & pl.col("terminal_ns").is_not_null()
+            & (pl.col("n_release").fill_null(0) == 0)
+        )
+        leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
+        leaked_ids = examples(leaked_rows)
     outcome_counts = outcomes.counts("outcome", OUTCOMES)
     errors_by = error_counts_by(requests, G) if outcomes.mask(ERRORED).any() else {}
     errored_by = _errored_by(outcomes)
