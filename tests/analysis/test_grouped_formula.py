@@ -87,7 +87,11 @@ def test_edge_rows_equal_the_reference() -> None:
         .otherwise("arrival_ns")
         .alias("arrival_ns"),
     ).with_columns(
-        pl.when(is_ == "one-token").then(1).otherwise("output_tokens").alias("output_tokens"),
+        # one-token answers (with a decode time) in every group stay out of the fleet ITL
+        pl.when((is_ == "one-token") | (pl.int_range(pl.len()) % 19 == 3))
+        .then(1)
+        .otherwise("output_tokens")
+        .alias("output_tokens"),
         pl.when(is_ == "no-response").then(None).otherwise("response_ns").alias("response_ns"),
     )
     _both(frame, "g", (1_000_000, 0.01))
