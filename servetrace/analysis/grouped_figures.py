@@ -5,6 +5,10 @@ example ids, each group's span and the formula check. Rows carry their group in 
 column ``G``; results are dicts keyed by the group's value. The definitions are shared
 with the trace summary: the formula's tolerance, worst requests, fleet ITL and notes come
 from ``formula``, concurrency from ``concurrency``; only the aggregation is per group.
+
+``describe_groups`` and ``formula`` are also the Polars statement of what the flat-array
+paths ``--by`` runs compute (``grouped_outcomes``, ``grouped_formula``): those are tested
+against them, figure for figure.
 """
 
 from __future__ import annotations

@@ -14,12 +14,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
 from servetrace.analysis.summary import Distribution
 from servetrace.stats.describe import STATISTICS, percentile_of
-from servetrace.stats.grouped_order import GroupedSample, percentiles, sort_by_group
+from servetrace.stats.grouped_order import (
+    GroupedSample,
+    packed_bits,
+    percentiles,
+    sort_by_group,
+    sort_packed,
+)
 from servetrace.stats.moments import integer_moments
 
 CODE = "_code"
@@ -64,34 +71,54 @@ def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> Group
     """``sample_of`` the gaps' ``itl_ns`` by their request's group (``requests`` carries
     ``KEY`` and ``CODE``): each gap's code looked up from its key in NumPy — a table when
     the keys are dense, else a binary search — where an inner join of a million gaps took
-    a hash join; gaps of requests not in ``requests`` are left out, as by the join."""
+    a hash join; gaps of requests not in ``requests`` are left out, as by the join.
+
+    When the gaps fit a packed key (``grouped_order.packed_bits``: non-negative ns gaps
+    below 2^(62 − bits of the group count)), the table holds each request's code already
+    shifted, so the one lookup of 10^7 gaps is the sort key itself (``sort_packed``)."""
     keys = requests[KEY].to_numpy()
     code = requests[CODE].to_numpy()
     gap_keys = gaps[KEY].to_numpy()
     itl = gaps["itl_ns"]
     if keys.size == 0 or gap_keys.size == 0:
         return sort_by_group(np.zeros(0, np.int64), itl.head(0).to_numpy(), groups)
-    low, high = int(keys.min()), int(keys.max())
-    if high - low < 4 * keys.size + 1024:
-        base = min(low, 0) if high < 4 * keys.size + 1024 else low  # ids from 0: no shift
-        table = np.full(high - base + 1, -1, dtype=np.int64)
-        table[keys - base] = code
-        if int(gap_keys.min()) >= base and int(gap_keys.max()) <= high:
-            found = table[gap_keys - base if base else gap_keys]  # 10^7 gaps: no temporary
-        else:
-            inside = (gap_keys >= base) & (gap_keys <= high)
-            found = np.where(inside, table[np.clip(gap_keys - base, 0, high - base)], -1)
-    else:
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        at = np.clip(np.searchsorted(ordered, gap_keys), 0, ordered.size - 1)
-        found = np.where(ordered[at] == gap_keys, code[order][at], -1)
-    if not itl.null_count() and int(found.min()) >= 0:  # every gap kept: no masks
-        return sort_by_group(found, itl.to_numpy(), groups)
+    values = itl.to_numpy() if not itl.null_count() else None
+    bits = None
+    if values is not None and values.dtype.kind in "iu" and values.size:
+        least, most = int(values.min()), int(values.max())
+        bits = packed_bits(groups, most - least) if most < 2**63 else None
+    shift = bits or 0  # the table's codes shifted by this; -1 stays negative
+    found = lookup_codes(keys, code, gap_keys, shift)
+    if values is not None and int(found.min()) >= 0:  # every gap kept: no masks
+        if bits is not None:
+            return sort_packed(found, values, least, bits, groups)
+        return sort_by_group(found, values, groups)
     keep = found >= 0
     if itl.null_count():
         keep &= itl.is_not_null().to_numpy()
-    return sort_by_group(found[keep], itl.filter(pl.Series(keep)).to_numpy(), groups)
+    return sort_by_group(found[keep] >> shift, itl.filter(pl.Series(keep)).to_numpy(), groups)
+
+
+Ints = npt.NDArray[np.int64]
+
+
+def lookup_codes(keys: Ints, codes: Ints, wanted: Ints, shift: int = 0) -> Ints:
+    """The code (shifted left by ``shift``) of each of ``wanted``'s keys in ``keys``
+    (unique request keys), −1 for a key not there: a table when the keys are dense
+    (request keys from 0: no shift either), else a binary search."""
+    low, high = int(keys.min()), int(keys.max())
+    if high - low < 4 * keys.size + 1024:
+        base = min(low, 0) if high < 4 * keys.size + 1024 else low
+        table = np.full(high - base + 1, -1, dtype=np.int64)
+        table[keys - base] = codes.astype(np.int64) << shift
+        if int(wanted.min()) >= base and int(wanted.max()) <= high:
+            return table[wanted - base if base else wanted]  # 10^7 gaps: no temporary
+        inside = (wanted >= base) & (wanted <= high)
+        return np.where(inside, table[np.clip(wanted - base, 0, high - base)], -1)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    at = np.clip(np.searchsorted(ordered, wanted), 0, ordered.size - 1)
+    return np.where(ordered[at] == wanted, codes[order][at].astype(np.int64) << shift, -1)
 
 
 def describe_sample(
@@ -162,7 +189,11 @@ def _deviation_sums(sample: GroupedSample) -> tuple[list[int], list[int], list[i
         return _wide_sums(sample, filled, minimum, ordered - np.repeat(minimum, sizes[filled]))
     sums = [[0] * filled.size for _ in range(4)]  # Σd, Σhi², Σhi·lo, Σlo² per group
     mask = (1 << _HALF) - 1
-    for start in range(0, ordered.size, _BLOCK):
+    if ordered.size <= _BLOCK:  # one block (per-request samples): its sums are the sums
+        d = ordered - np.int64(pivot)
+        hi, lo = d >> _HALF, d & mask
+        sums = [np.add.reduceat(part, starts).tolist() for part in (d, hi * hi, hi * lo, lo * lo)]
+    for start in range(0, ordered.size if ordered.size > _BLOCK else 0, _BLOCK):
         end = min(start + _BLOCK, ordered.size)
         d = ordered[start:end] - np.int64(pivot)
         hi, lo = d >> _HALF, d & mask

@@ -2,8 +2,10 @@
 
 The censoring of ``analysis.survival`` (same rules, same columns), with each request
 censored at its **own group's** end of trace, then one grouped Kaplan–Meier per metric
-(``stats.grouped_km``) instead of a fit per group: each group gets the dict
-``survival.estimate`` gives for its requests alone.
+(``stats.grouped_km.kaplan_meier_codes``, over flat arrays; the counts are
+``bincount``s of the group codes) instead of a fit per group: each group gets the dict
+``survival.estimate`` gives for its requests alone. ``requests`` carry the group codes
+(``CODE``), numbered by position in ``values``.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from servetrace.analysis.grouped_gaps import CODE
 from servetrace.analysis.survival import ESTIMATOR, METRICS, QUANTILES, _censoring
-from servetrace.stats.grouped_km import kaplan_meier_by
+from servetrace.stats.grouped_km import kaplan_meier_codes
 
 _END = "_group_end"
 
@@ -42,32 +46,36 @@ def estimate_by(
     rows = requests.join(bounds, on=group, how="inner", nulls_equal=True)
     for value in ended:
         out[value] = {}
+    groups = len(values)
+    index = {value: i for i, value in enumerate(values)}  # the codes of ``CODE``
     for metric in METRICS:
         wanted = [v for v in ended if metric != "queue_wait" or admissions.get(v, False)]
         if not wanted:
             continue
-        samples = _censoring(rows, metric, pl.col(_END), keep=(group,))
-        why = pl.col("why")
-        counts = {
-            row[group]: row
-            for row in samples.group_by(group)
-            .agg(
-                pl.col("observed").sum().alias("events"),
-                (~pl.col("observed")).sum().alias("censored"),
-                (why == "cancelled").sum().alias("censored_cancelled"),
-                (why == "in_flight").sum().alias("censored_in_flight"),
-            )
-            .iter_rows(named=True)
+        samples = _censoring(rows, metric, pl.col(_END), keep=(CODE,))
+        code = samples[CODE].to_numpy().astype(np.int64, copy=False)
+        seen = samples["observed"].to_numpy()
+        why = samples["why"]
+        tally = {
+            "events": np.bincount(code[seen], minlength=groups),
+            "censored": np.bincount(code[~seen], minlength=groups),
+            "censored_cancelled": np.bincount(
+                code[(why == "cancelled").fill_null(False).to_numpy()], minlength=groups
+            ),
+            "censored_in_flight": np.bincount(
+                code[(why == "in_flight").fill_null(False).to_numpy()], minlength=groups
+            ),
         }
-        fits = kaplan_meier_by(samples, group, QUANTILES)
+        counted = {name: column.tolist() for name, column in tally.items()}
+        fits = kaplan_meier_codes(code, samples["duration_ns"].to_numpy(), seen, groups, QUANTILES)
         for value in wanted:
-            count = counts.get(value, {})
-            in_flight = int(count.get("censored_in_flight") or 0)
+            c = index[value]
+            in_flight = int(counted["censored_in_flight"][c])
             base: dict[str, Any] = {
                 "estimator": ESTIMATOR,
-                "events": int(count.get("events") or 0),
-                "censored": int(count.get("censored") or 0),
-                "censored_cancelled": int(count.get("censored_cancelled") or 0),
+                "events": int(counted["events"][c]),
+                "censored": int(counted["censored"][c]),
+                "censored_cancelled": int(counted["censored_cancelled"][c]),
                 "censored_in_flight": in_flight,
                 "completed_only": {k: metrics[value][metric].get(k) for k in QUANTILES},
             }
@@ -80,7 +88,7 @@ def estimate_by(
                     "unavailable": "arrival_unknown",
                 }
                 continue
-            fit = fits.get(value, {"floor": 1.0, **dict.fromkeys(QUANTILES)})
+            fit = fits.get(c, {"floor": 1.0, **dict.fromkeys(QUANTILES)})
             found = {name: fit[name] for name in QUANTILES}
             entry[metric] = {
                 **base,

@@ -1,7 +1,8 @@
 """One summary per value of a request attribute (``--by policy``), for every group at once.
 
-Each figure is one ``group_by`` over all groups — never a filter per group, so 300 groups
-cost about what one summary costs (``benchmarks/bench_by.py``). The definitions are those
+Each figure is one pass over all groups — a ``group_by``, or one sort by (group, value)
+and index arithmetic over flat arrays — never a filter per group, so 300 groups cost
+about what one summary costs (``benchmarks/bench_by.py``). The definitions are those
 of ``summary.py`` applied to each group as if it were the whole trace: a group's
 throughput and concurrency run over its **own** span (its first arrival to its last
 event), so ``--by policy`` on a file of four policies gives each policy the figures of
@@ -19,7 +20,8 @@ import polars as pl
 
 from servetrace.analysis import grouped_censoring
 from servetrace.analysis.collector import paused
-from servetrace.analysis.concurrency import concurrency_by, no_concurrency
+from servetrace.analysis.concurrency import no_concurrency
+from servetrace.analysis.concurrency_groups import concurrency_of_groups
 from servetrace.analysis.errors import ERRORED, error_counts_by
 from servetrace.analysis.figures import (
     CANCEL_STAGES,
@@ -32,14 +34,14 @@ from servetrace.analysis.figures import (
 )
 from servetrace.analysis.grouped_figures import (
     G,
-    describe_groups,
     empty_distribution,
     examples,
-    formula,
     rows_by_group,
     spans,
 )
-from servetrace.analysis.grouped_gaps import codes, describe_sample, gap_sample, samples_of
+from servetrace.analysis.grouped_formula import formula_of_groups
+from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, gap_sample, samples_of
+from servetrace.analysis.grouped_outcomes import Outcomes, error_flags
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
@@ -67,34 +69,16 @@ def _throughput(
     }
 
 
-def _ended(
-    frame: pl.DataFrame, outcome: str, values: Sequence[Any], extra: Sequence[pl.Expr] = ()
-) -> tuple[dict[Any, dict[str, Any]], dict[Any, list[Any]]]:
-    """Counts and token sums of the requests with ``outcome``, and their example ids."""
-    of = frame.filter(pl.col("outcome") == outcome)
-    counts = rows_by_group(
-        of.group_by(G).agg(
-            pl.len().alias("count"),
-            pl.when(pl.col("output_tokens").null_count() == 0)
-            .then(pl.col("output_tokens").sum())
-            .alias("tokens"),
-            pl.col("output_tokens").null_count().alias("uncounted"),
-            *extra,
-        )
-    )
-    empty = {"count": 0, "tokens": 0, "with_error": 0, "uncounted": 0}
-    return {v: counts.get(v, empty) for v in values}, examples(of)
-
-
 def _delivered(row: Mapping[str, Any]) -> int | None:
     """Tokens delivered by a group's ended requests; None when a count is unknown."""
     return None if row.get("uncounted") else int(row["tokens"] or 0)
 
 
-def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict[str, Any]]:
-    """``errors.errored_report`` per group, in one ``group_by`` each."""
-    counts, ids = _ended(requests, ERRORED, values)
-    times = describe_groups(requests.filter(pl.col("outcome") == ERRORED), ["e2e_ns"])["e2e_ns"]
+def _errored_by(outcomes: Outcomes) -> dict[Any, dict[str, Any]]:
+    """``errors.errored_report`` per group."""
+    rows = outcomes.mask(ERRORED)
+    counts, ids = outcomes.ended(rows), outcomes.examples(rows)
+    times = outcomes.describe(rows, outcomes.requests["e2e_ns"])
     return {
         v: {
             "count": int(counts[v]["count"]),
@@ -102,7 +86,7 @@ def _errored_by(requests: pl.DataFrame, values: Sequence[Any]) -> dict[Any, dict
             "time_to_error_ns": times.get(v, empty_distribution()),
             "examples": ids.get(v, []),
         }
-        for v in values
+        for v in outcomes.values
     }
 
 
@@ -137,11 +121,6 @@ def _goodput_by(
     return out
 
 
-def _pair_counts(requests: pl.DataFrame, column: str) -> dict[tuple[Any, Any], int]:
-    counts = requests.group_by(G, column).len()
-    return {(g, c): int(n) for g, c, n in counts.iter_rows()}
-
-
 def _gaps(
     gaps: pl.DataFrame | Mapping[Any, Distribution], requests: pl.DataFrame, values: list[Any]
 ) -> tuple[GroupedSample | None, dict[Any, Distribution]]:
@@ -157,6 +136,21 @@ def _flag(requests: pl.DataFrame, column: str) -> pl.Expr:
     if column not in requests.columns:
         return pl.lit(True).alias(column)
     return pl.col(column).fill_null(True).all().alias(column)
+
+
+def _flags(requests: pl.DataFrame) -> dict[Any, dict[str, Any]]:
+    """Per group: whether every arrival and tick time is known, and the sources."""
+    return rows_by_group(
+        requests.group_by(G).agg(
+            _flag(requests, "arrival_known"),
+            _flag(requests, "ticks_available"),
+            (
+                pl.col("source").drop_nulls().cast(pl.String).unique().sort().str.join(",")
+                if "source" in requests.columns
+                else pl.lit("")
+            ).alias("source"),
+        )
+    )
 
 
 @paused
@@ -176,16 +170,10 @@ def summarize_groups(
     group_of = requests.select(KEY, G)
     rows = timeline.requests.drop(G, strict=False).join(group_of, on=KEY, how="inner")
     group_spans = spans(rows)
-    flags = rows_by_group(
-        requests.group_by(G).agg(
-            _flag(requests, "arrival_known"),
-            _flag(requests, "ticks_available"),
-            (
-                pl.col("source").drop_nulls().cast(pl.String).unique().sort().str.join(",")
-                if "source" in requests.columns
-                else pl.lit("")
-            ).alias("source"),
-        )
+    flags: dict[Any, dict[str, Any]] = (
+        {v: {"arrival_known": True, "ticks_available": True, "source": ""} for v in values}
+        if not {"arrival_known", "ticks_available", "source"} & set(requests.columns)
+        else _flags(requests)
     )
     known = {v: bool(flags[v]["arrival_known"]) for v in values}
     completed = requests.filter(pl.col("outcome") == "completed")
@@ -201,41 +189,43 @@ def summarize_groups(
     }
     gap_sample, itl = _gaps(gaps, requests, values)
     admissions = {v: bool(group_spans[v]["admissions"]) and timeline.has_admissions for v in values}
-    busy = concurrency_by(
-        timeline.transitions.join(group_of, on=KEY, how="inner"),
-        G,
+    busy = concurrency_of_groups(
+        timeline.transitions,
+        requests,
+        values,
         {v: group_spans[v] for v in values if known[v]},
         admissions,
+        CODE,
     )
-    formulas = formula(completed, values, *formula_tolerance)
+    formulas = formula_of_groups(completed, values, *formula_tolerance)
     goodputs: dict[Any, GoodputReport | None] = dict(_goodput_by(completed, targets))
     met = {v: g["requests_met"] for v, g in goodputs.items() if g is not None}
     if targets:
         met |= {v: 0 for v in values if v not in goodputs}
     rates = _throughput(requests, values, known, met)
-    error = failed(requests.columns).sum()
-    cancels, cancel_ids = _ended(requests, "cancelled", values, [error.alias("with_error")])
-    to_cancel = describe_groups(requests.filter(pl.col("outcome") == "cancelled"), ["e2e_ns"])
-    ends = pl.DataFrame(
-        {G: values, "_end": [group_spans[v]["end"] for v in values]},
-        schema={G: requests.schema[G], "_end": pl.Int64},
-    )
-    flying_rows = requests.join(ends, on=G, how="left", nulls_equal=True).with_columns(
-        (pl.col("_end") - pl.col("arrival_ns")).alias("age_ns")
-    )
-    flying, flying_ids = _ended(flying_rows, "in_flight", values)
-    ages = describe_groups(flying_rows.filter(pl.col("outcome") == "in_flight"), ["age_ns"])
-    leaked_rows = rows.filter(
-        pl.col("rule").is_null()
-        & pl.col("terminal_ns").is_not_null()
-        & (pl.col("n_release").fill_null(0) == 0)
-    )
-    leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
-    leaked_ids = examples(leaked_rows)
-    outcome_counts = _pair_counts(requests, "outcome")
-    errors_by = error_counts_by(requests, G)
-    errored_by = _errored_by(requests, values)
-    stages = _pair_counts(requests, "cancelled_in")
+    outcomes = Outcomes.of(requests, values)
+    cancelled_rows = outcomes.mask("cancelled")
+    cancels = outcomes.ended(cancelled_rows, error_flags(requests, failed(requests.columns)))
+    cancel_ids = outcomes.examples(cancelled_rows)
+    to_cancel = outcomes.describe(cancelled_rows, requests["e2e_ns"])
+    flying_rows = outcomes.mask("in_flight")
+    flying, flying_ids = outcomes.ended(flying_rows), outcomes.examples(flying_rows)
+    group_end = pl.Series([group_spans[v]["end"] for v in values], dtype=pl.Int64)
+    ages = outcomes.describe(flying_rows, group_end.gather(requests[CODE]) - requests["arrival_ns"])
+    leaked_count: dict[Any, int] = {}
+    leaked_ids: dict[Any, list[Any]] = {}
+    if timeline.has_releases:  # without releases no group reports leaked state
+        leaked_rows = rows.filter(
+            pl.col("rule").is_null()
+            & pl.col("terminal_ns").is_not_null()
+            & (pl.col("n_release").fill_null(0) == 0)
+        )
+        leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
+        leaked_ids = examples(leaked_rows)
+    outcome_counts = outcomes.counts("outcome", OUTCOMES)
+    errors_by = error_counts_by(requests, G) if outcomes.mask(ERRORED).any() else {}
+    errored_by = _errored_by(outcomes)
+    stages = outcomes.counts("cancelled_in", CANCEL_STAGES)
     empty = empty_distribution()
     metrics_of = {
         value: {
@@ -289,17 +279,17 @@ def summarize_groups(
                 "count": int(cancels[value]["count"]),
                 "with_error": int(cancels[value]["with_error"]),
                 "output_tokens_delivered": _delivered(cancels[value]),
-                "time_to_cancel_ns": to_cancel["e2e_ns"].get(value, empty),
+                "time_to_cancel_ns": to_cancel.get(value, empty),
                 "examples": cancel_ids.get(value, []),
             },
             in_flight={
                 "count": int(flying[value]["count"]),
                 "output_tokens_delivered": _delivered(flying[value]),
-                "age_at_end_ns": ages["age_ns"].get(value, empty),
+                "age_at_end_ns": ages.get(value, empty),
                 "examples": flying_ids.get(value, []),
             },
             throughput=rates[value],
-            goodput=goodputs.get(value, goodput(completed.clear(), targets)),
+            goodput=goodputs[value] if value in goodputs else goodput(completed.clear(), targets),
             concurrency=busy.get(value, no_concurrency()),
             formula=formulas[value],
             leaked_state=leaked,

@@ -4,8 +4,9 @@
 of the pooled ITL gaps — millions of values in hundreds of groups. One sort of the
 values by (group, value) lays each group's sorted sample out in one array; group ``i``
 holds ``ordered[offsets[i] : offsets[i] + sizes[i]]``, and ``X_(r)`` of every group is
-one gather. Integers whose range fits sort as one int64 key ``code · span + (v − min)``
-(NumPy's vectorised sort); other values by value, then stably by group.
+one gather. Integers whose range fits sort as one int64 key ``code << bits | (v − min)``
+(NumPy's vectorised sort, in the key's memory: ``sort_packed``); other values (floats,
+integers too wide for the bits the group codes leave) by value, then stably by group.
 
 ``percentiles`` interpolates linearly between order statistics with the arithmetic of
 Polars' ``quantile(interpolation="linear")``, which ``stats.describe`` uses: at
@@ -44,26 +45,55 @@ class GroupedSample:
 
 def sort_by_group(codes: npt.ArrayLike, values: npt.ArrayLike, groups: int) -> GroupedSample:
     """Group ``codes`` (0..groups−1) and their values, sorted by (group, value)."""
-    code = np.asarray(codes, dtype=np.int64)
+    code = np.asarray(codes)
     value = np.asarray(values)
+    if value.size and value.dtype.kind in "iu":
+        low, high = int(value.min()), int(value.max())
+        bits = packed_bits(groups, high - low)
+        if bits is not None and high < 2**63:
+            key = code.astype(np.int64)  # a copy: the caller's codes serve other columns
+            key <<= bits
+            return sort_packed(key, value, low, bits, groups)
+    code = code.astype(np.int64, copy=False)
     sizes = np.bincount(code, minlength=groups).astype(np.int64)
     offsets = np.cumsum(sizes) - sizes
     if value.size == 0:
         return GroupedSample(value, offsets, sizes)
-    if value.dtype.kind in "iu":
-        low, high = int(value.min()), int(value.max())
-        span = high - low + 1
-        if groups * span < _KEY_LIMIT:
-            key = code * span
-            key += value.astype(np.int64, copy=False)
-            key -= low
-            key.sort()
-            # sorted by code first: group i's keys sit at offsets[i]..; take its base off
-            key -= np.repeat(np.arange(groups, dtype=np.int64) * span - low, sizes)
-            return GroupedSample(key.astype(value.dtype, copy=False), offsets, sizes)
     by_value = np.argsort(value, kind="stable")
-    order = by_value[np.argsort(code[by_value], kind="stable")]
+    # NumPy's stable sort of 16-bit integers is a radix sort: O(n), ~10× a merge sort
+    narrow = code.astype(np.int16) if groups <= 2**15 else code
+    order = by_value[np.argsort(narrow[by_value], kind="stable")]
     return GroupedSample(value[order], offsets, sizes)
+
+
+def packed_bits(groups: int, width: int) -> int | None:
+    """The low bits a value of range ``width`` (max − min) takes in a packed key
+    ``code << bits | (v − min)``; None when ``groups`` codes above it leave no room."""
+    bits = max(int(width).bit_length(), 1)
+    return bits if (max(groups, 1) - 1) < (_KEY_LIMIT >> bits) else None
+
+
+def sort_packed(
+    key: IntArray, values: npt.NDArray[np.integer], low: int, bits: int, groups: int
+) -> GroupedSample:
+    """``sort_by_group`` from ``key`` = each value's group code shifted left by ``bits``
+    (``packed_bits``; ``key`` is overwritten): the key becomes ``code << bits | (v − low)``
+    in place, one NumPy sort orders it by (group, value), each group's bounds are binary
+    searches for ``g << bits``, and masking the low bits gives the values back — all in
+    the key's own memory: no argsort, no gather, no temporary as large as the sample.
+    Every value must fit int64 (``low`` is their minimum)."""
+    # uint64 below 2^63 reads as the same int64 (int64 + uint64 would add in float64)
+    key += values.view(np.int64) if values.dtype == np.uint64 else values
+    if low:
+        key -= low
+    key.sort()
+    bounds = np.searchsorted(key, np.arange(groups + 1, dtype=np.int64) << bits)
+    key &= (1 << bits) - 1
+    if low:
+        key += low
+    offsets = bounds[:-1].astype(np.int64)
+    sizes = np.diff(bounds).astype(np.int64)
+    return GroupedSample(key.astype(values.dtype, copy=False), offsets, sizes)
 
 
 def percentiles(sample: GroupedSample, q: float) -> npt.NDArray[np.float64]:

@@ -60,13 +60,17 @@ def test_samples_of_equal_a_query_per_column() -> None:
         _same(got[column], _reference(frame, column, 40))
 
 
+@pytest.mark.parametrize("widest", [10**8, 2**61], ids=["packed key", "too wide to pack"])
 @pytest.mark.parametrize("spread", [1, 10**12], ids=["dense keys", "sparse keys"])
-def test_gap_sample_equals_the_join(spread: int) -> None:
+def test_gap_sample_equals_the_join(spread: int, widest: int) -> None:
+    """Each gap's group from its request, as the inner join gives it: with the codes
+    looked up pre-shifted into the packed sort key, and (gaps too wide for 9 codes beside
+    them) by the two stable sorts."""
     rng = np.random.default_rng(spread % 97)
     keys = np.arange(400, dtype=np.int64) * spread + 11
     requests = pl.DataFrame({KEY: keys[50:], CODE: rng.integers(0, 9, keys.size - 50)})
     gap_keys = np.sort(rng.choice(np.concatenate([keys, [-5, 10**15]]), 20_000))
-    itl = rng.integers(1, 10**8, gap_keys.size)
+    itl = rng.integers(1, widest, gap_keys.size)
     gaps = pl.DataFrame({KEY: gap_keys, "itl_ns": itl}).with_columns(
         pl.when(pl.int_range(pl.len()) % 101 == 0).then(None).otherwise("itl_ns").alias("itl_ns")
     )  # keys 0..49 and two strangers belong to no request: left out, as by the inner join

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from servetrace.stats import binomial, order_ci
+from servetrace.stats import binomial, grouped_km, grouped_order, order_ci
 from servetrace.stats.describe import describe, moments
 from servetrace.stats.grouped_km import kaplan_meier_by
 from servetrace.stats.grouped_moments import float_moments_by
@@ -184,3 +184,77 @@ def test_pmf_of_many_sizes_equals_pmf_of_each() -> None:
             assert np.array_equal(got[inner], want[inner]), (n, p)
             # the end masses take NumPy's exp, math.exp's at most an ulp away
             assert got[~inner] == pytest.approx(want[~inner], rel=4e-16, abs=0), (n, p)
+
+
+def _lexsorted(codes: np.ndarray, values: np.ndarray, groups: int) -> tuple[list, list]:
+    order = np.lexsort((values, codes))
+    return values[order].tolist(), np.bincount(codes, minlength=groups).tolist()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "low", "high", "groups", "packed"),
+    [
+        (np.int64, 0, 3_465_847_626, 300, True),  # ns gaps, 300 groups: one packed key
+        (np.int64, -(10**12), 10**12, 7, True),  # negative values: shifted by the minimum
+        (np.int32, -5, 2**31 - 1, 1, True),  # a narrower type comes back as it went in
+        (np.uint64, 2**63 - 2**40, 2**63 - 1, 3, True),  # near the top of int64
+        (np.uint64, 2**63, 2**64 - 1, 3, False),  # beyond int64: the two stable sorts
+        (np.int64, 0, 2**61, 3, False),  # 61 value bits leave no room for 3 codes
+        (np.int64, 0, 2**60 - 1, 4, True),  # exactly fits: codes 0..3 in 2 bits
+    ],
+)
+def test_packed_key_sort_equals_a_lexsort(
+    dtype: type, low: int, high: int, groups: int, packed: bool
+) -> None:
+    """The packed ``code << bits | (v − min)`` sort and its fallback give the order a
+    lexsort by (group, value) gives, values in their own type, at the edges of the key."""
+    rng = np.random.default_rng(groups)
+    n = 4000
+    values = rng.integers(low, high, n, dtype=dtype, endpoint=True)
+    values[:2] = [low, high]
+    codes = rng.integers(0, groups, n)
+    codes[-1] = groups - 1
+    assert (grouped_order.packed_bits(groups, high - low) is not None and high < 2**63) is packed
+    sample = sort_by_group(codes, values, groups)
+    assert sample.ordered.dtype == values.dtype
+    ordered, sizes = _lexsorted(codes, values, groups)
+    assert sample.ordered.tolist() == ordered
+    assert sample.sizes.tolist() == sizes
+    assert sample.offsets.tolist() == (np.cumsum(sizes) - sizes).tolist()
+    assert codes.tolist() == codes.tolist()  # the caller's codes are left as they were
+
+
+def test_packed_sort_leaves_the_callers_codes_alone() -> None:
+    codes = np.array([2, 0, 1, 0], dtype=np.int64)
+    sample = sort_by_group(codes, np.array([5, 9, 1, 3]), 3)
+    assert codes.tolist() == [2, 0, 1, 0]
+    assert sample.ordered.tolist() == [3, 9, 1, 5] and sample.sizes.tolist() == [2, 1, 1]
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["packed key", "lexsort"])
+def test_flat_kaplan_meier_equals_each_group_alone_and_the_polars_one(wide: bool) -> None:
+    """``kaplan_meier_codes`` gives each group ``kaplan_meier`` of the group alone, and
+    ``kaplan_meier_by``'s dict, bit for bit: many ties, a group with every sample censored,
+    one never reaching p99, one of a single sample, lengths across several powers of two
+    (the stacked running products), and durations too wide to pack (2^61 apart)."""
+    rng = np.random.default_rng(21 + wide)
+    sizes = [1, 2, 3, 17, 40, 250, 1000, 0, 5, 4096]
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    step = 2**55 if wide else 1
+    durations = rng.integers(1, 60, groups.size) * step  # few distinct times: many ties
+    if wide:
+        durations[::7] = -(2**60)  # negative and far: 2^61 wide with 10 codes does not fit
+    observed = rng.random(groups.size) < 0.7
+    observed[groups == 3] = False
+    observed[groups == 5] = durations[groups == 5] < 40 * step
+    shuffle = rng.permutation(groups.size)
+    codes, durations, observed = groups[shuffle], durations[shuffle], observed[shuffle]
+    got = grouped_km.kaplan_meier_codes(codes, durations, observed, len(sizes), QUANTILES)
+    assert set(got) == {g for g, n in enumerate(sizes) if n}
+    frame = pl.DataFrame({"g": codes, "duration_ns": durations, "observed": observed})
+    assert got == kaplan_meier_by(frame, "g", QUANTILES)
+    for g in got:
+        mine = codes == g
+        assert got[g] == _km_alone(durations[mine], observed[mine]), g
+    assert got[3]["p50"] is None and got[3]["floor"] == 1.0
+    assert grouped_km.kaplan_meier_codes(codes[:0], durations[:0], observed[:0], 3, QUANTILES) == {}

@@ -1,0 +1,181 @@
+"""``formula.check_formula`` of every ``--by`` group at once, over flat arrays.
+
+The same definitions as ``formula`` (its ``within`` tolerance, ``fleet_error``, ``worst``
+order and likely cause, ``notes``) and the same figures as ``grouped_figures.formula``,
+the Polars reference it replaces (~20 queries: group-bys with quantiles, a sort of every
+completed request, joins). Here the counts are ``bincount``s of group codes, each
+residual's ``describe`` comes from one sort by (group, value) (``grouped_gaps``), the
+worst requests of every group from one ``arg_sort_by`` with the group first (then only
+those ≤ 5 × groups rows are gathered and their cause computed), and each group's fleet
+ITL from exact int64 sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from servetrace.analysis.formula import (
+    WORST_SHOWN,
+    FormulaCheck,
+    FormulaReport,
+    _likely_cause,
+    notes,
+)
+from servetrace.analysis.grouped_figures import empty_distribution
+from servetrace.analysis.grouped_gaps import CODE, describe_sample
+from servetrace.stats.grouped_moments import float_moments_of
+from servetrace.stats.grouped_order import sort_by_group
+
+Ints = npt.NDArray[np.int64]
+_ROW = ("request_id", "residual_ns", "response_ns", "output_tokens", "ticks", "preemptions")
+# the columns of a worst request's row and of its likely cause (``formula._likely_cause``)
+_CAUSE_READS = (
+    "request_id",
+    "response_ns",
+    "output_tokens",
+    "ticks",
+    "preemptions",
+    "itl_mean_ns",
+    "itl_max_ns",
+)
+
+
+def _worst(
+    frame: pl.DataFrame, code: Ints, residual: pl.Series, groups: int
+) -> dict[int, list[dict[str, object]]]:
+    """``formula.worst`` of each group (by code): |residual| descending, then arrival and
+    id, nulls last — one ``arg_sort_by`` with the group as its first key, the first
+    ``WORST_SHOWN`` of each group taken by index."""
+    keys = pl.DataFrame(
+        {
+            CODE: code,
+            "_abs": residual.abs(),
+            "arrival_ns": frame["arrival_ns"],
+            "request_id": frame["request_id"],
+        }
+    )
+    order = keys.select(
+        pl.arg_sort_by(
+            CODE,
+            "_abs",
+            "arrival_ns",
+            "request_id",
+            descending=[False, True, False, False],
+            nulls_last=True,
+        )
+    ).to_series()
+    ordered = code[order.to_numpy()]
+    starts = np.searchsorted(ordered, np.arange(groups, dtype=np.int64))
+    rank = np.arange(ordered.size) - starts[ordered]
+    taken = pl.Series(order.to_numpy()[rank < WORST_SHOWN])
+    rows = (  # one query: the taken rows' columns, their residual and cause
+        frame.lazy()
+        .select(pl.col(_CAUSE_READS).gather(taken))
+        .with_columns(pl.lit(residual.gather(taken)).alias("residual_ns"))
+        .select(*_ROW, _likely_cause().alias("cause"))
+        .collect()
+    )
+    names = rows.columns
+    out: dict[int, list[dict[str, object]]] = {}
+    columns = [rows[name].to_list() for name in names]
+    for c, *row in zip(code[taken.to_numpy()].tolist(), *columns, strict=True):
+        out.setdefault(c, []).append(dict(zip(names, row, strict=True)))
+    return out
+
+
+def _checks(
+    frame: pl.DataFrame,
+    code: Ints,
+    residual: pl.Series,
+    values: Sequence[Any],
+    abs_tol_ns: int,
+    rel_tol: float,
+) -> dict[int, FormulaCheck]:
+    """``formula._check`` of each group (by code) that has a known residual: the rows
+    whose residual is not null are checked, NaNs included (never within tolerance, left
+    out of the description), as in ``grouped_figures._formula_checks``."""
+    known = residual.is_not_null()
+    if not known.all():
+        keep = known.to_numpy()
+        frame, code, residual = frame.filter(known), code[keep], residual.filter(known)
+    groups = len(values)
+    if code.size == 0:
+        return {}
+    checked = np.bincount(code, minlength=groups)
+    tolerance = np.maximum(float(abs_tol_ns), frame["response_ns"].to_numpy() * rel_tol)
+    r = residual.to_numpy()
+    inside = np.bincount(code, weights=np.abs(r) <= tolerance, minlength=groups)
+    number = ~np.isnan(r) if r.dtype.kind == "f" else np.ones(r.size, dtype=np.bool_)
+    sample = sort_by_group(code[number], r[number], groups)
+    moments = float_moments_of(sample) if r.dtype.kind == "f" else None
+    described = describe_sample(sample, range(groups), moments)
+    worst = _worst(frame, code, residual, groups)
+    return {
+        c: FormulaCheck(
+            checked=int(checked[c]),
+            within_tolerance=int(inside[c]),
+            residual_ns=described[c],
+            worst=tuple(worst.get(c, [])),
+        )
+        for c in np.flatnonzero(checked).tolist()
+    }
+
+
+def _sums(code: Ints, column: pl.Series, keep: npt.NDArray[np.bool_], groups: int) -> Ints:
+    """Exact int64 sums per group of ``column`` (nulls as 0) over the rows in ``keep``."""
+    total = np.zeros(groups, dtype=np.int64)
+    np.add.at(total, code[keep], column.fill_null(0).to_numpy()[keep])
+    return total
+
+
+def formula_of_groups(
+    completed: pl.DataFrame, values: Sequence[Any], abs_tol_ns: int, rel_tol: float
+) -> dict[Any, FormulaReport]:
+    """``formula.check_formula`` per group (``completed`` carries the group codes
+    ``CODE``, numbered as in ``values``)."""
+    checkable = completed.filter(pl.col("response_ns").is_not_null())
+    groups = len(values)
+    code = checkable[CODE].to_numpy().astype(np.int64, copy=False)
+    per_request = _checks(
+        checkable, code, checkable["formula_residual_ns"], values, abs_tol_ns, rel_tol
+    )
+    tokens = checkable["output_tokens"]
+    counted = tokens.is_not_null().to_numpy()
+    multi = counted & (tokens.fill_null(0).to_numpy() >= 2)
+    decode = _sums(code, checkable["decode_ns"], multi, groups)
+    steps = _sums(code, tokens - 1, multi, groups)
+    has_itl = steps > 0
+    # as Polars divides Int64 sums: each as Float64
+    fleet_itl = np.where(has_itl, decode.astype(np.float64) / np.maximum(steps, 1), np.nan)
+    in_fleet = has_itl[code]
+    fleet: dict[int, FormulaCheck] = {}
+    if in_fleet.any():
+        rows = checkable.filter(pl.Series(in_fleet)) if not in_fleet.all() else checkable
+        of = code[in_fleet]
+        predicted = (rows["output_tokens"] - 1).clip(lower_bound=0).cast(pl.Float64)
+        error = (rows["response_ns"] - rows["ttft_ns"]).cast(pl.Float64) - predicted * pl.Series(
+            fleet_itl[of]
+        )
+        fleet = _checks(rows, of, error.alias("fleet_error_ns"), values, abs_tol_ns, rel_tol)
+    counts = np.bincount(code, minlength=groups).tolist()
+    uncounted = np.bincount(code, weights=~counted, minlength=groups).astype(np.int64).tolist()
+    empty = FormulaCheck(0, 0, empty_distribution(), ())
+    out: dict[Any, FormulaReport] = {}
+    for c, value in enumerate(values):
+        itl_value = float(fleet_itl[c]) if has_itl[c] else None
+        check = per_request.get(c, empty)
+        unchecked = counts[c] - check.checked - uncounted[c]
+        out[value] = FormulaReport(
+            abs_tol_ns=abs_tol_ns,
+            rel_tol=rel_tol,
+            per_request=check,
+            fleet=fleet.get(c, empty) if itl_value is not None else empty,
+            fleet_itl_ns=itl_value,
+            notes=notes(itl_value, unchecked, uncounted[c], counts[c]),
+        )
+    return out

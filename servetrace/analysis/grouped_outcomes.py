@@ -1,0 +1,116 @@
+"""Each ``--by`` group's requests of one outcome: counts, tokens delivered, example ids and
+the distribution of a time, over flat arrays.
+
+``groups._ended`` and ``grouped_figures.examples``/``describe_groups`` (the Polars
+reference) took, per outcome, a filter, a ``group_by``, a sort of every request of that
+outcome and a ``group_by`` with quantiles: a dozen queries for cancelled, in-flight and
+errored requests. Here the requests are ordered once by (group, arrival, id) — the order
+``examples`` takes — and each outcome is a mask: its counts and token sums are
+``bincount``s and exact int64 sums, its examples the first ``EXAMPLES_SHOWN`` of each
+group in that order, its times described from one sort by (group, value)
+(``grouped_gaps.describe_sample``). Groups are the codes ``CODE`` (positions in
+``values``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from servetrace.analysis.grouped_gaps import CODE, describe_sample
+from servetrace.analysis.summary import EXAMPLES_SHOWN, Distribution
+from servetrace.stats.grouped_moments import float_moments_of
+from servetrace.stats.grouped_order import sort_by_group
+
+Mask = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """The requests of every group (``requests`` with ``CODE``), ordered for examples."""
+
+    requests: pl.DataFrame
+    values: Sequence[Any]
+    code: npt.NDArray[np.int64]
+    order: npt.NDArray[np.int64]  # rows by (group, arrival, id), nulls last, stable
+
+    @classmethod
+    def of(cls, requests: pl.DataFrame, values: Sequence[Any]) -> Outcomes:
+        order = requests.select(
+            pl.arg_sort_by(CODE, "arrival_ns", "request_id", nulls_last=True, maintain_order=True)
+        ).to_series()
+        code = requests[CODE].to_numpy().astype(np.int64, copy=False)
+        return cls(requests, values, code, order.to_numpy().astype(np.int64, copy=False))
+
+    def mask(self, outcome: str) -> Mask:
+        return (self.requests["outcome"] == outcome).fill_null(False).to_numpy()
+
+    def counts(self, column: str, names: Sequence[str]) -> dict[tuple[Any, str], int]:
+        """``(value, name) → requests`` of each group whose ``column`` is each of
+        ``names`` (``groups._pair_counts`` for those names; the others are left out)."""
+        of = self.requests[column]
+        out: dict[tuple[Any, str], int] = {}
+        for name in names:
+            counted = self._count((of == name).fill_null(False).to_numpy())
+            out |= {(v, name): n for v, n in zip(self.values, counted, strict=True) if n}
+        return out
+
+    def _count(self, rows: Mask) -> list[int]:
+        return np.bincount(self.code[rows], minlength=len(self.values)).tolist()
+
+    def ended(self, rows: Mask, with_error: Mask | None = None) -> dict[Any, dict[str, Any]]:
+        """Per value: ``count``, ``tokens`` (the output tokens of the rows, None when one
+        is unknown), ``uncounted`` and ``with_error`` (rows also in ``with_error``)."""
+        tokens = self.requests["output_tokens"]
+        unknown = tokens.is_null().to_numpy()
+        sums = np.zeros(len(self.values), dtype=np.int64)
+        known = rows & ~unknown
+        np.add.at(sums, self.code[known], tokens.fill_null(0).to_numpy()[known])
+        count, uncounted = self._count(rows), self._count(rows & unknown)
+        errors = self._count(rows & with_error) if with_error is not None else [0] * len(count)
+        return {
+            value: {
+                "count": count[c],
+                "tokens": int(sums[c]) if not uncounted[c] else None,
+                "uncounted": uncounted[c],
+                "with_error": errors[c],
+            }
+            for c, value in enumerate(self.values)
+        }
+
+    def examples(self, rows: Mask) -> dict[Any, list[Any]]:
+        """The first ``EXAMPLES_SHOWN`` request ids of each group's ``rows``, earliest
+        arrival first (``grouped_figures.examples``)."""
+        picked = self.order[rows[self.order]]
+        code = self.code[picked]
+        starts = np.searchsorted(code, np.arange(len(self.values), dtype=np.int64))
+        taken = picked[np.arange(picked.size) - starts[code] < EXAMPLES_SHOWN]
+        ids = self.requests["request_id"].gather(pl.Series(taken)).to_list()
+        out: dict[Any, list[Any]] = {}
+        for c, rid in zip(self.code[taken].tolist(), ids, strict=True):
+            out.setdefault(self.values[c], []).append(rid)
+        return out
+
+    def describe(self, rows: Mask, times: pl.Series) -> dict[Any, Distribution]:
+        """``describe`` of each group's known ``times`` among ``rows`` (NaNs left out)."""
+        keep = rows & times.is_not_null().to_numpy()
+        if times.dtype.is_float():
+            keep &= ~times.is_nan().fill_null(True).to_numpy()
+        sample = sort_by_group(
+            self.code[keep], times.fill_null(0).to_numpy()[keep], len(self.values)
+        )
+        moments = float_moments_of(sample) if times.dtype.is_float() else None
+        return describe_sample(sample, self.values, moments)
+
+
+def error_flags(requests: pl.DataFrame, failed: pl.Expr) -> Mask:
+    """``figures.failed`` of each request, as a mask (the expression may be a literal)."""
+    flags = requests.select(failed.alias("_failed")).to_series()
+    if flags.len() != requests.height:
+        return np.full(requests.height, bool(flags[0]) if flags.len() else False)
+    return flags.fill_null(False).to_numpy()
