@@ -57,6 +57,10 @@ Issue 7 asks for ≤ ~1.5× the analysis without ``--by`` at 300 groups. History
   building 300 reports in Python); at 1e7: the gaps 110–150 (np.sort of 9.7 M keys
   ~70), formula 33 (60), describe 30, concurrency 20–30 (70–76), intervals 25,
   Kaplan–Meier 18 (53). Not yet ≤ 1.5× at 1e6 on every run.
+- s18 merged with the packed tick sort (load 1.3–2.3): the analysis without ``--by`` is
+  faster (1e6: 0.16–0.17 → 0.13 CPU-s), so the same cost is a larger ratio. 1e6 (best of
+  7, four runs): 0.130 → 0.211–0.268 CPU-s, 1.62–1.98×, ``--by`` adds 0.08–0.13 CPU-s;
+  1e7 (best of 3): 1.339 → 1.863 CPU-s, 1.39×, adds 0.52 CPU-s.
 """
 
 from __future__ import annotations
