@@ -278,3 +278,11 @@ def test_smallest_decisive_n_from_any_start_is_the_first_decisive_size(
     for start in sorted(s for s in starts if s >= 0):
         want = int(decisive[decisive >= max(start, 1)][0])
         assert smallest_decisive_n(start, q, share, 0.95) == want, start
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, 1.5])
+def test_a_quantile_or_confidence_outside_0_1_is_refused(bad: float) -> None:
+    with pytest.raises(ValueError, match=rf"quantile must be in \(0, 1\), got {bad}"):
+        ranks(10, bad, 0.95)
+    with pytest.raises(ValueError, match=rf"confidence must be in \(0, 1\), got {bad}"):
+        ranks(10, 0.5, bad)
