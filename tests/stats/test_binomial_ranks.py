@@ -130,7 +130,7 @@ def test_a_crossing_outside_one_sides_window_is_not_verified(
 
     def off(n: np.ndarray, q: float, tail: float, side: bool) -> tuple[np.ndarray, np.ndarray]:
         a, b = guessed(n, q, tail, side)
-        if side is upper:
+        if bool(side) == upper:
             return np.clip(a + shift, 0, n), np.clip(b + shift, 0, n)
         return a, b
 
