@@ -156,4 +156,4 @@ def test_the_cornish_fisher_guess_is_within_one_point_of_each_crossing() -> None
                 off = np.abs(crossing - (a + b) / 2)[inside]
                 assert off.max(initial=0.0) <= 1.0, (q, confidence, upper)
                 checked += int(inside.sum())
-    assert checked > 30_000
+    assert checked > 20_000  # 30,448 windows here
