@@ -106,22 +106,25 @@ def test_spans_that_do_not_fit_64_bits_take_the_grouping() -> None:
     assert ticks[KEY].to_list() == [0, 2**62]
 
 
-@pytest.mark.parametrize(("ts_span_bits", "packs"), [(22, True), (23, False)])
-def test_the_packed_key_may_use_all_64_bits(ts_span_bits: int, packs: bool) -> None:
-    # Keys 0 and 2^40 (41 bits), times 0 .. 2^k - 1 (k bits), one token each (0 bits), the
-    # first-token bit: 41 + 22 + 1 = 64 bits fit exactly; one more bit of time does not.
+@pytest.mark.parametrize(
+    ("ts_span_bits", "tokens", "packs"),
+    [(22, 1, True), (23, 1, False), (21, 2, True), (22, 2, False)],
+)
+def test_the_packed_key_may_use_all_64_bits(ts_span_bits: int, tokens: int, packs: bool) -> None:
+    # Keys 0 and 2^40 (41 bits), times 0 .. 2^k - 1 (k bits), the first-token bit, and
+    # token counts 1 .. tokens (0 or 1 bit): 41 + 22 + 1 + 0 and 41 + 21 + 1 + 1 fit in 64
+    # bits exactly; one more bit of time does not.
     last = (1 << ts_span_bits) - 1
     rows = [
         (0, "first_token", 0, None),
-        (0, "token", last, None),
-        (1 << 40, "first_token", last, None),
+        (0, "token", 5, tokens),
+        (1 << 40, "first_token", last - 1, None),
         (1 << 40, "token", last, None),
     ]
     packed = packed_ticks(_frame(rows))
     assert (packed is not None) == packs
     if packed is not None:
-        for got, want in zip(packed, grouped_ticks(_frame(rows)), strict=True):
-            assert_frame_equal(got, want)
+        _agree(_frame(rows))
 
 
 def test_tied_ticks_of_different_sizes_keep_the_written_order() -> None:
