@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from servetrace.stats.describe import moments
-from servetrace.stats.grouped_km import kaplan_meier_by
+from servetrace.stats.grouped_km import kaplan_meier_by, kaplan_meier_codes
 from servetrace.stats.grouped_moments import float_moments_by, float_moments_of
 from servetrace.stats.grouped_order import percentiles, sort_by_group
 from servetrace.stats.survival import kaplan_meier
@@ -29,6 +29,20 @@ def test_grouped_kaplan_meier_refuses_a_quantile_outside_0_1(q: float) -> None:
     samples = pl.DataFrame({"g": [0], "duration_ns": [5], "observed": [True]})
     with pytest.raises(ValueError, match=r"quantile must be in \(0, 1\), got"):
         kaplan_meier_by(samples, "g", {"p": q})
+
+
+@pytest.mark.parametrize("q", [0.0, 1.0, 1.5, -0.5])
+def test_kaplan_meier_over_codes_refuses_a_quantile_outside_0_1(q: float) -> None:
+    with pytest.raises(ValueError, match=r"quantile must be in \(0, 1\), got"):
+        kaplan_meier_codes(np.array([0]), np.array([5]), np.array([True]), 1, {"p": q})
+
+
+def test_kaplan_meier_over_codes_of_a_single_death() -> None:
+    # Two requests, one ends at 5 (observed), one is censored at 10: S(5) = 1 - 1/2.
+    got = kaplan_meier_codes(
+        np.array([0, 0]), np.array([5, 10]), np.array([True, False]), 1, {"p50": 0.5}
+    )
+    assert got == {0: {"floor": 0.5, "p50": 5.0}}
 
 
 def test_grouped_kaplan_meier_of_the_null_group_equals_it_alone() -> None:

@@ -201,6 +201,8 @@ def _lexsorted(codes: np.ndarray, values: np.ndarray, groups: int) -> tuple[list
         (np.uint64, 2**63, 2**64 - 1, 3, False),  # beyond int64: the two stable sorts
         (np.int64, 0, 2**61, 3, False),  # 61 value bits leave no room for 3 codes
         (np.int64, 0, 2**60 - 1, 4, True),  # exactly fits: codes 0..3 in 2 bits
+        (np.uint64, 2**63, 2**64 - 1, 40_000, False),  # codes past int16: the wide radix
+        (np.uint64, 2**63, 2**64 - 1, 2**15, False),  # the last count int16 holds
     ],
 )
 def test_packed_key_sort_equals_a_lexsort(
