@@ -39,3 +39,12 @@ class UsageError(ServetraceError):
     """A flag or rule is malformed (exit 2)."""
 
     exit_code = ExitCode.USAGE
+
+
+def first_line(error: BaseException, fallback: str | None = None) -> str:
+    """The first line of ``error``'s message, what a one-line report quotes of a library's
+    error; ``fallback`` (else the exception's type name) when the message is empty."""
+    lines = str(error).strip().splitlines()
+    if lines:
+        return lines[0]
+    return type(error).__name__ if fallback is None else fallback

@@ -26,15 +26,11 @@ from servetrace.sources import objectstore
 def _store(uri: str, flag: str) -> tuple[Any, str]:
     """The output's filesystem and path; an unreachable store or a missing bucket is a
     usage error of the output (exit 2), as a missing local directory is."""
-    from pyarrow import fs
-
     try:
         store, path = objectstore.filesystem(uri)
-        bucket = path.strip("/").split("/", 1)[0]
-        if type(store).__name__ in objectstore.BUCKETED and bucket:
-            found = objectstore.guarded(uri, lambda: store.get_file_info(bucket))
-            if found.type == fs.FileType.NotFound:
-                raise InputError(f"{uri}: no such bucket {bucket!r}")
+        bucket = objectstore.missing_bucket(uri, store, path)
+        if bucket is not None:
+            raise InputError(f"{uri}: no such bucket {bucket!r}")
     except InputError as error:
         raise UsageError(f"{flag} {error.message}", hint=error.hint) from None
     return store, path.rstrip("/")

@@ -23,7 +23,7 @@ from servetrace.analysis.lifecycle import (
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.summary import GoodputTarget, Summary, summarize
-from servetrace.errors import InputError, UsageError
+from servetrace.errors import InputError, UsageError, first_line
 from servetrace.schema import CANONICAL_COLUMNS
 from servetrace.sources.canonical import IngestOptions, Trace, normalise
 from servetrace.units import NS_PER_DAY
@@ -110,9 +110,8 @@ def analyze_events(
 
 def unreadable(trace: Trace, error: pl.exceptions.PolarsError) -> InputError:
     """A read failure that only surfaced while the lazy scan ran, as the user sees it."""
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return InputError(
-        f"{', '.join(trace.files)}: cannot read the trace: {first}",
+        f"{', '.join(trace.files)}: cannot read the trace: {first_line(error)}",
         hint="is every file complete, and does each column hold one type?",
     )
 

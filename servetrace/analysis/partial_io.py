@@ -24,7 +24,7 @@ import polars as pl
 
 from servetrace.analysis.histogram import RESOLUTION, LogHistogram
 from servetrace.analysis.partial import FORMAT, TIMELINE_COLUMNS, VERSION, Partial
-from servetrace.errors import InputError, UsageError
+from servetrace.errors import InputError, UsageError, first_line
 
 MANIFEST = "manifest.json"
 TABLES = ("timeline", "requests", "transitions", "gaps", "histogram", "deferred", "quarantine")
@@ -177,7 +177,7 @@ def read_partial(path: str | os.PathLike[str]) -> Partial:
         try:
             tables[name] = pl.read_parquet(file)
         except (OSError, pl.exceptions.PolarsError) as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else "unreadable"
+            first = first_line(error, "unreadable")
             raise InputError(
                 f"{file}: cannot read this part of the partial: {first}",
                 hint="write the partial again",

@@ -34,7 +34,7 @@ from servetrace.analysis.partial import combine, finish, partial_of
 from servetrace.analysis.partial_io import from_record, to_record
 from servetrace.analysis.partitioned import partition_count
 from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS
-from servetrace.errors import ExitCode, InputError, ServetraceError, UsageError
+from servetrace.errors import ExitCode, InputError, ServetraceError, UsageError, first_line
 from servetrace.schema import EVENT_DTYPE, EVENT_KINDS
 from servetrace.sources.canonical import IngestOptions, normalise
 from servetrace.sources.objectstore import is_uri, named, resolve_all
@@ -125,8 +125,7 @@ def _marked(error: ServetraceError) -> RuntimeError:
 
 
 def _internal(error: Exception) -> RuntimeError:
-    text = str(error).strip().splitlines()
-    first = f"{type(error).__name__}: {text[0] if text else ''}"
+    first = f"{type(error).__name__}: {first_line(error, '')}"
     return RuntimeError("\x1f".join((MARK, str(int(ExitCode.INTERNAL)), first, "")))
 
 
@@ -291,8 +290,7 @@ def analyze_ray(
         if found is not None:
             raise found from None
         root = _root(error)
-        text = str(root).strip().splitlines()
-        first = f"{type(root).__name__}: {text[0] if text else ''}"
+        first = f"{type(root).__name__}: {first_line(root, '')}"
         raise InputError(
             f"{label}: Ray could not read or analyse the dataset: {first}",
             hint="is every file Parquet with the same columns, and reachable from every node?",
@@ -331,6 +329,5 @@ def write_dataset(frame: pl.DataFrame, path: str, address: str | None = None) ->
     try:
         ray.data.from_arrow(frame.to_arrow()).write_parquet(where, filesystem=store)
     except Exception as error:
-        first = str(_root(error)).strip().splitlines()
-        reason = first[0] if first else type(error).__name__
+        reason = first_line(_root(error), type(error).__name__)
         raise UsageError(f"--requests-out {path}: cannot write the dataset: {reason}") from None

@@ -119,7 +119,7 @@ def check_outputs(
     if partial_out is not None:
         from servetrace.analysis.partial_io import check_partial_output
 
-        check_partial_output(Path(partial_out), "--partial-out")
+        check_partial_output(partial_out, "--partial-out")
     refuse_overwriting_inputs(
         [
             ("--requests-out", requests_out),

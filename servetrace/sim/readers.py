@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from servetrace.errors import InputError, UsageError
+from servetrace.errors import InputError, UsageError, first_line
 from servetrace.sim.workloads import (
     WORKLOAD_SCHEMA,
     missing_columns,
@@ -79,7 +79,7 @@ def read_azure_2023(path: str | Path) -> pl.DataFrame:
     try:
         raw = pl.read_csv(p, infer_schema=False)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: not a readable CSV ({_first_line(exc)})") from None
+        raise InputError(f"{p}: not a readable CSV ({first_line(exc)})") from None
     missing = [c for c in AZURE_COLUMNS if c not in raw.columns]
     if missing:
         raise missing_columns(
@@ -172,11 +172,6 @@ def _check_readable(p: Path) -> None:
         raise InputError(f"{p}: no such file")
     if p.is_dir():
         raise InputError(f"{p}: is a directory, not a workload file")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def _parse_count(col: pl.Expr) -> pl.Expr:
@@ -300,7 +295,7 @@ def _read_workload_table(p: Path) -> pl.DataFrame:
             )
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
         raise InputError(
-            f"{p}: not a readable workload table ({_first_line(exc)})",
+            f"{p}: not a readable workload table ({first_line(exc)})",
             hint="a workload has integer columns arrival_ns, prompt_tokens, output_tokens",
         ) from None
     return validate_workload(raw, str(p))

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from servetrace.errors import InputError, UsageError
+from servetrace.errors import InputError, UsageError, first_line
 from servetrace.schema import OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from servetrace.sources import parsed, paths, sniff, textcheck
 from servetrace.sources.footer_facts import FileFacts, combined, file_facts
@@ -35,7 +35,7 @@ from servetrace.sources.normalise import (
 )
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.parquet_stats import IntegerRange, integer_ranges
-from servetrace.sources.paths import hive_values
+from servetrace.sources.paths import hive_values, with_partition_columns
 
 _T = TypeVar("_T")
 
@@ -227,26 +227,15 @@ def _read_problem(path: Path, error: Exception) -> InputError:
     except InputError as unreadable:
         found = unreadable
     return found or InputError(
-        f"{path}: cannot read as {fmt}: {_first_line(error)}",
+        f"{path}: cannot read as {fmt}: {first_line(error)}",
         hint="is the file complete and in the format its name says?",
     )
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
 
 
 def _raw_scan(path: Path, options: IngestOptions, partition: dict[str, str] | None) -> pl.LazyFrame:
     """One file as it is (lazy), with its hive folder values added."""
     text_columns = [options.columns.get(name, name) for name in ("request_id", "ts")]
-    frame = _scan_file(path, text_columns)
-    if partition:
-        present = set(frame.collect_schema().names())
-        frame = frame.with_columns(
-            pl.lit(value).alias(key) for key, value in partition.items() if key not in present
-        )
-    return frame
+    return with_partition_columns(_scan_file(path, text_columns), partition or {})
 
 
 def _canonical(
@@ -362,7 +351,7 @@ def assemble(
             events = pl.concat(frames, how="diagonal_relaxed")
         except pl.exceptions.PolarsError as error:
             raise InputError(
-                f"cannot combine {len(files)} files into one trace: {_first_line(error)}",
+                f"cannot combine {len(files)} files into one trace: {first_line(error)}",
                 hint="are they parts of the same trace with the same columns?",
             ) from None
     names = events.collect_schema().names()

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from servetrace.errors import ServetraceError
 from servetrace.sources.normalise import IngestOptions, Prescan, event_mapping
 from servetrace.sources.parquet_stats import IntegerRange, is_integer_or_text, no_nulls
 from servetrace.units import TIME_UNITS
@@ -55,7 +56,7 @@ def file_facts(
         return None
     try:
         mapping = event_mapping(known.events, options.event_map)
-    except Exception:  # an unknown event: normalise reports it, not this shortcut
+    except ServetraceError:  # an unknown event: normalise reports it, not this shortcut
         return None
     span = ranges["ts"]
     factor = TIME_UNITS[options.time_unit or "ns"]

@@ -30,12 +30,16 @@ from typing import Any, TypeVar, cast
 
 import polars as pl
 
-from servetrace.errors import InputError, UsageError
-from servetrace.sources.paths import _matches as matches
+from servetrace.errors import InputError, UsageError, first_line
+from servetrace.sources.paths import (
+    folder_values,
+    has_magic,
+    segment_matches,
+    with_partition_columns,
+)
 
 _T = TypeVar("_T")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
-_MAGIC = frozenset("*?[")
 READABLE = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".ipc": "ipc"}
 READABLE |= {".feather": "ipc"}
 BUCKETED = ("S3FileSystem", "GcsFileSystem")  # the first path segment is a bucket
@@ -75,14 +79,9 @@ def _split(uri: str) -> tuple[str, str]:
     return base, (sep + query) if sep else ""
 
 
-def _first(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
-
-
 def reason(error: BaseException) -> str:
     """The part of an AWS SDK message a user acts on."""
-    text = _first(error)
+    text = first_line(error)
     if "NETWORK_CONNECTION" in text or "curlCode" in text:
         detail = text.rpartition("Details: ")[2] if "Details: " in text else text
         return f"cannot reach the endpoint: {detail}"
@@ -126,7 +125,7 @@ def filesystem(uri: str) -> tuple[Any, str]:
         found, path = fs.FileSystem.from_uri(uri)
     except (ValueError, OSError) as error:
         raise InputError(
-            f"{uri}: pyarrow cannot open this URI: {_first(error)}",
+            f"{uri}: pyarrow cannot open this URI: {first_line(error)}",
             hint="object stores pyarrow reads: s3://, gs://, abfs://, hdfs://, file://",
         ) from None
     return _configured(found), path
@@ -146,25 +145,29 @@ def _info(uri: str, filesystem: Any, path: str) -> Any:
     return guarded(uri, lambda: filesystem.get_file_info(path))
 
 
-def _missing(uri: str, filesystem: Any, path: str) -> InputError:
-    """Not found: on a store of buckets, say whether the bucket itself is missing."""
+def missing_bucket(uri: str, filesystem: Any, path: str, known_missing: bool = False) -> str | None:
+    """On a store of buckets, the bucket of ``path`` when it does not exist (asked of the
+    store unless ``known_missing``: ``path`` is the bucket and was not found)."""
     from pyarrow import fs
 
     bucket = path.strip("/").split("/", 1)[0]
-    if type(filesystem).__name__ in BUCKETED and bucket:
-        whole = bucket == path.strip("/")
-        if whole or _info(uri, filesystem, bucket).type == fs.FileType.NotFound:
-            return InputError(f"{uri}: no such bucket {bucket!r}")
+    if type(filesystem).__name__ not in BUCKETED or not bucket:
+        return None
+    if known_missing and bucket == path.strip("/"):
+        return bucket
+    return bucket if _info(uri, filesystem, bucket).type == fs.FileType.NotFound else None
+
+
+def _missing(uri: str, filesystem: Any, path: str) -> InputError:
+    """Not found: on a store of buckets, say whether the bucket itself is missing."""
+    bucket = missing_bucket(uri, filesystem, path, known_missing=True)
+    if bucket is not None:
+        return InputError(f"{uri}: no such bucket {bucket!r}")
     return InputError(f"{uri}: no such object or prefix")
 
 
 def _hive(relative: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for folder in relative.split("/")[:-1]:
-        key, sep, value = folder.partition("=")
-        if sep and key:
-            values[key] = value
-    return values
+    return folder_values(relative.split("/")[:-1])
 
 
 def _below(uri: str, filesystem: Any, root: str) -> list[tuple[str, str]]:
@@ -190,7 +193,7 @@ def resolve_parts(text: str, is_trace_file: Callable[[str], bool]) -> list[Part]
     base, query = _split(text)
     filesystem_, path = filesystem(text)
     path = path.rstrip("/") or path
-    if any(ch in _MAGIC for ch in path):
+    if has_magic(path):
         return _globbed(text, filesystem_, path, is_trace_file)
     info = _info(text, filesystem_, path)
     if info.type == fs.FileType.File:
@@ -219,7 +222,7 @@ def _globbed(
 
     segments = pattern.split("/")
     literal = 0
-    while literal < len(segments) and not any(ch in _MAGIC for ch in segments[literal]):
+    while literal < len(segments) and not has_magic(segments[literal]):
         literal += 1
     root = "/".join(segments[:literal])
     info = _info(text, filesystem_, root)
@@ -251,7 +254,7 @@ def _matched(pattern: list[str], segments: list[str]) -> bool:
             if _matched(rest, segments[skip:]):
                 return True
         return False
-    return bool(segments) and matches(head, segments[0]) and _matched(rest, segments[1:])
+    return bool(segments) and segment_matches(head, segments[0]) and _matched(rest, segments[1:])
 
 
 def _format(part: Part) -> str:
@@ -287,13 +290,7 @@ def scan(part: Part) -> tuple[pl.LazyFrame, int]:
     filesystem), and its rows from the footer or IPC metadata (no scan of the data)."""
     found = dataset(part)
     rows = int(guarded(part.uri, found.count_rows))
-    frame = pl.scan_pyarrow_dataset(found)
-    if part.hive:
-        present = set(frame.collect_schema().names())
-        frame = frame.with_columns(
-            pl.lit(value).alias(key) for key, value in part.hive.items() if key not in present
-        )
-    return frame, rows
+    return with_partition_columns(pl.scan_pyarrow_dataset(found), part.hive), rows
 
 
 def resolve_all(texts: Sequence[str], is_trace_file: Callable[[str], bool]) -> list[Part]:

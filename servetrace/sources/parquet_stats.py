@@ -14,9 +14,11 @@ nulls); otherwise it is left out and the check reads the column, as for any othe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -28,15 +30,27 @@ class IntegerRange:
     nulls: int  # rows that hold no value
 
 
+def _footer(path: Path) -> Any:
+    """The file's footer metadata, read once for the three questions below (ingest asks
+    them of each file in turn): cached by path, size and modification time."""
+    found = path.stat()
+    return _footer_of(str(path), found.st_size, found.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _footer_of(path: str, size: int, mtime_ns: int) -> Any:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata
+
+
 def integer_ranges(path: Path, columns: Mapping[str, str]) -> dict[str, IntegerRange]:
     """``{canonical: range}`` of the file's integer columns named by ``columns``
     (canonical name → the file's column); columns the statistics cannot answer (absent,
     not integer, a row group without statistics) are left out. Never raises: a footer that
     cannot be read answers nothing, and the checks read the rows instead."""
     try:
-        import pyarrow.parquet as pq
-
-        metadata = pq.ParquetFile(path).metadata
+        metadata = _footer(path)
         schema = metadata.schema.to_arrow_schema()
     except Exception:  # any unreadable footer: the row-reading checks name the problem
         return {}
@@ -57,9 +71,7 @@ def no_nulls(path: Path, columns: Sequence[str]) -> bool:
     """Whether the footer proves that none of ``columns`` holds a null (every row group
     counts its nulls, and each count is zero); False when it cannot tell."""
     try:
-        import pyarrow.parquet as pq
-
-        metadata = pq.ParquetFile(path).metadata
+        metadata = _footer(path)
         names = list(metadata.schema.to_arrow_schema().names)
         indices = [names.index(c) for c in columns if names.count(c) == 1]
         if len(indices) != len(columns):
@@ -78,10 +90,9 @@ def is_integer_or_text(path: Path, column: str) -> bool:
     """Whether the file's ``column`` is of an integer or text type (ids that ingest
     turns into Int64 or String without making a null)."""
     try:
-        import pyarrow.parquet as pq
         import pyarrow.types as pt
 
-        schema = pq.ParquetFile(path).metadata.schema.to_arrow_schema()
+        schema = _footer(path).schema.to_arrow_schema()
         kind = schema.field(column).type
     except Exception:  # any unreadable footer, or no such column
         return False

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+
+import polars as pl
 
 from servetrace.errors import InputError
 
@@ -29,12 +31,27 @@ def has_magic(text: str) -> bool:
 
 def hive_values(part: Path, root: Path) -> dict[str, str]:
     """``key=value`` folders between a directory and one of its parts (hive layout)."""
+    return folder_values(part.relative_to(root).parts[:-1])
+
+
+def folder_values(folders: Sequence[str]) -> dict[str, str]:
+    """The ``key=value`` names among ``folders`` (a part's folders, outermost first)."""
     values: dict[str, str] = {}
-    for folder in part.relative_to(root).parts[:-1]:
+    for folder in folders:
         key, sep, value = folder.partition("=")
         if sep and key:
             values[key] = value
     return values
+
+
+def with_partition_columns(frame: pl.LazyFrame, values: Mapping[str, str]) -> pl.LazyFrame:
+    """A part's hive values as constant columns, where the file has no such column."""
+    if not values:
+        return frame
+    present = set(frame.collect_schema().names())
+    return frame.with_columns(
+        pl.lit(value).alias(key) for key, value in values.items() if key not in present
+    )
 
 
 def _walk_files(root: Path) -> Iterator[Path]:
@@ -64,7 +81,7 @@ def _descendant_dirs(folder: Path) -> Iterator[Path]:
             yield from _descendant_dirs(Path(entry.path))
 
 
-def _matches(segment: str, name: str) -> bool:
+def segment_matches(segment: str, name: str) -> bool:
     # Like glob: a wildcard does not match a leading dot unless the pattern has one.
     if name.startswith(".") and not segment.startswith("."):
         return False
@@ -100,7 +117,9 @@ def _glob(pattern: str) -> list[Path]:
         if not has_magic(segment):
             candidates = [folder / segment]
         else:
-            candidates = [Path(e.path) for e in _entries(folder) if _matches(segment, e.name)]
+            candidates = [
+                Path(e.path) for e in _entries(folder) if segment_matches(segment, e.name)
+            ]
         for candidate in candidates:
             if last:
                 if candidate.is_file():
