@@ -29,7 +29,7 @@ from servetrace.analysis.formula import (
 from servetrace.analysis.grouped_figures import empty_distribution
 from servetrace.analysis.grouped_gaps import CODE, describe_sample
 from servetrace.stats.grouped_moments import float_moments_of
-from servetrace.stats.grouped_order import sort_by_group
+from servetrace.stats.grouped_order import first_of_each_group, group_sums, sort_by_group
 
 Ints = npt.NDArray[np.int64]
 _ROW = ("request_id", "residual_ns", "response_ns", "output_tokens", "ticks", "preemptions")
@@ -69,10 +69,7 @@ def _worst(
             nulls_last=True,
         )
     ).to_series()
-    ordered = code[order.to_numpy()]
-    starts = np.searchsorted(ordered, np.arange(groups, dtype=np.int64))
-    rank = np.arange(ordered.size) - starts[ordered]
-    taken = pl.Series(order.to_numpy()[rank < WORST_SHOWN])
+    taken = pl.Series(first_of_each_group(order.to_numpy(), code, groups, WORST_SHOWN))
     rows = (  # one query: the taken rows' columns, their residual and cause
         frame.lazy()
         .select(pl.col(_CAUSE_READS).gather(taken))
@@ -126,13 +123,6 @@ def _checks(
     }
 
 
-def _sums(code: Ints, column: pl.Series, keep: npt.NDArray[np.bool_], groups: int) -> Ints:
-    """Exact int64 sums per group of ``column`` (nulls as 0) over the rows in ``keep``."""
-    total = np.zeros(groups, dtype=np.int64)
-    np.add.at(total, code[keep], column.fill_null(0).to_numpy()[keep])
-    return total
-
-
 def formula_of_groups(
     completed: pl.DataFrame, values: Sequence[Any], abs_tol_ns: int, rel_tol: float
 ) -> dict[Any, FormulaReport]:
@@ -147,8 +137,8 @@ def formula_of_groups(
     tokens = checkable["output_tokens"]
     counted = tokens.is_not_null().to_numpy()
     multi = counted & (tokens.fill_null(0).to_numpy() >= 2)
-    decode = _sums(code, checkable["decode_ns"], multi, groups)
-    steps = _sums(code, tokens - 1, multi, groups)
+    decode = group_sums(code, checkable["decode_ns"].fill_null(0).to_numpy(), multi, groups)
+    steps = group_sums(code, (tokens - 1).fill_null(0).to_numpy(), multi, groups)
     has_itl = steps > 0
     # as Polars divides Int64 sums: each as Float64
     fleet_itl = np.where(has_itl, decode.astype(np.float64) / np.maximum(steps, 1), np.nan)

@@ -193,16 +193,17 @@ def _deviation_sums(sample: GroupedSample) -> tuple[list[int], list[int], list[i
         d = ordered - np.int64(pivot)
         hi, lo = d >> _HALF, d & mask
         sums = [np.add.reduceat(part, starts).tolist() for part in (d, hi * hi, hi * lo, lo * lo)]
-    for start in range(0, ordered.size if ordered.size > _BLOCK else 0, _BLOCK):
-        end = min(start + _BLOCK, ordered.size)
-        d = ordered[start:end] - np.int64(pivot)
-        hi, lo = d >> _HALF, d & mask
-        first = int(np.searchsorted(starts, start, side="right")) - 1
-        last = int(np.searchsorted(starts, end - 1, side="right")) - 1
-        at = np.maximum(starts[first : last + 1], start) - start
-        for total, part in zip(sums, (d, hi * hi, hi * lo, lo * lo), strict=True):
-            for j, value in enumerate(np.add.reduceat(part, at).tolist(), start=first):
-                total[j] += value
+    else:
+        for start in range(0, ordered.size, _BLOCK):
+            end = min(start + _BLOCK, ordered.size)
+            d = ordered[start:end] - np.int64(pivot)
+            hi, lo = d >> _HALF, d & mask
+            first = int(np.searchsorted(starts, start, side="right")) - 1
+            last = int(np.searchsorted(starts, end - 1, side="right")) - 1
+            at = np.maximum(starts[first : last + 1], start) - start
+            for total, part in zip(sums, (d, hi * hi, hi * lo, lo * lo), strict=True):
+                for j, value in enumerate(np.add.reduceat(part, at).tolist(), start=first):
+                    total[j] += value
     pivots, s1, s2 = [0] * n, [0] * n, [0] * n
     sum_d, hh, hl, ll = sums
     for j, i in enumerate(filled.tolist()):

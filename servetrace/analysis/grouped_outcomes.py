@@ -25,7 +25,7 @@ import polars as pl
 from servetrace.analysis.grouped_gaps import CODE, describe_sample
 from servetrace.analysis.summary import EXAMPLES_SHOWN, Distribution
 from servetrace.stats.grouped_moments import float_moments_of
-from servetrace.stats.grouped_order import sort_by_group
+from servetrace.stats.grouped_order import first_of_each_group, group_sums, sort_by_group
 
 Mask = npt.NDArray[np.bool_]
 
@@ -68,9 +68,8 @@ class Outcomes:
         is unknown), ``uncounted`` and ``with_error`` (rows also in ``with_error``)."""
         tokens = self.requests["output_tokens"]
         unknown = tokens.is_null().to_numpy()
-        sums = np.zeros(len(self.values), dtype=np.int64)
         known = rows & ~unknown
-        np.add.at(sums, self.code[known], tokens.fill_null(0).to_numpy()[known])
+        sums = group_sums(self.code, tokens.fill_null(0).to_numpy(), known, len(self.values))
         count, uncounted = self._count(rows), self._count(rows & unknown)
         errors = self._count(rows & with_error) if with_error is not None else [0] * len(count)
         return {
@@ -87,9 +86,7 @@ class Outcomes:
         """The first ``EXAMPLES_SHOWN`` request ids of each group's ``rows``, earliest
         arrival first (``grouped_figures.examples``)."""
         picked = self.order[rows[self.order]]
-        code = self.code[picked]
-        starts = np.searchsorted(code, np.arange(len(self.values), dtype=np.int64))
-        taken = picked[np.arange(picked.size) - starts[code] < EXAMPLES_SHOWN]
+        taken = first_of_each_group(picked, self.code, len(self.values), EXAMPLES_SHOWN)
         ids = self.requests["request_id"].gather(pl.Series(taken)).to_list()
         out: dict[Any, list[Any]] = {}
         for c, rid in zip(self.code[taken].tolist(), ids, strict=True):

@@ -113,8 +113,8 @@ def kaplan_meier_codes(
     if code.size == 0:
         return {}
     low, high = int(durations.min()), int(durations.max())
-    bits = packed_bits(2 * groups, high - low)
-    if bits is not None and high < 2**62:
+    bits = packed_bits(2 * groups, high - low) if high < 2**62 else None
+    if bits is not None:
         key = code.astype(np.int64) << (bits + 1)
         key += (durations - low) << 1
         key += observed
@@ -133,7 +133,7 @@ def kaplan_meier_codes(
     change[1:] |= code[1:] != code[:-1]
     first = np.flatnonzero(change)
     run_code = code[first]
-    if bits is not None and high < 2**62:
+    if bits is not None:
         times = ((stamp[first] & ((1 << bits) - 1)) + low).astype(np.float64)
     else:
         times = stamp[first].astype(np.float64)

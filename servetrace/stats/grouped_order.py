@@ -66,6 +66,23 @@ def sort_by_group(codes: npt.ArrayLike, values: npt.ArrayLike, groups: int) -> G
     return GroupedSample(value[order], offsets, sizes)
 
 
+def first_of_each_group(order: IntArray, code: IntArray, groups: int, n: int) -> IntArray:
+    """The first ``n`` entries of ``order`` within each group: ``order`` holds row indices
+    sorted by their group code (``code[row]``, 0..groups−1) first."""
+    ordered = code[order]
+    starts = np.searchsorted(ordered, np.arange(groups, dtype=np.int64))
+    return order[np.arange(order.size) - starts[ordered] < n]
+
+
+def group_sums(
+    code: IntArray, values: npt.NDArray[np.integer], keep: npt.NDArray[np.bool_], groups: int
+) -> IntArray:
+    """Exact int64 sums per group code of ``values`` over the rows in ``keep``."""
+    total = np.zeros(groups, dtype=np.int64)
+    np.add.at(total, code[keep], values[keep])
+    return total
+
+
 def packed_bits(groups: int, width: int) -> int | None:
     """The low bits a value of range ``width`` (max − min) takes in a packed key
     ``code << bits | (v − min)``; None when ``groups`` codes above it leave no room."""

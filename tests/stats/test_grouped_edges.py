@@ -140,3 +140,15 @@ def test_float_moments_of_many_groups_equal_each_group_alone() -> None:
     assert len(got) == 600
     for (key,), part in frame.group_by("g"):
         assert got[key] == moments(part["v"]), key
+
+
+def test_first_of_each_group_and_group_sums_by_hand() -> None:
+    from servetrace.stats.grouped_order import first_of_each_group, group_sums
+
+    code = np.array([1, 0, 1, 1, 0, 2])
+    order = np.array([4, 1, 3, 0, 2, 5])  # rows by code: 0 0 | 1 1 1 | 2
+    assert first_of_each_group(order, code, 3, 2).tolist() == [4, 1, 3, 0, 5]
+    assert first_of_each_group(order, code, 4, 1).tolist() == [4, 3, 5]
+    values = np.array([10, 20, 30, 2**62, 50, 60])
+    keep = np.array([True, True, False, True, True, False])
+    assert group_sums(code, values, keep, 4).tolist() == [70, 10 + 2**62, 0, 0]
