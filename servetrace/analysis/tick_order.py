@@ -39,64 +39,65 @@ def packed_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | No
     (request, time, first token first), each with ``gap_ns`` to the previous tick of its
     request, and their per-request aggregates (``lifecycle._tick_aggregates``' frame);
     ``None`` when the packed sort cannot give exactly that order (see above)."""
-    tick = pl.col("event").is_in(TICK_EVENTS)
-    tokens = pl.col("tokens").fill_null(1) if "tokens" in events.columns else pl.lit(1, pl.Int64)
-    # Bounds over every row, not only the ticks: wider at worst, and no filtered copies.
-    bounds = events.select(
-        pl.col(KEY).min().alias("key_min"),
-        pl.col(KEY).max().alias("key_max"),
-        pl.col("ts").min().alias("ts_min"),
-        pl.col("ts").max().alias("ts_max"),
-        tokens.min().alias("tokens_min"),
-        tokens.max().alias("tokens_max"),
-    ).row(0, named=True)
-    if bounds["key_min"] is None:
+    bounds = _bounds(events)
+    if bounds is None:
         return None
-    key_min, ts_min, tokens_min = bounds["key_min"], bounds["ts_min"], bounds["tokens_min"]
-    tokens_bits = _bits(bounds["tokens_max"] - tokens_min)
-    ts_bits = _bits(bounds["ts_max"] - ts_min)
-    key_bits = _bits(bounds["key_max"] - key_min)
+    (key_min, key_bits), (ts_min, ts_bits), (tokens_min, tokens_bits) = bounds
     if key_bits + ts_bits + 1 + tokens_bits > WORD_BITS:
         return None
     ts_shift = 1 + tokens_bits
     key_shift = ts_shift + ts_bits
-    u64 = pl.UInt64
+    # Int64 arithmetic, which wraps: the bits are those of the unsigned fields, read back
+    # as unsigned below (checked casts to UInt64 would cost a third of the query).
     packed = (
         events.lazy()
-        .filter(tick)
+        .filter(pl.col("event").is_in(TICK_EVENTS))
         .select(
             (
-                ((pl.col(KEY) - key_min).cast(u64) * (1 << key_shift))
-                | ((pl.col("ts") - ts_min).cast(u64) * (1 << ts_shift))
-                | ((pl.col("event") != "first_token").cast(u64) * (1 << tokens_bits))
-                | (tokens - tokens_min).cast(u64)
+                (pl.col(KEY) - key_min) * _bit(key_shift)
+                + (pl.col("ts") - ts_min) * _bit(ts_shift)
+                + (pl.col("event") == "token").cast(pl.Int64) * _bit(tokens_bits)
+                + (_tokens(events) - tokens_min)
             ).alias("packed")
         )
         .collect()
         .to_series()
+        .rechunk()
     )
     if packed.len() == 0:
         return None
-    ordered = packed.to_numpy(writable=True)  # a copy of the ~100 chunks of a scan anyway
+    # Each big array below is allocated once and then worked on in place: at 10^7 ticks a
+    # fresh 80 MB array costs more in page faults than the arithmetic that fills it.
+    ordered = np.sort(packed.to_numpy().view(np.uint64))
     del packed
-    ordered.sort()
-    key = (ordered >> np.uint64(key_shift)).astype(np.int64)
-    key += key_min
-    ts = ((ordered >> np.uint64(ts_shift)) & np.uint64((1 << ts_bits) - 1)).astype(np.int64)
+    n = ordered.shape[0]
+    ts = np.right_shift(ordered, np.uint64(ts_shift))
+    np.bitwise_and(ts, np.uint64((1 << ts_bits) - 1), out=ts)
+    ts = ts.view(np.int64)
     ts += ts_min
-    count = (ordered & np.uint64((1 << tokens_bits) - 1)).astype(np.int64)
-    count += tokens_min
-    is_first = (ordered & np.uint64(1 << tokens_bits)) == 0
-    del ordered
-    same = np.empty(key.shape[0], dtype=bool)
-    same[:1] = False
+    gap = np.empty(n, dtype=np.int64)
+    scratch = gap.view(np.uint64)  # gap's memory, before it holds the gaps
+    np.bitwise_and(ordered, np.uint64(1 << tokens_bits), out=scratch)
+    is_first = scratch == 0
+    if tokens_bits:
+        count = np.bitwise_and(ordered, np.uint64((1 << tokens_bits) - 1)).view(np.int64)
+        count += tokens_min
+    else:
+        count = np.full(n, tokens_min, dtype=np.int64)
+    key = np.right_shift(ordered, np.uint64(key_shift), out=ordered).view(np.int64)
+    key += key_min
+    same = np.empty(n, dtype=bool)
+    same[0] = False
     np.equal(key[1:], key[:-1], out=same[1:])
-    gap = np.empty_like(ts)
-    gap[:1] = 0
     np.subtract(ts[1:], ts[:-1], out=gap[1:])
+    starts = np.flatnonzero(~same)  # each request's first tick; the first of all too
+    # The gap before a request's first tick is not a gap: below every real one, so the
+    # maximum of a request of one tick is the sentinel (read back as null), and the
+    # ticks' column shows it as null.
+    gap[starts] = _NO_GAP
     # Ticks tied in (request, time, first token) with different token counts: only the
-    # written order places them (module docstring).
-    if _ties_differ(same, gap, is_first, count):
+    # written order places them (module docstring). Equal counts cannot differ.
+    if tokens_bits and _ties_differ(gap, is_first, count):
         return None
     frame = pl.DataFrame(
         [
@@ -109,7 +110,48 @@ def packed_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | No
         ]
     )
     ticks = frame.with_columns(pl.when("_same").then("gap_ns").alias("gap_ns")).drop("_same")
-    return ticks, _aggregates(key, ts, count, is_first, gap, same)
+    return ticks, _aggregates(key, ts, count, is_first, gap, starts)
+
+
+_NO_GAP = np.iinfo(np.int64).min
+
+
+def _bit(shift: int) -> pl.Expr:
+    """2^shift as an Int64 literal, wrapped: 2^63 is Int64's minimum, whose product has the
+    same 64 bits as the unsigned one (Polars' integer arithmetic wraps)."""
+    value = 1 << shift
+    return pl.lit(value - (1 << WORD_BITS) if value >> (WORD_BITS - 1) else value, pl.Int64)
+
+
+def _tokens(events: pl.DataFrame) -> pl.Expr:
+    """Tokens of a tick: a null count is one token, as is every tick without the column."""
+    return pl.col("tokens").fill_null(1) if "tokens" in events.columns else pl.lit(1, pl.Int64)
+
+
+def _bounds(
+    events: pl.DataFrame,
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]] | None:
+    """(minimum, bits of the span) of the keys, the times and the token counts, over every
+    row, not only the ticks: wider at worst, and no filtered copies. None without rows."""
+    has_tokens = "tokens" in events.columns
+    queries = [pl.col(c).min().alias(f"{c}_min") for c in (KEY, "ts")]
+    queries += [pl.col(c).max().alias(f"{c}_max") for c in (KEY, "ts")]
+    if has_tokens:  # min and max skip nulls, which count as 1 (below)
+        queries += [pl.col("tokens").min().alias("t_min"), pl.col("tokens").max().alias("t_max")]
+    found = events.select(queries).row(0, named=True)
+    key_min, ts_min = found[f"{KEY}_min"], found["ts_min"]
+    if key_min is None:
+        return None
+    counts = [1, 1]
+    if has_tokens and found["t_min"] is not None:
+        counts = [found["t_min"], found["t_max"]]
+        if events["tokens"].null_count():
+            counts = [min(counts[0], 1), max(counts[1], 1)]
+    return (
+        (key_min, _bits(found[f"{KEY}_max"] - key_min)),
+        (ts_min, _bits(found["ts_max"] - ts_min)),
+        (counts[0], _bits(counts[1] - counts[0])),
+    )
 
 
 def _aggregates(
@@ -118,18 +160,13 @@ def _aggregates(
     count: np.ndarray,
     is_first: np.ndarray,
     gap: np.ndarray,
-    same: np.ndarray,
+    starts: np.ndarray,
 ) -> pl.DataFrame:
     """``lifecycle``'s per-request tick aggregates, from the run of each request in the
-    sorted arrays (``np.ufunc.reduceat`` over the runs' first rows)."""
-    starts = np.flatnonzero(~same)
+    sorted arrays (``np.ufunc.reduceat`` over the runs' first rows; ``gap`` holds the
+    sentinel at each run's first row)."""
     ends = np.append(starts[1:], key.shape[0])
-    # The gap before a request's first tick is not a gap: below every real one, so a
-    # request of one tick gets the sentinel, read back as null.
-    gaps = gap.copy()
-    gaps[starts] = np.iinfo(np.int64).min
-    itl_max = pl.Series("itl_max_ns", np.maximum.reduceat(gaps, starts))
-    del gaps
+    itl_max = pl.Series("itl_max_ns", np.maximum.reduceat(gap, starts))
     return pl.DataFrame(
         [
             pl.Series(KEY, key[starts]).set_sorted(),
@@ -138,15 +175,25 @@ def _aggregates(
             pl.Series("min_chunk_tokens", np.minimum.reduceat(count, starts)),
             pl.Series("first_tick_ns", ts[starts]),
             pl.Series("last_tick_ns", ts[ends - 1]),
-            itl_max.set(itl_max == np.iinfo(np.int64).min, None),
-            pl.Series("n_first", np.add.reduceat(is_first, starts, dtype=np.uint32)),
+            itl_max.set(itl_max == _NO_GAP, None),
+            pl.Series("n_first", _counts_per_run(is_first, starts), dtype=pl.UInt32),
             pl.Series("first_is_first", is_first[starts]),
         ]
     )
 
 
-def _ties_differ(
-    same: np.ndarray, gap: np.ndarray, is_first: np.ndarray, count: np.ndarray
-) -> bool:
-    tied = same[1:] & (gap[1:] == 0) & (is_first[1:] == is_first[:-1])
-    return bool((tied & (count[1:] != count[:-1])).any())
+def _counts_per_run(flags: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """How many ``flags`` are set in each run (``add.reduceat`` with a wider dtype would
+    first copy all of ``flags`` into it)."""
+    runs = np.searchsorted(starts, np.flatnonzero(flags), side="right") - 1
+    return np.bincount(runs, minlength=starts.shape[0])
+
+
+def _ties_differ(gap: np.ndarray, is_first: np.ndarray, count: np.ndarray) -> bool:
+    """Whether two neighbouring ticks of one request share time and kind but not size
+    (a request's first tick has the sentinel gap, never 0)."""
+    tied = np.flatnonzero(gap[1:] == 0) + 1
+    if tied.shape[0] == 0:
+        return False
+    kind = is_first[tied] == is_first[tied - 1]
+    return bool((kind & (count[tied] != count[tied - 1])).any())
