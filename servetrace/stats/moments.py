@@ -8,7 +8,7 @@ over blocks of a million values):
 
 - integers (every time in ns): ``d = x - pivot`` is split as ``hi · 2^21 + lo`` so that
   ``Σd`` and ``Σd² = Σhi²·2^42 + Σhi·lo·2^22 + Σlo²`` are int64 sums that cannot
-  overflow (blocks of 2^20 values, ``|d| < 2^42``, i.e. 73 minutes in ns; wider ranges
+  overflow (blocks of 2^15 values, ``|d| < 2^42``, i.e. 73 minutes in ns; wider ranges
   take 128-bit integers in Polars). Mean and variance are then exact rationals rounded
   once (``integer_moments``);
 - floats (per-request means such as ``tpot_ns``, one per request) are summed in
@@ -25,7 +25,7 @@ import polars as pl
 
 _HALF = 21  # bits of the low half of an integer deviation
 _MAX_SPLIT = 1 << (2 * _HALF)  # |d| below this: both halves fit 21 bits
-_BLOCK = 1 << 20  # values per int64 block sum: 2^20 · 2^42 < 2^63
+_BLOCK = 1 << 15  # values per int64 block sum (2^20 · 2^42 < 2^63 would still be exact)
 
 
 def integer_moments(n: int, pivot: int, sum_d: int, sum_d2: int) -> tuple[float, float]:
@@ -51,16 +51,24 @@ def integer_sums(values: npt.NDArray[np.int64], pivot: int = 0) -> tuple[int, in
     low, high = int(values.min()), int(values.max())
     if max(abs(low - pivot), abs(high - pivot)) >= _MAX_SPLIT:
         return _wide_integer_sums(values, pivot)
-    mask = (1 << _HALF) - 1
+    mask = np.int64((1 << _HALF) - 1)
     s1 = s_hh = s_hl = s_ll = 0
-    for start in range(0, n, _BLOCK):  # block by block: the temporaries stay in cache
-        d = values[start : start + _BLOCK].astype(np.int64) - np.int64(pivot)
-        hi = d >> _HALF  # arithmetic shift: d = hi · 2^21 + lo with 0 <= lo < 2^21
-        lo = d & mask
-        s1 += int(d.sum())
-        s_hh += int((hi * hi).sum())
-        s_hl += int((hi * lo).sum())
-        s_ll += int((lo * lo).sum())
+    # Block by block into three buffers that stay in cache, each sum of products a dot
+    # product: no temporary per product (3× faster than squaring into new arrays).
+    block = min(n, _BLOCK)
+    values = values.astype(np.int64, copy=False)
+    d, hi, lo = (np.empty(block, dtype=np.int64) for _ in range(3))
+    for start in range(0, n, _BLOCK):
+        chunk = values[start : start + _BLOCK]
+        size = chunk.shape[0]
+        dd, hh, ll = d[:size], hi[:size], lo[:size]
+        np.subtract(chunk, np.int64(pivot), out=dd)
+        np.right_shift(dd, _HALF, out=hh)  # arithmetic: d = hi · 2^21 + lo, 0 <= lo < 2^21
+        np.bitwise_and(dd, mask, out=ll)
+        s1 += int(dd.sum())
+        s_hh += int(np.dot(hh, hh))
+        s_hl += int(np.dot(hh, ll))
+        s_ll += int(np.dot(ll, ll))
     return n, s1, (s_hh << (2 * _HALF)) + (s_hl << (_HALF + 1)) + s_ll
 
 
