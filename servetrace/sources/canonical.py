@@ -32,6 +32,7 @@ from servetrace.sources.normalise import (
     event_mapping,
     normalise,
     normalised,
+    with_event_kinds,
 )
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.parquet_stats import IntegerRange, integer_ranges
@@ -262,7 +263,8 @@ def canonical_events(
     and held, the checks run on the decoded columns; with what the checks found."""
     if not load:
         return normalised(raw, label, options, ranges)
-    frame, known = normalised(raw.collect().lazy(), label, options)
+    decoded = with_event_kinds(raw.collect(), options)
+    frame, known = normalised(decoded.lazy(), label, options)
     return frame.collect().lazy(), known
 
 

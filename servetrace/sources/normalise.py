@@ -42,7 +42,15 @@ from servetrace.sources.prescan import (
 from servetrace.sources.workload_files import per_request_hint, workload_error
 from servetrace.units import TIME_UNITS
 
-__all__ = ["COUNT_COLUMNS", "IngestOptions", "Prescan", "event_mapping", "normalise", "normalised"]
+__all__ = [
+    "COUNT_COLUMNS",
+    "IngestOptions",
+    "Prescan",
+    "event_mapping",
+    "normalise",
+    "normalised",
+    "with_event_kinds",
+]
 
 
 def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl.LazyFrame:
@@ -254,6 +262,21 @@ def _normalise_event(
     else:
         expr = as_text.replace_strict(mapping, default=None, return_dtype=EVENT_DTYPE)
     return frame.with_columns(expr.alias("event"))
+
+
+def with_event_kinds(frame: pl.DataFrame, options: IngestOptions) -> pl.DataFrame:
+    """A decoded frame whose ``event`` text holds only canonical kinds, with the column
+    cast to the Enum in one pass; any other frame as it is, for ``_normalise_event`` to map
+    or name its values from the distinct ones. One cast instead of a pass for the distinct
+    values and then the cast: at 10⁷ rows of text each pass costs ≈ 0.1 s."""
+    source = options.columns.get("event", "event")
+    dtype = frame.schema.get(source)
+    if options.event_map or not (dtype == pl.String or isinstance(dtype, pl.Categorical)):
+        return frame
+    try:
+        return frame.with_columns(pl.col(source).cast(EVENT_DTYPE))
+    except pl.exceptions.PolarsError:  # an alias, an unknown value: mapped or named later
+        return frame
 
 
 def _normalise_counts(
