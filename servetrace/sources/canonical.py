@@ -37,6 +37,7 @@ from servetrace.sources.normalise import (
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.parquet_stats import IntegerRange, integer_ranges
 from servetrace.sources.paths import hive_values, with_partition_columns
+from servetrace.sources.prescan import decoded_ranges
 
 _T = TypeVar("_T")
 
@@ -264,7 +265,7 @@ def canonical_events(
     if not load:
         return normalised(raw, label, options, ranges)
     decoded = with_event_kinds(raw.collect(), options)
-    frame, known = normalised(decoded.lazy(), label, options)
+    frame, known = normalised(decoded.lazy(), label, options, decoded_ranges(decoded, options))
     return frame.collect().lazy(), known
 
 

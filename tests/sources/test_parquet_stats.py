@@ -169,4 +169,21 @@ def test_small_files_and_loaded_traces_skip_the_footer(
     seen = _row_checks(monkeypatch)
     loaded = read_events([str(path)], load_below=10**9)
     assert loaded.loaded and loaded.known_facts() is None
-    assert "ts" in seen  # checked on the decoded rows
+    assert seen == []  # answered by the decoded column's own range, not row by row
+
+
+@pytest.mark.parametrize(
+    ("times", "unit", "row"),
+    [([1, 2, 2**62, 4], None, 3), ([-(2**62), 2, 3, 4], None, 1), ([1, 5_000_000_000, 3], "s", 2)],
+)
+def test_a_loaded_trace_checks_times_by_its_range_and_names_the_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, times: list[int], unit: str | None, row: int
+) -> None:
+    seen = _row_checks(monkeypatch)
+    ok = _write(_trace([1, 2, 2**61, 4], [None, 1, 2, None]), tmp_path / "ok.parquet")
+    assert read_events([str(ok)], load_below=10**9).events.collect()["ts"].max() == 2**61
+    assert seen == []
+    tokens = [None, *[1] * (len(times) - 1)]
+    path = _write(_trace(times, tokens), tmp_path / "t.parquet")
+    with pytest.raises(InputError, match=rf"row {row}: column 'ts'"):
+        read_events([str(path)], IngestOptions(time_unit=unit), load_below=10**9)
