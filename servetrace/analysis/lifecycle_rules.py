@@ -134,11 +134,10 @@ def tokens_while_queued(
         )
         .sort(KEY, "ts", "_order")
     )
-    # The preempted requests' runs of ticks, by a mask: no hash lookup per tick, and the
-    # rows stay in (request, time) order, as the as-of join needs.
+    # The preempted requests' runs of ticks, gathered by index: no hash lookup and no mask
+    # over every tick, and the rows stay in (request, time) order, as the as-of join needs.
     of_preempted = runs[KEY].is_in(preempted[KEY].implode()).to_numpy()
-    mask = pl.Series(np.repeat(of_preempted, runs["ticks"].to_numpy()))
-    later_ticks = ticks.select(KEY, "ts").filter(mask)
+    later_ticks = ticks.select(KEY, "ts")[run_rows(runs["ticks"].to_numpy(), of_preempted)]
     hits = later_ticks.join_asof(
         gates,
         on="ts",
@@ -148,6 +147,17 @@ def tokens_while_queued(
         check_sortedness=False,
     )
     return hits.filter(pl.col("queued").fill_null(False)).select(KEY).unique()
+
+
+def run_rows(lengths: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """Row indices of the ``chosen`` runs of a frame made of consecutive runs of the given
+    ``lengths``, in order: each chosen run's rows, without a mask over every row."""
+    lengths = lengths.astype(np.int64, copy=False)
+    starts = np.cumsum(lengths) - lengths
+    picked, sizes = starts[chosen], lengths[chosen]
+    # Row i of the result is the start of its run plus its place within the run.
+    offsets = np.repeat(picked - (np.cumsum(sizes) - sizes), sizes)
+    return np.arange(offsets.shape[0], dtype=np.int64) + offsets
 
 
 def prev_state_at_cancel() -> pl.Expr:

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from servetrace.analysis.lifecycle_rules import KEY, tokens_while_queued
+from servetrace.analysis.lifecycle_rules import KEY, run_rows, tokens_while_queued
 from servetrace.analysis.memory import analyze_events
 from servetrace.schema import EVENT_DTYPE
 from tests.conftest import MS, events, make_request
@@ -142,3 +143,11 @@ def test_the_runs_of_ticks_find_what_a_check_per_tick_finds(requests: list) -> N
     runs = ticks.group_by(KEY, maintain_order=True).agg(pl.len().alias("ticks"))
     found = set(tokens_while_queued(ticks, control, runs)[KEY].to_list())
     assert found == _by_hand(ticks, control)
+
+
+def test_run_rows_gathers_the_chosen_runs_in_order() -> None:
+    # Runs of 2, 0, 3 and 1 rows: 0-1, (none), 2-4, 5.
+    lengths = np.array([2, 0, 3, 1], dtype=np.uint32)
+    assert run_rows(lengths, np.array([True, True, False, True])).tolist() == [0, 1, 5]
+    assert run_rows(lengths, np.array([False, False, True, False])).tolist() == [2, 3, 4]
+    assert run_rows(lengths, np.zeros(4, dtype=bool)).tolist() == []
