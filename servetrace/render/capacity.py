@@ -5,7 +5,6 @@ Times arrive in ns and leave in ms; rates are req/s and tok/s.
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any
 
@@ -15,6 +14,7 @@ from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
 from servetrace.analysis.capacity import CURVE_METRICS, Capacity, CapacityReport, CurvePoint
+from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.units import NS_PER_MS
 
@@ -223,7 +223,7 @@ def render_markdown(report: CapacityReport) -> str:
 
 def render_csv(report: CapacityReport) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = rows_writer(out)
     keys = [f"{m}_{s}_ms" for m, s in CURVE_METRICS]
     writer.writerow(
         [

@@ -8,12 +8,12 @@ run cannot have is ``n/a``. Rows come sorted by declared load (``Runs``).
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from collections.abc import Sequence
 from typing import Any
 
+from servetrace.render._csv import rows_writer
 from servetrace.render.summary import render_json
 from servetrace.runs.model import Run, Runs
 from servetrace.units import NS_PER_MS
@@ -153,7 +153,7 @@ def render_runs_markdown(runs: Runs) -> str:
 def render_runs_csv(runs: Runs) -> str:
     """Machine-readable: raw numbers (ms, req/s, tok/s, attainment as a fraction)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = rows_writer(buffer)
     keys = [key for key, _ in COLUMNS]
     writer.writerow([*keys, "reported"])
     for run in runs:

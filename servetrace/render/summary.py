@@ -5,7 +5,6 @@ Times arrive in ns and leave in ms; every column and JSON key names its unit.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from servetrace.analysis.formula import FormulaCheck, FormulaReport
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
+from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.render.format import table_number
 from servetrace.render.naming import display_name
@@ -373,7 +373,7 @@ def render_markdown(
 def render_csv(groups: Mapping[object, Summary], by: str | None, naming: str = "servetrace") -> str:
     """One row per (group, metric): the latency table in machine-readable form."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = rows_writer(out)
     head = ([by] if by else []) + ["metric", "unit", *STAT_KEYS]
     writer.writerow(head)
     for value, summary in groups.items():

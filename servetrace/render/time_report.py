@@ -7,7 +7,6 @@ latencies in ms) and ``fluidity: {...}``.
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any
 
@@ -16,6 +15,7 @@ import polars as pl
 from servetrace.analysis.fluidity import SOURCE, FluidityTargets, fluidity_summary
 from servetrace.analysis.memory import Analysis
 from servetrace.analysis.window import Window
+from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.render.format import table_number
 from servetrace.units import NS_PER_MS, NS_PER_S
@@ -182,7 +182,7 @@ def slice_markdown(rows: list[dict[str, Any]]) -> str:
 
 def slice_csv(rows: list[dict[str, Any]]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = rows_writer(out)
     keys = list(rows[0]) if rows else [k for k, _ in SLICE_COLUMNS]
     writer.writerow(keys)
     for row in rows:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import os
 from pathlib import Path
 
@@ -157,7 +159,8 @@ def test_write_through_a_symlink_replaces_its_target_and_keeps_the_link(tmp_path
 
 def test_a_csv_field_keeps_its_carriage_return(tmp_path: Path) -> None:
     # A group value with a carriage return: the report goes to stdout as written (rich's
-    # console would strip the \r and change the value).
+    # console would strip the \r and change the value), and the value is quoted (an RFC
+    # 4180 reader ends a row at a bare \r).
     frame = events(
         make_request("a", admission=1, first=5, ticks=[6], complete=6, pool="east\rwest"),
         make_request("b", admission=1, first=5, ticks=[7], complete=7, pool="north"),
@@ -166,8 +169,11 @@ def test_a_csv_field_keeps_its_carriage_return(tmp_path: Path) -> None:
     frame.write_parquet(path)
     result = runner.invoke(app, ["analyze", str(path), "--by", "pool", "--format", "csv"])
     assert result.exit_code == 0, result.output
-    assert "\neast\rwest,queue_wait," in result.stdout
+    assert '\n"east\rwest",queue_wait,' in result.stdout
     assert result.stdout.endswith("\n") and not result.stdout.endswith("\n\n")
+    rows = list(csv.reader(io.StringIO(result.stdout, newline="")))
+    assert {row[0] for row in rows[1:]} == {"east\rwest", "north"}
+    assert len({len(row) for row in rows}) == 1
 
 
 @pytest.mark.parametrize("value", ["[/x] east", "[bold]north", ":smile:"])
