@@ -21,6 +21,7 @@ from servetrace.sources.parquet_stats import (
     scaled_within,
     strictly_within,
 )
+from servetrace.sources.prescan import decoded_ranges
 
 
 @pytest.fixture(autouse=True)
@@ -187,3 +188,23 @@ def test_a_loaded_trace_checks_times_by_its_range_and_names_the_row(
     path = _write(_trace(times, tokens), tmp_path / "t.parquet")
     with pytest.raises(InputError, match=rf"row {row}: column 'ts'"):
         read_events([str(path)], IngestOptions(time_unit=unit), load_below=10**9)
+
+
+def test_a_decoded_time_column_states_its_range_as_a_footer_would() -> None:
+    frame = pl.DataFrame({"time_ns": [5, None, -3, 2], "ts": [0.5, 1.0, 2.0, 3.0]})
+    mapped = IngestOptions(columns={"ts": "time_ns"})
+    assert decoded_ranges(frame, mapped) == {"ts": IntegerRange(-3, 5, 1)}
+    # Float times (seconds) are checked row by row after conversion; no column, no range.
+    assert decoded_ranges(frame, IngestOptions()) == {}
+    assert decoded_ranges(frame.drop("ts"), IngestOptions()) == {}
+
+
+def test_a_loaded_trace_reads_its_mapped_time_column_by_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _row_checks(monkeypatch)
+    table = _trace([1, 2, 3, 4], [None, 1, 2, None]).rename_columns(["rid", "kind", "t", "tokens"])
+    path = _write(table, tmp_path / "t.parquet")
+    options = IngestOptions(columns={"request_id": "rid", "event": "kind", "ts": "t"})
+    assert read_events([str(path)], options, load_below=10**9).events.collect()["ts"].max() == 4
+    assert seen == []

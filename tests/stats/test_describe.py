@@ -187,14 +187,24 @@ def test_no_values_sum_to_nothing_so_batches_add_up() -> None:
 
 
 def test_a_million_deviations_of_two_to_the_44_ns_are_summed_exactly() -> None:
-    """2^20 values ±2^43 ns (±2.4 h): deviations up to 2^44 from either end would
-    overflow int64 split sums (2^20 · 2^46 = 2^66), so they must take the wide path.
+    """2^20 values ±2^43 ns (±2.4 h): deviations up to 2^44 from either end (the wide
+    path; over all 2^20 values the split sums' Σhi² would reach 2^66).
     From +2^43: half the deviations are -2^44, half 0: Σd = -2^19·2^44, Σd² = 2^19·2^88."""
     big = 1 << 43
     values = np.tile(np.array([-big, big], dtype=np.int64), 1 << 19)
     assert integer_sums(values, pivot=big) == (1 << 20, -(1 << 63), 1 << 107)
     assert integer_sums(values, pivot=-big) == (1 << 20, 1 << 63, 1 << 107)
     assert moments(pl.Series(values)) == (0.0, float(big))
+
+
+@pytest.mark.parametrize("pivot", [1 << 52, -(1 << 52)])
+def test_a_deviation_is_measured_from_the_pivot_at_either_end(pivot: int) -> None:
+    """Values ±2^52 (52 days in ns): from +2^52 the deviations are -2^53 and 0, from -2^52
+    they are 0 and 2^53, so the wide path is needed by one end only, the far one
+    (hi = ±2^32 in the split sums: hi² = 2^64 would wrap to 0 in int64)."""
+    values = np.array([-(1 << 52), 1 << 52], dtype=np.int64)
+    far = -(1 << 53) if pivot > 0 else 1 << 53
+    assert integer_sums(values, pivot=pivot) == (2, far, 1 << 106)
 
 
 def test_sums_of_more_than_one_block_keep_every_block() -> None:

@@ -15,6 +15,10 @@ from servetrace.stats.sorting import sorted_series
         # 32-bit offsets from the minimum: a span of 2^32 - 1 fits, 2^32 does not
         pl.Series("itl_ns", [7 - 2**40, -(2**40), 2**32 - 1 - 2**40, 3 - 2**40], dtype=pl.Int64),
         pl.Series("itl_ns", [2**32, 5, 0, 9], dtype=pl.Int64),
+        # offsets near 2^62: widened and shifted back in int64 (a double would round them)
+        pl.Series("itl_ns", [2**62 + 7, 2**62 + 2**32 - 1, 2**62 + 1, 2**62], dtype=pl.Int64),
+        # unsigned above Int64's maximum, a span of 8: NumPy's path (no int64 offsets)
+        pl.Series("n", [2**64 - 1, 2**64 - 9, 2**64 - 4], dtype=pl.UInt64),
         pl.Series("n", [3, 1, 2], dtype=pl.UInt32),
         pl.Series("itl_ns", [5, None, 1], dtype=pl.Int64),  # nulls: Polars' (nulls first)
         pl.Series("x", [2.5, float("nan"), -1.0]),  # floats: Polars' NaN order
