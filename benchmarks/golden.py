@@ -68,9 +68,14 @@ def make_traces() -> None:
     extra = frame.filter(tick).with_columns(pl.col("tokens") + 1)
     pl.concat([frame, extra]).sort("ts", maintain_order=True).write_parquet(base["tied_ticks"])
     frame.with_columns((rid % 300).alias("group")).write_parquet(base["groups"])
+    # The four schedulers served the same 1000 requests: ids offset per file, so each
+    # policy's requests stay distinct (and valid) in the one trace.
     vidur = [
-        pl.read_parquet(path).with_columns(pl.lit(path.stem.split("__")[-1]).alias("policy"))
-        for path in VIDUR
+        pl.read_parquet(path).with_columns(
+            pl.col("request_id") + index * 1_000_000,
+            pl.lit(path.stem.split("__")[-1]).alias("policy"),
+        )
+        for index, path in enumerate(VIDUR)
     ]
     pl.concat(vidur, how="diagonal_relaxed").write_parquet(TRACES / "vidur_policies.parquet")
 
