@@ -70,12 +70,12 @@ def _worst(
         )
     ).to_series()
     taken = pl.Series(first_of_each_group(order.to_numpy(), code, groups, WORST_SHOWN))
-    rows = (  # one query: the taken rows' columns, their residual and cause
-        frame.lazy()
-        .select(pl.col(_CAUSE_READS).gather(taken))
-        .with_columns(pl.lit(residual.gather(taken)).alias("residual_ns"))
+    # Eager, on the taken rows only: a lazy query with the residual as a literal Series
+    # cost 5–10 ms per call (×2 per --by) where these three steps take under 1 ms.
+    rows = (
+        frame.select(_CAUSE_READS)[taken]
+        .with_columns(residual.gather(taken).alias("residual_ns"))
         .select(*_ROW, _likely_cause().alias("cause"))
-        .collect()
     )
     names = rows.columns
     out: dict[int, list[dict[str, object]]] = {}
