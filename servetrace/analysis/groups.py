@@ -289,7 +289,10 @@ def summarize_groups(
                 "examples": flying_ids.get(value, []),
             },
             throughput=rates[value],
-            goodput=goodputs[value] if value in goodputs else goodput(completed.clear(), targets),
+            # no targets: None, as ``goodput`` says, without an empty frame per group
+            goodput=goodputs[value]
+            if value in goodputs
+            else (goodput(completed.clear(), targets) if targets else None),
             concurrency=busy.get(value, no_concurrency()),
             formula=formulas[value],
             leaked_state=leaked,
