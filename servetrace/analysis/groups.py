@@ -243,7 +243,6 @@ def summarize_groups(
         known,
         requests,
         samples | {"itl_ns": gap_sample},
-        G,
         last_events,
         admissions,
     )
