@@ -47,6 +47,7 @@ import numpy.typing as npt
 from servetrace.stats.binomial import pmf_pairs, width_blocks
 
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 RELATIVE_MARGIN = 1e-10  # of τ, plus the row's rounding (see above)
@@ -59,8 +60,12 @@ def crossing_ranks(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, In
     """``(l, u, verified)`` per size (all ≥ 1; 0 < q < 1): the ranks ``order_ci`` defines
     (l = 0: no lower bound; u = n + 1: no upper bound), and whether they were verified."""
     n = np.asarray(sizes, dtype=np.int64)
-    below, ok_low = _crossings(n, q, tail, upper=False)
-    above, ok_high = _crossings(n, q, tail, upper=True)
+    lower, upper = _window(n, q, tail, False), _window(n, q, tail, True)
+    # each row's first term, at its window's inner end (b below, a above): both tails in
+    # one pmf call, which costs some 40 small NumPy passes whatever its length
+    anchor = pmf_pairs(np.concatenate([lower[1], upper[0]]), np.concatenate([n, n]), q)
+    below, ok_low = _crossings(n, q, tail, lower, anchor[: n.size], upper=False)
+    above, ok_high = _crossings(n, q, tail, upper, anchor[n.size :], upper=True)
     low = np.minimum(below, n)
     high = np.where(above <= n, above, n + 1)
     return low, high, ok_low & ok_high
@@ -79,10 +84,18 @@ def _window(n: IntArray, q: float, tail: float, upper: bool) -> tuple[IntArray, 
     return np.clip(guess - reach, 0, n), np.clip(guess + reach, 0, n)
 
 
-def _crossings(n: IntArray, q: float, tail: float, upper: bool) -> tuple[IntArray, BoolArray]:
+def _crossings(
+    n: IntArray,
+    q: float,
+    tail: float,
+    window: tuple[IntArray, IntArray],
+    anchor: FloatArray,
+    upper: bool,
+) -> tuple[IntArray, BoolArray]:
     """Lower tail: ``c + 1`` (the count of candidates with ``P(B ≤ j) ≤ τ``, from a); upper:
-    ``d`` (``a`` + the count with ``P(B ≥ j) > τ``); and whether the count is verified."""
-    a, b = _window(n, q, tail, upper)
+    ``d`` (``a`` + the count with ``P(B ≥ j) > τ``); and whether the count is verified.
+    ``window`` is ``_window``'s ``[a, b]``, ``anchor`` the pmf at its inner end."""
+    a, b = window
     sd = np.sqrt(n * q * (1.0 - q))
     reach = (b - a + 1) + np.ceil(_REACH_SIGMAS * sd).astype(np.int64) + _REACH_EXTRA
     # never past the support: below 0 (lower) or above n (upper) every term is 0
@@ -90,15 +103,25 @@ def _crossings(n: IntArray, q: float, tail: float, upper: bool) -> tuple[IntArra
     count = np.zeros(n.size, dtype=np.int64)
     ok = np.zeros(n.size, dtype=np.bool_)
     for rows in width_blocks(reach):
-        count[rows], ok[rows] = _count(n[rows], a[rows], b[rows], reach[rows], q, tail, upper)
+        count[rows], ok[rows] = _count(
+            n[rows], a[rows], b[rows], reach[rows], q, anchor[rows], tail, upper
+        )
     return a + count, ok
 
 
 def _count(
-    n: IntArray, a: IntArray, b: IntArray, reach: IntArray, q: float, tail: float, upper: bool
+    n: IntArray,
+    a: IntArray,
+    b: IntArray,
+    reach: IntArray,
+    q: float,
+    anchor: FloatArray,
+    tail: float,
+    upper: bool,
 ) -> tuple[IntArray, BoolArray]:
     """One matrix of rows: column k holds the term ``i = b − k`` (lower) or ``i = a + k``
-    (upper); the tail mass at each candidate is a running sum from the far end."""
+    (upper), from ``anchor`` (the term of column 0); the tail mass at each candidate is a
+    running sum from the far end."""
     width = int(reach.max())
     k = np.arange(width, dtype=np.int64)
     p, r = q, 1.0 - q
@@ -118,7 +141,6 @@ def _count(
         end = b - (reach - 1)
         rho = np.where(end > 0, (end * r) / ((n - end + 1) * p), 0.0)
     ratios[cols >= limit[:, None]] = 0.0
-    anchor = pmf_pairs(a if upper else b, n, q)
     terms = np.empty((n.size, width), dtype=np.float64)
     terms[:, 0] = anchor
     if width > 1:  # in place: the running product, then scaled by the first term
@@ -131,14 +153,13 @@ def _count(
     mass = np.cumsum(terms[:, ::-1], axis=1)[:, ::-1]
     span = b - a + 1
     candidates = k[: int(span.max())] < span[:, None]
-    at = mass[:, : candidates.shape[1]]
-    if not upper:
-        at = _flip(at, span)  # column t now holds candidate j = a + t (lower: j = b − k)
+    at = mass[:, : candidates.shape[1]]  # candidate t is j = a + t (upper), b − t (lower)
     # rounding: the pmf's (~1e-15), and ~1 ulp per product and sum along the row
     margin = left_out + (RELATIVE_MARGIN + width * 2.0**-50) * tail
     clear = np.all(~candidates | (np.abs(at - tail) > margin[:, None]), axis=1)
-    first = at[:, 0]
-    final = np.take_along_axis(at, (span - 1)[:, None], axis=1)[:, 0]
+    # the tail mass at j = a (first) and j = b (final); counts and checks need no order
+    inner, outer = at[:, 0], np.take_along_axis(at, (span - 1)[:, None], axis=1)[:, 0]
+    first, final = (inner, outer) if upper else (outer, inner)
     if upper:
         counted = ((at > tail) & candidates).sum(axis=1)  # P(B ≥ j) > τ: j below d
         bracketed = (first > tail) & ((final <= tail) | (b == n))
@@ -146,13 +167,6 @@ def _count(
         counted = ((at <= tail) & candidates).sum(axis=1)  # P(B ≤ j) ≤ τ: j up to c
         bracketed = ((first <= tail) | (a == 0)) & (final > tail)
     return counted.astype(np.int64), clear & bracketed & np.isfinite(margin)
-
-
-def _flip(at: npt.NDArray[np.float64], span: IntArray) -> npt.NDArray[np.float64]:
-    """Reverse the first ``span`` columns of each row (padding stays at the end)."""
-    t = np.arange(at.shape[1], dtype=np.int64)
-    source = np.clip(span[:, None] - 1 - t, 0, at.shape[1] - 1)
-    return np.take_along_axis(at, source, axis=1)
 
 
 def fast_enough(n: IntArray) -> BoolArray:
