@@ -22,6 +22,7 @@ from servetrace.analysis.summary import Distribution
 from servetrace.stats.describe import STATISTICS, percentile_of
 from servetrace.stats.grouped_order import (
     GroupedSample,
+    key_offset,
     packed_bits,
     percentiles,
     sort_by_group,
@@ -91,7 +92,7 @@ def gap_sample(gaps: pl.DataFrame, requests: pl.DataFrame, groups: int) -> Group
     found = lookup_codes(keys, code, gap_keys, shift)
     if values is not None and int(found.min()) >= 0:  # every gap kept: no masks
         if bits is not None:
-            return sort_packed(found, values, least, bits, groups)
+            return sort_packed(found, values, key_offset(least, most, bits), bits, groups)
         return sort_by_group(found, values, groups)
     keep = found >= 0
     if itl.null_count():

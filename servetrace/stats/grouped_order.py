@@ -53,7 +53,7 @@ def sort_by_group(codes: npt.ArrayLike, values: npt.ArrayLike, groups: int) -> G
         if bits is not None and high < 2**63:
             key = code.astype(np.int64)  # a copy: the caller's codes serve other columns
             key <<= bits
-            return sort_packed(key, value, low, bits, groups)
+            return sort_packed(key, value, key_offset(low, high, bits), bits, groups)
     code = code.astype(np.int64, copy=False)
     sizes = np.bincount(code, minlength=groups).astype(np.int64)
     offsets = np.cumsum(sizes) - sizes
@@ -90,6 +90,13 @@ def packed_bits(groups: int, width: int) -> int | None:
     return bits if (max(groups, 1) - 1) < (_KEY_LIMIT >> bits) else None
 
 
+def key_offset(low: int, high: int, bits: int) -> int:
+    """What ``sort_packed`` subtracts from values in ``low..high`` packed in ``bits``: 0 when
+    they fit as they are (non-negative, below 2^bits: no pass to subtract it and none to
+    add it back over the whole key), else their minimum."""
+    return 0 if low >= 0 and high < (1 << bits) else low
+
+
 def sort_packed(
     key: IntArray, values: npt.NDArray[np.integer], low: int, bits: int, groups: int
 ) -> GroupedSample:
@@ -98,7 +105,8 @@ def sort_packed(
     in place, one NumPy sort orders it by (group, value), each group's bounds are binary
     searches for ``g << bits``, and masking the low bits gives the values back — all in
     the key's own memory: no argsort, no gather, no temporary as large as the sample.
-    Every value must fit int64 (``low`` is their minimum)."""
+    Every value must fit int64; ``low`` is at most their minimum, with every ``v − low``
+    below 2^bits (``key_offset``)."""
     # uint64 below 2^63 reads as the same int64 (int64 + uint64 would add in float64)
     key += values.view(np.int64) if values.dtype == np.uint64 else values
     if low:

@@ -135,7 +135,7 @@ def test_describe_of_a_sorted_group_equals_describe_alone() -> None:
 @pytest.mark.parametrize(
     ("sizes", "high"),
     [
-        # groups that start and end inside 65,536-value blocks and span several of them
+        # groups that start and end inside 32,768-value blocks and span several of them
         ([70_000, 1, 0, 130_001, 65_535, 2], 5 * 10**9),
         # gaps of hours (beyond 2^42 ns): the Int128 path
         ([40_000, 3, 90_000], 2**43),
@@ -195,6 +195,8 @@ def _lexsorted(codes: np.ndarray, values: np.ndarray, groups: int) -> tuple[list
     ("dtype", "low", "high", "groups", "packed"),
     [
         (np.int64, 0, 3_465_847_626, 300, True),  # ns gaps, 300 groups: one packed key
+        (np.int64, 631_661, 2_958_255_313, 300, True),  # fits as it is: no offset
+        (np.int64, 10**9, 10**9 + 1000, 300, True),  # 10 bits of range: offset by the minimum
         (np.int64, -(10**12), 10**12, 7, True),  # negative values: shifted by the minimum
         (np.int32, -5, 2**31 - 1, 1, True),  # a narrower type comes back as it went in
         (np.uint64, 2**63 - 2**40, 2**63 - 1, 3, True),  # near the top of int64
@@ -224,6 +226,15 @@ def test_packed_key_sort_equals_a_lexsort(
     assert sample.sizes.tolist() == sizes
     assert sample.offsets.tolist() == (np.cumsum(sizes) - sizes).tolist()
     assert codes.tolist() == codes.tolist()  # the caller's codes are left as they were
+
+
+def test_key_offset_is_zero_only_when_the_values_fit_as_they_are() -> None:
+    """5..1000 has a range of 10 bits and fits them as it is (no passes to subtract and
+    add back an offset); 10^9..10^9 + 1000 and negative values need their minimum."""
+    assert grouped_order.key_offset(5, 1000, 10) == 0
+    assert grouped_order.key_offset(5, 1024, 10) == 5  # 1024 needs an 11th bit
+    assert grouped_order.key_offset(10**9, 10**9 + 1000, 10) == 10**9
+    assert grouped_order.key_offset(-3, 100, 7) == -3
 
 
 def test_packed_sort_leaves_the_callers_codes_alone() -> None:
