@@ -164,7 +164,7 @@ def describe_sample(
 
 _HALF = 21  # d = hi · 2^21 + lo, as ``stats.moments.integer_sums``
 _MAX_SPLIT = 1 << (2 * _HALF)  # |d| below this: both halves fit 21 bits
-_BLOCK = 1 << 16  # values per block: 2^16 · 2^42 < 2^63, and ~0.5 MB per temporary
+_BLOCK = 1 << 15  # values per block: 2^15 · 2^42 < 2^63; four 256 KB buffers stay in L2
 
 
 def _deviation_sums(sample: GroupedSample) -> tuple[list[int], list[int], list[int]]:
@@ -172,8 +172,10 @@ def _deviation_sums(sample: GroupedSample) -> tuple[list[int], list[int], list[i
 
     One pivot (the smallest value of all) serves every group: mean and std from exact
     sums do not depend on it (``stats.moments.integer_moments``). The sorted array is
-    summed block by block, as ``stats.moments.integer_sums`` does, so the temporaries stay
-    in cache (over the whole array at once, 10^7 gaps made six 80 MB temporaries): each
+    summed block by block into four reused buffers, as ``stats.moments.integer_sums``
+    does, so every pass stays in cache and allocates nothing (over the whole array at
+    once, 10^7 gaps made six 80 MB temporaries; a new temporary per pass and block of
+    2^16 cost 40 % more at 10^6): each
     block's per-group sums are ``reduceat`` sums at the group starts inside it, in int64,
     with ``d²`` as ``hi²·2^42 + 2·hi·lo·2^21 + lo²``; they are added up per group in
     Python integers. Deviations beyond 2^42 (hours-long gaps) are summed in Int128."""
@@ -195,15 +197,22 @@ def _deviation_sums(sample: GroupedSample) -> tuple[list[int], list[int], list[i
         hi, lo = d >> _HALF, d & mask
         sums = [np.add.reduceat(part, starts).tolist() for part in (d, hi * hi, hi * lo, lo * lo)]
     else:
+        buffers = [np.empty(_BLOCK, dtype=np.int64) for _ in range(4)]
         for start in range(0, ordered.size, _BLOCK):
             end = min(start + _BLOCK, ordered.size)
-            d = ordered[start:end] - np.int64(pivot)
-            hi, lo = d >> _HALF, d & mask
+            d, hi, lo, product = (buffer[: end - start] for buffer in buffers)
+            np.subtract(ordered[start:end], np.int64(pivot), out=d)
+            np.right_shift(d, _HALF, out=hi)
+            np.bitwise_and(d, np.int64(mask), out=lo)
             first = int(np.searchsorted(starts, start, side="right")) - 1
             last = int(np.searchsorted(starts, end - 1, side="right")) - 1
             at = np.maximum(starts[first : last + 1], start) - start
-            for total, part in zip(sums, (d, hi * hi, hi * lo, lo * lo), strict=True):
-                for j, value in enumerate(np.add.reduceat(part, at).tolist(), start=first):
+            parts = [np.add.reduceat(d, at)]
+            for x, y in ((hi, hi), (hi, lo), (lo, lo)):
+                np.multiply(x, y, out=product)
+                parts.append(np.add.reduceat(product, at))
+            for total, part in zip(sums, parts, strict=True):
+                for j, value in enumerate(part.tolist(), start=first):
                     total[j] += value
     pivots, s1, s2 = [0] * n, [0] * n, [0] * n
     sum_d, hh, hl, ll = sums
