@@ -19,12 +19,12 @@ import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
 from servetrace.analysis.summary import Distribution
-from servetrace.stats.describe import STATISTICS, percentile_of
+from servetrace.stats.describe import STATISTICS, percentile_of, statistics_row
 from servetrace.stats.grouped_order import (
     GroupedSample,
     key_offset,
     packed_bits,
-    percentiles,
+    percentiles_at,
     sort_by_group,
     sort_packed,
 )
@@ -132,10 +132,12 @@ def describe_sample(
     by group index (``stats.grouped_moments.float_moments_of`` of a float column).
 
     Each statistic is one array over the groups (a gather or an interpolation), turned
-    into Python numbers by one ``tolist``; each group's dict is then one ``zip``."""
+    into Python numbers by one ``tolist``; each group's dict is then one dict display
+    (``statistics_row``)."""
     sizes = sample.sizes
     counts = sizes.tolist()
     columns: dict[str, list[Any]] = {"count": counts}
+    interpolated = {}
     for name in STATISTICS:
         q = percentile_of(name)
         if q is None or name in ("mean", "std"):
@@ -145,19 +147,20 @@ def describe_sample(
         elif q == 100.0:
             columns[name] = sample.at(sizes).tolist()
         else:
-            columns[name] = percentiles(sample, q / 100).tolist()
+            interpolated[name] = q / 100
+    found = percentiles_at(sample, list(interpolated.values())).tolist()  # one pass for all
+    columns |= dict(zip(interpolated, found, strict=True))
     if moments is None:
         s0, s1, s2 = _deviation_sums(sample)
-        moments = [
-            integer_moments(n, s0[i], s1[i], s2[i]) if n else None for i, n in enumerate(counts)
+        moments = [  # one zip, no index lookups per group (thousands in --by)
+            integer_moments(n, *sums) if n else None
+            for n, *sums in zip(counts, s0, s1, s2, strict=True)
         ]
     columns["mean"] = [m[0] if m is not None else None for m in moments]
     columns["std"] = [m[1] if m is not None else None for m in moments]
-    rows = zip(*(columns[name] for name in STATISTICS), strict=True)
+    rows = map(statistics_row, *(columns[name] for name in STATISTICS))
     return {
-        value: dict(zip(STATISTICS, row, strict=True))
-        if n
-        else {name: (0 if name == "count" else None) for name in STATISTICS}
+        value: row if n else {name: (0 if name == "count" else None) for name in STATISTICS}
         for value, n, row in zip(values, counts, rows, strict=True)
     }
 

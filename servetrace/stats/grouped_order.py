@@ -16,6 +16,7 @@ equal), so a group gets the bits ``describe`` of the group alone gives.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,10 +125,17 @@ def sort_packed(
 def percentiles(sample: GroupedSample, q: float) -> npt.NDArray[np.float64]:
     """The linear-interpolation ``q``-quantile (0..1) of each non-empty group (NaN for
     an empty one), as Polars computes it for the group alone."""
+    return percentiles_at(sample, [q])[0]
+
+
+def percentiles_at(sample: GroupedSample, qs: Sequence[float]) -> npt.NDArray[np.float64]:
+    """``percentiles`` at each of ``qs``: row ``k`` is the ``qs[k]``-quantile of every
+    group. One gather per end of the interpolation for all of them (``describe`` asks for
+    five), each element by the same operations as one quantile alone."""
     n = sample.sizes
     if sample.ordered.size == 0:
-        return np.full(n.size, np.nan)
-    h = (n.astype(np.float64) - 1.0) * q
+        return np.full((len(qs), n.size), np.nan)
+    h = (n.astype(np.float64) - 1.0) * np.asarray(qs, dtype=np.float64)[:, None]
     low = np.floor(h).astype(np.int64)
     high = np.ceil(h).astype(np.int64)
     last = sample.ordered.size - 1

@@ -271,3 +271,25 @@ def test_flat_kaplan_meier_equals_each_group_alone_and_the_polars_one(wide: bool
         assert got[g] == _km_alone(durations[mine], observed[mine]), g
     assert got[3]["p50"] is None and got[3]["floor"] == 1.0
     assert grouped_km.kaplan_meier_codes(codes[:0], durations[:0], observed[:0], 3, QUANTILES) == {}
+
+
+def test_percentiles_at_several_quantiles_equal_each_alone() -> None:
+    """Row k of ``percentiles_at`` is ``percentiles`` at ``qs[k]``, bit for bit, for
+    integers and floats, empty and single-value groups included."""
+    from servetrace.stats.grouped_order import percentiles_at
+
+    rng = np.random.default_rng(12)
+    sizes = np.array([0, 1, 2, 9, 400, 0])
+    codes = np.repeat(np.arange(sizes.size), sizes)
+    qs = [0.5, 0.9, 0.95, 0.99, 0.999, 0.0, 1.0]
+    for values in (rng.integers(0, 10**10, codes.size), rng.lognormal(8, 3, codes.size)):
+        sample = sort_by_group(codes, values, sizes.size)
+        together = percentiles_at(sample, qs)
+        assert together.shape == (len(qs), sizes.size)
+        for k, q in enumerate(qs):
+            alone = []  # the definition, one group at a time (Polars' linear quantile)
+            for g in range(sizes.size):
+                part = pl.Series(values[codes == g])
+                alone.append(part.quantile(q, interpolation="linear") if part.len() else None)
+            got = [None if v != v else v for v in together[k].tolist()]
+            assert got == alone, q
