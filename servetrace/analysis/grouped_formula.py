@@ -13,6 +13,7 @@ ITL from exact int64 sums.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -78,11 +79,17 @@ def _worst(
         .select(*_ROW, _likely_cause().alias("cause"))
     )
     names = rows.columns
-    out: dict[int, list[dict[str, object]]] = {}
-    columns = [rows[name].to_list() for name in names]
-    for c, *row in zip(code[taken.to_numpy()].tolist(), *columns, strict=True):
-        out.setdefault(c, []).append(dict(zip(names, row, strict=True)))
-    return out
+    # every row's dict in one pass (map: no per-row zip object to check, ~2x the speed
+    # of a loop), then each group's rows as one slice: ``taken`` is ordered by group
+    listed = list(map(dict, map(zip, repeat(names), rows.iter_rows())))
+    if not listed:
+        return {}
+    of = code[taken.to_numpy()]
+    heads = np.flatnonzero(np.concatenate(([True], of[1:] != of[:-1]))).tolist()
+    ends = [*heads[1:], len(listed)]
+    return {
+        c: listed[head:end] for c, head, end in zip(of[heads].tolist(), heads, ends, strict=True)
+    }
 
 
 def _checks(

@@ -35,9 +35,10 @@ class GroupedSample:
     sizes: IntArray
 
     def at(self, ranks: IntArray) -> npt.NDArray[np.float64]:
-        """``X_(r)`` (1-based) of each group, r clipped into 1..n (0 for an empty group)."""
+        """``X_(r)`` (1-based) of each group, r clipped into 1..n (0 for an empty group);
+        ``ranks`` may have rows (one per percentile), each over every group."""
         if self.ordered.size == 0:
-            return np.zeros(self.sizes.size)
+            return np.zeros(np.shape(ranks))
         r = np.clip(ranks, 1, np.maximum(self.sizes, 1))
         return self.ordered[np.minimum(self.offsets + r - 1, self.ordered.size - 1)].astype(
             np.float64

@@ -293,3 +293,14 @@ def test_percentiles_at_several_quantiles_equal_each_alone() -> None:
                 alone.append(part.quantile(q, interpolation="linear") if part.len() else None)
             got = [None if v != v else v for v in together[k].tolist()]
             assert got == alone, q
+
+
+def test_order_statistics_of_rows_of_ranks_equal_each_row_alone() -> None:
+    """``at`` of a (percentile × group) matrix of ranks is ``at`` of each row, also for a
+    sample with no values at all (zeros of the ranks' shape)."""
+    ranks = np.array([[0, 1, 3], [2, 5, 1]])
+    for values, codes in (([4, 1, 9, 7, 2], [0, 0, 1, 2, 2]), ([], [])):
+        sample = sort_by_group(np.array(codes, dtype=np.int64), np.array(values), 3)
+        together = sample.at(ranks)
+        assert together.shape == ranks.shape
+        assert together.tolist() == [sample.at(row).tolist() for row in ranks]
