@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.grouped_gaps import CODE
-from servetrace.analysis.survival import ESTIMATOR, METRICS, QUANTILES, _censoring
+from servetrace.analysis.survival import ESTIMATOR, METRICS, QUANTILES, censoring_columns
 from servetrace.stats.grouped_km import kaplan_meier_codes
 
 _END = "_group_end"
@@ -50,29 +50,42 @@ def estimate_by(
     for c in np.flatnonzero(ended).tolist():
         out[values[c]] = {}
     admitted = np.array([admissions.get(v, False) for v in values], dtype=np.bool_)
-    for metric in METRICS:
-        wanted = ended & admitted if metric == "queue_wait" else ended
-        if not wanted.any():
-            continue
-        samples = _censoring(rows, metric, pl.col(_END), keep=(CODE,))
-        of = samples[CODE].to_numpy().astype(np.int64, copy=False)
-        seen = samples["observed"].to_numpy()
-        why = pl.col("why")
-        # each sample's kind, 0 observed, 1 cancelled, 2 in flight, 3 other censored: the
-        # four counts of every group from one bincount of (code, kind)
-        kind = samples.select(
-            pl.when(pl.col("observed"))
+    wanted_by = {m: ended & admitted if m == "queue_wait" else ended for m in METRICS}
+    metrics_wanted = [m for m in METRICS if wanted_by[m].any()]
+    # every metric's censoring in one query (``survival.censoring_columns``, as
+    # ``_censoring`` takes it), with each request's kind: 0 observed, 1 cancelled, 2 in
+    # flight, 3 other censored, so the four counts of every group are one bincount
+    columns = []
+    for metric in metrics_wanted:
+        duration, seen, why = censoring_columns(metric, pl.col(_END))
+        kind = (
+            pl.when(seen)
             .then(0)
             .when(why == "cancelled")
             .then(1)
             .when(why == "in_flight")
             .then(2)
             .otherwise(3)
-        ).to_series()
-        tally = np.bincount(of * 4 + kind.to_numpy(), minlength=4 * groups).reshape(groups, 4)
+        )
+        columns += [
+            duration.is_not_null().alias(f"_{metric}_kept"),
+            duration.fill_null(0).alias(f"_{metric}_duration"),
+            seen.alias(f"_{metric}_observed"),
+            kind.alias(f"_{metric}_kind"),
+        ]
+    table = rows.select(CODE, *columns) if columns else rows.clear()
+    every_code = table[CODE].to_numpy().astype(np.int64, copy=False)
+    for metric in metrics_wanted:
+        wanted = wanted_by[metric]
+        kept = table[f"_{metric}_kept"].to_numpy()
+        of = every_code[kept]
+        seen = table[f"_{metric}_observed"].to_numpy()[kept]
+        kind = table[f"_{metric}_kind"].to_numpy()[kept]
+        tally = np.bincount(of * 4 + kind, minlength=4 * groups).reshape(groups, 4)
         events, cancelled, flying = (tally[:, j].tolist() for j in range(3))
         censored = (tally[:, 1:].sum(axis=1)).tolist()
-        fits = kaplan_meier_codes(of, samples["duration_ns"].to_numpy(), seen, groups, QUANTILES)
+        durations = table[f"_{metric}_duration"].to_numpy()[kept]
+        fits = kaplan_meier_codes(of, durations, seen, groups, QUANTILES)
         no_fit = {"floor": 1.0, **dict.fromkeys(QUANTILES)}
         for c in np.flatnonzero(wanted).tolist():
             value = values[c]
