@@ -159,8 +159,9 @@ def describe_sample(
     columns["mean"] = [m[0] if m is not None else None for m in moments]
     columns["std"] = [m[1] if m is not None else None for m in moments]
     rows = map(statistics_row, *(columns[name] for name in STATISTICS))
-    return {
-        value: row if n else {name: (0 if name == "count" else None) for name in STATISTICS}
+    empty: Distribution = {name: (0 if name == "count" else None) for name in STATISTICS}
+    return {  # an empty group gets a copy of ``empty`` (groups of rare outcomes: most)
+        value: row if n else empty.copy()
         for value, n, row in zip(values, counts, rows, strict=True)
     }
 

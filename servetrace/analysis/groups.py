@@ -292,7 +292,7 @@ def summarize_groups(
             goodput=goodputs[value]
             if value in goodputs
             else (goodput(completed.clear(), targets) if targets else None),
-            concurrency=busy.get(value, no_concurrency()),
+            concurrency=busy[value] if value in busy else no_concurrency(),
             formula=formulas[value],
             leaked_state=leaked,
             source=flags[value]["source"] or "server",
