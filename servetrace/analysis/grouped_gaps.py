@@ -50,21 +50,25 @@ def sample_of(frame: pl.DataFrame, column: str, groups: int) -> GroupedSample:
 def samples_of(
     frame: pl.DataFrame, columns: Sequence[str], groups: int
 ) -> dict[str, GroupedSample]:
-    """``sample_of`` of each column, from one ``select``: the nulls (and NaNs) are dropped
-    per column with Series masks, not one query per column."""
-    part = frame.select(CODE, *columns)
-    code = part[CODE].to_numpy()
-    out = {}
+    """``sample_of`` of each column, from one ``select``: each column's values with its
+    nulls filled (so an integer column stays integers in NumPy) and its mask of kept
+    values (not null, not NaN), then the masks applied in NumPy, not a query per column."""
+    kept: list[pl.Expr] = []
     for column in columns:
-        values = part[column]
-        keep = values.is_not_null()
-        if values.dtype.is_float():
-            keep = keep & ~values.is_nan().fill_null(True)
+        value = pl.col(column)
+        known = value.is_not_null()
+        if frame.schema[column].is_float():
+            known = known & ~value.is_nan().fill_null(True)
+        kept.append(known.alias(f"_{len(kept)}"))
+    part = frame.select(CODE, *(pl.col(c).fill_null(0) for c in columns), *kept)
+    code = part[CODE].to_numpy()
+    out: dict[str, GroupedSample] = {}
+    for i, column in enumerate(columns):
+        values, keep = part[column].to_numpy(), part[f"_{i}"].to_numpy()
         if keep.all():
-            out[column] = sort_by_group(code, values.to_numpy(), groups)
+            out[column] = sort_by_group(code, values, groups)
         else:
-            mask = keep.to_numpy()
-            out[column] = sort_by_group(code[mask], values.filter(keep).to_numpy(), groups)
+            out[column] = sort_by_group(code[keep], values[keep], groups)
     return out
 
 
