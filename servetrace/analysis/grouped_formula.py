@@ -135,17 +135,29 @@ def formula_of_groups(
 ) -> dict[Any, FormulaReport]:
     """``formula.check_formula`` per group (``completed`` carries the group codes
     ``CODE``, numbered as in ``values``)."""
-    checkable = completed.filter(pl.col("response_ns").is_not_null())
+    tokens = pl.col("output_tokens")
+    checkable = (  # one query: the rows, and what the fleet check reads of each
+        completed.lazy()
+        .filter(pl.col("response_ns").is_not_null())
+        .with_columns(
+            tokens.is_not_null().alias("_counted"),
+            tokens.fill_null(0).alias("_tokens"),
+            pl.col("decode_ns").fill_null(0).alias("_decode"),
+            (tokens - 1).fill_null(0).alias("_steps"),
+            (tokens - 1).clip(lower_bound=0).cast(pl.Float64).alias("_predicted"),
+            (pl.col("response_ns") - pl.col("ttft_ns")).cast(pl.Float64).alias("_elapsed"),
+        )
+        .collect()
+    )
     groups = len(values)
     code = checkable[CODE].to_numpy().astype(np.int64, copy=False)
     per_request = _checks(
         checkable, code, checkable["formula_residual_ns"], values, abs_tol_ns, rel_tol
     )
-    tokens = checkable["output_tokens"]
-    counted = tokens.is_not_null().to_numpy()
-    multi = counted & (tokens.fill_null(0).to_numpy() >= 2)
-    decode = group_sums(code, checkable["decode_ns"].fill_null(0).to_numpy(), multi, groups)
-    steps = group_sums(code, (tokens - 1).fill_null(0).to_numpy(), multi, groups)
+    counted = checkable["_counted"].to_numpy()
+    multi = counted & (checkable["_tokens"].to_numpy() >= 2)
+    decode = group_sums(code, checkable["_decode"].to_numpy(), multi, groups)
+    steps = group_sums(code, checkable["_steps"].to_numpy(), multi, groups)
     has_itl = steps > 0
     # as Polars divides Int64 sums: each as Float64
     fleet_itl = np.where(has_itl, decode.astype(np.float64) / np.maximum(steps, 1), np.nan)
@@ -154,10 +166,7 @@ def formula_of_groups(
     if in_fleet.any():
         rows = checkable.filter(pl.Series(in_fleet)) if not in_fleet.all() else checkable
         of = code[in_fleet]
-        predicted = (rows["output_tokens"] - 1).clip(lower_bound=0).cast(pl.Float64)
-        error = (rows["response_ns"] - rows["ttft_ns"]).cast(pl.Float64) - predicted * pl.Series(
-            fleet_itl[of]
-        )
+        error = rows["_elapsed"] - rows["_predicted"] * pl.Series(fleet_itl[of])
         fleet = _checks(rows, of, error.alias("fleet_error_ns"), values, abs_tol_ns, rel_tol)
     counts = np.bincount(code, minlength=groups).tolist()
     uncounted = np.bincount(code, weights=~counted, minlength=groups).astype(np.int64).tolist()
