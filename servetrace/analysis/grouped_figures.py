@@ -122,10 +122,14 @@ def examples(frame: pl.DataFrame) -> dict[Any, list[Any]]:
     return out
 
 
-def spans(rows: pl.DataFrame) -> dict[Any, dict[str, Any]]:
-    times = [c for c in EVENT_TIMES if c in rows.columns]
+def spans(rows: pl.DataFrame | pl.LazyFrame) -> dict[Any, dict[str, Any]]:
+    """Each group's span and counts (``rows``: timeline rows with ``G``, or a query of
+    them: collected here in one query with the aggregation)."""
+    lazy = rows.lazy()
+    times = [c for c in EVENT_TIMES if c in lazy.collect_schema().names()]
     return rows_by_group(
-        rows.group_by(G).agg(
+        lazy.group_by(G)
+        .agg(
             pl.col("arrival_ns").min().alias("start"),
             pl.max_horizontal(pl.col(c).max() for c in times).alias("end"),
             pl.col("admission_ns").is_not_null().any().alias("admissions"),
@@ -133,6 +137,7 @@ def spans(rows: pl.DataFrame) -> dict[Any, dict[str, Any]]:
             pl.len().alias("requests"),
             pl.col("rows").sum().alias("rows"),
         )
+        .collect()
     )
 
 

@@ -167,8 +167,13 @@ def summarize_groups(
     requests = requests.with_columns(pl.col(column).alias(G))
     values = requests[G].unique().sort(nulls_last=True).to_list()
     requests = codes(requests, G, values)
-    group_of = requests.select(KEY, G)
-    rows = timeline.requests.drop(G, strict=False).join(group_of, on=KEY, how="inner")
+    # each valid request's timeline row with its group, as a query spans() collects (and
+    # leaked state, with releases): the joined frame itself is never built
+    rows = (
+        timeline.requests.lazy()
+        .drop(G, strict=False)
+        .join(requests.lazy().select(KEY, G), on=KEY, how="inner")
+    )
     group_spans = spans(rows)
     flags: dict[Any, dict[str, Any]] = (
         {v: {"arrival_known": True, "ticks_available": True, "source": ""} for v in values}
@@ -219,7 +224,7 @@ def summarize_groups(
             pl.col("rule").is_null()
             & pl.col("terminal_ns").is_not_null()
             & (pl.col("n_release").fill_null(0) == 0)
-        )
+        ).collect()
         leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
         leaked_ids = examples(leaked_rows)
     outcome_counts = outcomes.counts("outcome", OUTCOMES)
