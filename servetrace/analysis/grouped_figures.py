@@ -122,14 +122,10 @@ def examples(frame: pl.DataFrame) -> dict[Any, list[Any]]:
     return out
 
 
-def spans(rows: pl.DataFrame | pl.LazyFrame) -> dict[Any, dict[str, Any]]:
-    """Each group's span and counts (``rows``: timeline rows with ``G``, or a query of
-    them: collected here in one query with the aggregation)."""
-    lazy = rows.lazy()
-    times = [c for c in EVENT_TIMES if c in lazy.collect_schema().names()]
+def spans(rows: pl.DataFrame) -> dict[Any, dict[str, Any]]:
+    times = [c for c in EVENT_TIMES if c in rows.columns]
     return rows_by_group(
-        lazy.group_by(G)
-        .agg(
+        rows.group_by(G).agg(
             pl.col("arrival_ns").min().alias("start"),
             pl.max_horizontal(pl.col(c).max() for c in times).alias("end"),
             pl.col("admission_ns").is_not_null().any().alias("admissions"),
@@ -137,7 +133,6 @@ def spans(rows: pl.DataFrame | pl.LazyFrame) -> dict[Any, dict[str, Any]]:
             pl.len().alias("requests"),
             pl.col("rows").sum().alias("rows"),
         )
-        .collect()
     )
 
 

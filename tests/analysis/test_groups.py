@@ -189,3 +189,17 @@ def test_leaked_state_of_each_group_is_its_own() -> None:
         alone = analyze_events(trace.filter(pl.col("policy") == value)).summary
         assert group.leaked_state == alone.leaked_state, value
     assert groups["c"].leaked_state is None  # no release of its own: not asked, as alone
+
+
+def test_a_trace_whose_every_request_is_invalid_has_no_groups() -> None:
+    """Completions without a token: every request quarantined, so no group at all (the
+    golden set's four Vidur traces concatenated repeat their ids: the same case)."""
+    from servetrace.analysis.memory import analyze_events, summarize_by
+
+    trace = events(
+        make_request("a", admission=1, complete=3, policy="x"),
+        make_request("b", admission=1, complete=4, policy="y"),
+    ).with_columns(pl.col("policy").forward_fill().over("request_id"))
+    analysis = analyze_events(trace)
+    assert analysis.summary.accounting.requests_valid == 0
+    assert summarize_by(analysis, "policy") == {}
