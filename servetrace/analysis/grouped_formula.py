@@ -52,18 +52,14 @@ def _worst(
     """``formula.worst`` of each group (by code): |residual| descending, then arrival and
     id, nulls last — one ``arg_sort_by`` with the group as its first key, the first
     ``WORST_SHOWN`` of each group taken by index."""
-    keys = pl.DataFrame(
-        {
-            CODE: code,
-            "_abs": residual.abs(),
-            "arrival_ns": frame["arrival_ns"],
-            "request_id": frame["request_id"],
-        }
+    # the columns a worst row shows or its cause reads, with the residual beside them
+    work = frame.select(*_CAUSE_READS, "arrival_ns", CODE).with_columns(
+        residual.alias("residual_ns")
     )
-    order = keys.select(
+    order = work.select(
         pl.arg_sort_by(
             CODE,
-            "_abs",
+            pl.col("residual_ns").abs(),
             "arrival_ns",
             "request_id",
             descending=[False, True, False, False],
@@ -71,17 +67,13 @@ def _worst(
         )
     ).to_series()
     taken = pl.Series(first_of_each_group(order.to_numpy(), code, groups, WORST_SHOWN))
-    # Eager, on the taken rows only: a lazy query with the residual as a literal Series
-    # cost 5–10 ms per call (×2 per --by) where these three steps take under 1 ms.
-    rows = (
-        frame.select(_CAUSE_READS)[taken]
-        .with_columns(residual.gather(taken).alias("residual_ns"))
-        .select(*_ROW, _likely_cause().alias("cause"))
-    )
+    rows = work[taken].select(*_ROW, _likely_cause().alias("cause"))  # ≤ 5 × groups rows
     names = rows.columns
-    # every row's dict in one pass (map: no per-row zip object to check, ~2x the speed
-    # of a loop), then each group's rows as one slice: ``taken`` is ordered by group
-    listed = list(map(dict, map(zip, repeat(names), rows.iter_rows())))
+    # every row's dict in one pass (map over the columns' lists: no per-row zip object to
+    # check, ~2x the speed of a loop), then each group's rows as one slice: ``taken`` is
+    # ordered by group
+    columns = [rows[name].to_list() for name in names]
+    listed = list(map(dict, map(zip, repeat(names), zip(*columns, strict=True))))
     if not listed:
         return {}
     of = code[taken.to_numpy()]
