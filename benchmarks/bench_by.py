@@ -61,6 +61,20 @@ Issue 7 asks for ≤ ~1.5× the analysis without ``--by`` at 300 groups. History
   faster (1e6: 0.16–0.17 → 0.13 CPU-s), so the same cost is a larger ratio. 1e6 (best of
   7, four runs): 0.130 → 0.211–0.268 CPU-s, 1.62–1.98×, ``--by`` adds 0.08–0.13 CPU-s;
   1e7 (best of 3): 1.339 → 1.863 CPU-s, 1.39×, adds 0.52 CPU-s.
+- s19 (load 1.1–1.6; the session's start, ``fa42163``, alternated with it): the worst
+  rows gathered eagerly (a lazy query with a literal Series: 5–10 ms per call), narrow
+  binomial windows in one block and shorter verified tail sums (ranks 13.6 → 8.9 ms),
+  reused buffers for the ITL sums, every describe dict as one dict display, a dozen
+  query groups merged into single selects (censoring, outcomes, samples, formula),
+  spans, windows and concurrency sums over flat arrays, and what ``paused`` built sent
+  straight to the oldest GC generation (the next young collection walked ~50 k
+  containers: ~8 ms). 1e6, best of 7, eight alternated pairs: start adds 0.144–0.172
+  CPU-s (1.57–1.74×), s19 0.100–0.118 (one run 0.140; 1.45–1.62×); split in one
+  process (best of 7): ``summarize_by`` 144–150 → 93–94 ms, the GC walk after it
+  8–9 → 0.7 ms, freeing the 300 reports ~8 ms either way: ``--by`` adds 166–168 →
+  102–110 ms. Left per part (CPU ms of the ~93): ITL ranks and intervals 15, the gaps'
+  sort 7 and ITL describe 4, formula 11 (worst rows 6), per-request describe 7,
+  Kaplan–Meier and censoring 7, the rest a few dozen queries and 300 reports' dicts.
 """
 
 from __future__ import annotations

@@ -100,19 +100,26 @@ def concurrency_of_groups(
     last = np.append(step_code[1:] != step_code[:-1], True)  # a group's last kept step
     following = np.append(at[1:], 0)
     held = np.where(last, end[step_code] - at, following - at).astype(np.float64)
-    frame = pl.DataFrame(
-        {"_c": step_code, **{n: levels[n].astype(np.float64) * held for n in CONCURRENCY}}
-    )
-    sums = frame.group_by("_c").agg(pl.col(n).sum() for n in CONCURRENCY)
+    weighted = {n: levels[n].astype(np.float64) * held for n in CONCURRENCY}
     heads = np.flatnonzero(np.concatenate(([True], step_code[1:] != step_code[:-1])))
+    head_codes = step_code[heads].tolist()
+    # Each product level · held is a whole number of ns: while their total stays below
+    # 2^53 every partial sum is exact, so any order of summing gives the bits Polars'
+    # group_by gives (``reduceat`` over the runs, no frame); beyond, Polars sums them.
+    if all(float(np.abs(w).sum()) < 2.0**53 for w in weighted.values()):
+        totals = {n: np.add.reduceat(weighted[n], heads).tolist() for n in CONCURRENCY}
+    else:
+        frame = pl.DataFrame({"_c": step_code, **weighted})
+        sums = frame.group_by("_c").agg(pl.col(n).sum() for n in CONCURRENCY)
+        by_code = {row[0]: row[1:] for row in sums.iter_rows()}
+        totals = {n: [by_code[c][k] for c in head_codes] for k, n in enumerate(CONCURRENCY)}
     peaks = {n: np.maximum.reduceat(levels[n], heads).tolist() for n in CONCURRENCY}
-    peak_of = {c: j for j, c in enumerate(step_code[heads].tolist())}
     out: dict[Any, dict[str, float | int | None]] = {}
-    for c, *totals in sums.iter_rows():
+    for j, c in enumerate(head_codes):
         value, width = values[c], float(end[c] - start[c])
         out[value] = {}
-        for n, total in zip(CONCURRENCY, totals, strict=True):
+        for n in CONCURRENCY:
             known = n == "in_system" or admissions.get(value, False)
-            out[value][f"{n}_mean"] = float(total / width) if known else None
-            out[value][f"{n}_peak"] = int(peaks[n][peak_of[c]]) if known else None
+            out[value][f"{n}_mean"] = float(totals[n][j] / width) if known else None
+            out[value][f"{n}_peak"] = int(peaks[n][j]) if known else None
     return out

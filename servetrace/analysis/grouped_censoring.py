@@ -29,17 +29,17 @@ def estimates(
     arrival_known: Mapping[Any, bool],
     requests: pl.DataFrame,
     samples: Mapping[str, GroupedSample | None],
-    group: str,
     ends: Mapping[Any, int | None],
     admissions: Mapping[Any, bool],
 ) -> tuple[Mapping[Any, Any], Mapping[Any, Any]] | None:
     """``(survival, intervals)`` of each group (``values``, with its completed-only
     ``metrics``), for the ``Summary`` to be built with; None beyond ``MAX_GROUPS``.
 
-    ``requests`` carry the group (``group``); ``samples`` hold each metric column's values
-    sorted by group (``grouped_gaps.sample_of``; ``itl_ns`` None when streamed)."""
+    ``requests`` carry the group codes (``grouped_gaps.CODE``); ``samples`` hold each
+    metric column's values sorted by group (``grouped_gaps.sample_of``; ``itl_ns`` None
+    when streamed)."""
     if len(values) > MAX_GROUPS:
         return None
-    survival = estimate_by(requests, group, values, metrics, ends, admissions, arrival_known)
+    survival = estimate_by(requests, values, metrics, ends, admissions, arrival_known)
     itl = {v: m["itl"] for v, m in metrics.items()}
     return survival, metric_intervals_by(samples, values, itl)

@@ -13,6 +13,7 @@ ITL from exact int64 sums.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -51,18 +52,14 @@ def _worst(
     """``formula.worst`` of each group (by code): |residual| descending, then arrival and
     id, nulls last — one ``arg_sort_by`` with the group as its first key, the first
     ``WORST_SHOWN`` of each group taken by index."""
-    keys = pl.DataFrame(
-        {
-            CODE: code,
-            "_abs": residual.abs(),
-            "arrival_ns": frame["arrival_ns"],
-            "request_id": frame["request_id"],
-        }
+    # the columns a worst row shows or its cause reads, with the residual beside them
+    work = frame.select(*_CAUSE_READS, "arrival_ns", CODE).with_columns(
+        residual.alias("residual_ns")
     )
-    order = keys.select(
+    order = work.select(
         pl.arg_sort_by(
             CODE,
-            "_abs",
+            pl.col("residual_ns").abs(),
             "arrival_ns",
             "request_id",
             descending=[False, True, False, False],
@@ -70,19 +67,21 @@ def _worst(
         )
     ).to_series()
     taken = pl.Series(first_of_each_group(order.to_numpy(), code, groups, WORST_SHOWN))
-    rows = (  # one query: the taken rows' columns, their residual and cause
-        frame.lazy()
-        .select(pl.col(_CAUSE_READS).gather(taken))
-        .with_columns(pl.lit(residual.gather(taken)).alias("residual_ns"))
-        .select(*_ROW, _likely_cause().alias("cause"))
-        .collect()
-    )
+    rows = work[taken].select(*_ROW, _likely_cause().alias("cause"))  # ≤ 5 × groups rows
     names = rows.columns
-    out: dict[int, list[dict[str, object]]] = {}
+    # every row's dict in one pass (map over the columns' lists: no per-row zip object to
+    # check, ~2x the speed of a loop), then each group's rows as one slice: ``taken`` is
+    # ordered by group
     columns = [rows[name].to_list() for name in names]
-    for c, *row in zip(code[taken.to_numpy()].tolist(), *columns, strict=True):
-        out.setdefault(c, []).append(dict(zip(names, row, strict=True)))
-    return out
+    listed = list(map(dict, map(zip, repeat(names), zip(*columns, strict=True))))
+    if not listed:
+        return {}
+    of = code[taken.to_numpy()]
+    heads = np.flatnonzero(np.concatenate(([True], of[1:] != of[:-1]))).tolist()
+    ends = [*heads[1:], len(listed)]
+    return {
+        c: listed[head:end] for c, head, end in zip(of[heads].tolist(), heads, ends, strict=True)
+    }
 
 
 def _checks(
@@ -128,17 +127,29 @@ def formula_of_groups(
 ) -> dict[Any, FormulaReport]:
     """``formula.check_formula`` per group (``completed`` carries the group codes
     ``CODE``, numbered as in ``values``)."""
-    checkable = completed.filter(pl.col("response_ns").is_not_null())
+    tokens = pl.col("output_tokens")
+    checkable = (  # one query: the rows, and what the fleet check reads of each
+        completed.lazy()
+        .filter(pl.col("response_ns").is_not_null())
+        .with_columns(
+            tokens.is_not_null().alias("_counted"),
+            tokens.fill_null(0).alias("_tokens"),
+            pl.col("decode_ns").fill_null(0).alias("_decode"),
+            (tokens - 1).fill_null(0).alias("_steps"),
+            (tokens - 1).clip(lower_bound=0).cast(pl.Float64).alias("_predicted"),
+            (pl.col("response_ns") - pl.col("ttft_ns")).cast(pl.Float64).alias("_elapsed"),
+        )
+        .collect()
+    )
     groups = len(values)
     code = checkable[CODE].to_numpy().astype(np.int64, copy=False)
     per_request = _checks(
         checkable, code, checkable["formula_residual_ns"], values, abs_tol_ns, rel_tol
     )
-    tokens = checkable["output_tokens"]
-    counted = tokens.is_not_null().to_numpy()
-    multi = counted & (tokens.fill_null(0).to_numpy() >= 2)
-    decode = group_sums(code, checkable["decode_ns"].fill_null(0).to_numpy(), multi, groups)
-    steps = group_sums(code, (tokens - 1).fill_null(0).to_numpy(), multi, groups)
+    counted = checkable["_counted"].to_numpy()
+    multi = counted & (checkable["_tokens"].to_numpy() >= 2)
+    decode = group_sums(code, checkable["_decode"].to_numpy(), multi, groups)
+    steps = group_sums(code, checkable["_steps"].to_numpy(), multi, groups)
     has_itl = steps > 0
     # as Polars divides Int64 sums: each as Float64
     fleet_itl = np.where(has_itl, decode.astype(np.float64) / np.maximum(steps, 1), np.nan)
@@ -147,10 +158,7 @@ def formula_of_groups(
     if in_fleet.any():
         rows = checkable.filter(pl.Series(in_fleet)) if not in_fleet.all() else checkable
         of = code[in_fleet]
-        predicted = (rows["output_tokens"] - 1).clip(lower_bound=0).cast(pl.Float64)
-        error = (rows["response_ns"] - rows["ttft_ns"]).cast(pl.Float64) - predicted * pl.Series(
-            fleet_itl[of]
-        )
+        error = rows["_elapsed"] - rows["_predicted"] * pl.Series(fleet_itl[of])
         fleet = _checks(rows, of, error.alias("fleet_error_ns"), values, abs_tol_ns, rel_tol)
     counts = np.bincount(code, minlength=groups).tolist()
     uncounted = np.bincount(code, weights=~counted, minlength=groups).astype(np.int64).tolist()

@@ -39,28 +39,27 @@ def _intervals(
     sample: GroupedSample, found_ranks: Ranks, confidence: float
 ) -> list[dict[str, Any]]:
     """``percentile_intervals`` of each group's sample, from its ranks, built in bulk:
-    every bound is gathered into one object array (group × percentile × end) that becomes
-    the nested lists in one ``tolist``; Python touches only the entries with no bound at
-    all (set to None) and each group's final dict."""
+    every bound is gathered at once (percentile × group) into one object array (group ×
+    percentile × end) that becomes the nested lists in one ``tolist``; Python touches only
+    the entries with no bound at all (set to None) and each group's final dict."""
     sizes = sample.sizes
     names = list(PERCENTILES)
+    low = np.stack([found_ranks[name][0] for name in names])  # percentile × group
+    high = np.stack([found_ranks[name][1] for name in names])
+    has_low, has_high = low >= 1, high <= sizes
     cells = np.empty((sizes.size, len(names), 2), dtype=object)
-    short = np.zeros((sizes.size, len(names)), dtype=np.bool_)
-    for k, name in enumerate(names):
-        low, high = found_ranks[name]
-        has_low, has_high = low >= 1, high <= sizes
-        cells[:, k, 0] = sample.at(low)  # Python floats, as ``float(X_(l))``
-        cells[:, k, 1] = sample.at(high)
-        cells[~has_low, k, 0] = None
-        cells[~has_high, k, 1] = None
-        short[:, k] = ~(has_low & has_high)
+    cells[:, :, 0] = sample.at(low).T  # Python floats, as ``float(X_(l))``
+    cells[:, :, 1] = sample.at(high).T
+    cells[:, :, 0][~has_low.T] = None
+    cells[:, :, 1][~has_high.T] = None
     listed = cells.tolist()
-    neither = np.nonzero((cells == None).all(axis=2))  # noqa: E711 (elementwise)
+    neither = np.nonzero(~(has_low | has_high).T)
     for g, k in zip(*(index.tolist() for index in neither), strict=True):
         listed[g][k] = None  # no bound at all (or an empty group): the entry is None
     needed = [needed_for_bounds(q, confidence) for q in PERCENTILES.values()]
     # which percentiles lack a bound, as bits: the ``needed`` dict of each pattern once
-    pattern = np.where(sizes > 0, short @ (1 << np.arange(len(names))), 0).tolist()
+    short = ~(has_low & has_high)
+    pattern = np.where(sizes > 0, (1 << np.arange(len(names))) @ short, 0).tolist()
     needs = {
         bits: {n: m for j, (n, m) in enumerate(zip(names, needed, strict=True)) if bits >> j & 1}
         for bits in set(pattern)
@@ -69,7 +68,7 @@ def _intervals(
         {
             "confidence": confidence,
             "n": n,
-            "intervals": dict(zip(names, row, strict=True)),
+            "intervals": dict(zip(names, row, strict=False)),  # five by construction
             "needed": dict(needs[bits]),
         }
         for n, row, bits in zip(sizes.tolist(), listed, pattern, strict=True)

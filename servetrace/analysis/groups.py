@@ -30,18 +30,17 @@ from servetrace.analysis.figures import (
     failed,
     rates,
     summary_notes,
-    window_aggregates,
 )
 from servetrace.analysis.grouped_figures import (
     G,
     empty_distribution,
     examples,
     rows_by_group,
-    spans,
 )
 from servetrace.analysis.grouped_formula import formula_of_groups
 from servetrace.analysis.grouped_gaps import CODE, codes, describe_sample, gap_sample, samples_of
 from servetrace.analysis.grouped_outcomes import Outcomes, error_flags
+from servetrace.analysis.grouped_spans import spans_of, windows_of
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.summary import (
@@ -60,7 +59,7 @@ def _throughput(
     requests: pl.DataFrame, values: Sequence[Any], known: Mapping[Any, bool], met: Mapping[Any, int]
 ) -> dict[Any, dict[str, float | None]]:
     """``summary.throughput`` per group: completed requests over first arrival → last end."""
-    rows = rows_by_group(requests.group_by(G).agg(window_aggregates()))
+    rows = windows_of(requests, values)
     return {
         value: rates(rows[value], met.get(value))
         if known[value]
@@ -167,9 +166,7 @@ def summarize_groups(
     requests = requests.with_columns(pl.col(column).alias(G))
     values = requests[G].unique().sort(nulls_last=True).to_list()
     requests = codes(requests, G, values)
-    group_of = requests.select(KEY, G)
-    rows = timeline.requests.drop(G, strict=False).join(group_of, on=KEY, how="inner")
-    group_spans = spans(rows)
+    group_spans = spans_of(timeline.requests, requests, values)
     flags: dict[Any, dict[str, Any]] = (
         {v: {"arrival_known": True, "ticks_available": True, "source": ""} for v in values}
         if not {"arrival_known", "ticks_available", "source"} & set(requests.columns)
@@ -215,10 +212,14 @@ def summarize_groups(
     leaked_count: dict[Any, int] = {}
     leaked_ids: dict[Any, list[Any]] = {}
     if timeline.has_releases:  # without releases no group reports leaked state
-        leaked_rows = rows.filter(
-            pl.col("rule").is_null()
-            & pl.col("terminal_ns").is_not_null()
-            & (pl.col("n_release").fill_null(0) == 0)
+        leaked_rows = (
+            timeline.requests.drop(G, strict=False)
+            .join(requests.select(KEY, G), on=KEY, how="inner")
+            .filter(
+                pl.col("rule").is_null()
+                & pl.col("terminal_ns").is_not_null()
+                & (pl.col("n_release").fill_null(0) == 0)
+            )
         )
         leaked_count = dict(leaked_rows.group_by(G).len().iter_rows())
         leaked_ids = examples(leaked_rows)
@@ -243,7 +244,6 @@ def summarize_groups(
         known,
         requests,
         samples | {"itl_ns": gap_sample},
-        G,
         last_events,
         admissions,
     )
@@ -289,8 +289,11 @@ def summarize_groups(
                 "examples": flying_ids.get(value, []),
             },
             throughput=rates[value],
-            goodput=goodputs[value] if value in goodputs else goodput(completed.clear(), targets),
-            concurrency=busy.get(value, no_concurrency()),
+            # no targets: None, as ``goodput`` says, without an empty frame per group
+            goodput=goodputs[value]
+            if value in goodputs
+            else (goodput(completed.clear(), targets) if targets else None),
+            concurrency=busy[value] if value in busy else no_concurrency(),
             formula=formulas[value],
             leaked_state=leaked,
             source=flags[value]["source"] or "server",

@@ -31,13 +31,11 @@ QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 ESTIMATOR = "kaplan-meier"
 
 
-def _censoring(
-    requests: pl.DataFrame, metric: str, trace_end: int | pl.Expr, keep: tuple[str, ...] = ()
-) -> pl.DataFrame:
-    """``duration_ns``, ``observed``, ``why`` (cancelled/in_flight/None) per request.
-
-    ``trace_end`` is the trace's last event, or (``--by``) an expression of each row's
-    group end; ``keep`` columns are carried along (the group)."""
+def censoring_columns(metric: str, trace_end: int | pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """``(duration, observed, why)`` of each request, as expressions: the duration is
+    null for a request the metric leaves out; ``why`` (cancelled/in_flight) is null for
+    an observed one. ``trace_end`` is the trace's last event, or (``--by``) an
+    expression of each row's group end."""
     end = trace_end if isinstance(trace_end, pl.Expr) else pl.lit(trace_end)
     outcome, age = pl.col("outcome"), end - pl.col("arrival_ns")
     cancelled, flying = outcome == "cancelled", outcome == "in_flight"
@@ -64,11 +62,19 @@ def _censoring(
             .when(flying & pl.col("queue_wait_ns").is_null() & pl.col("ttft_ns").is_null())
             .then(age)
         )
+    why = pl.when(seen).then(pl.lit(None, pl.String)).otherwise(outcome)
+    return duration.cast(pl.Int64), seen, why
+
+
+def _censoring(
+    requests: pl.DataFrame, metric: str, trace_end: int | pl.Expr, keep: tuple[str, ...] = ()
+) -> pl.DataFrame:
+    """``duration_ns``, ``observed``, ``why`` (cancelled/in_flight/None) per request
+    (``censoring_columns``), the requests the metric leaves out dropped; ``keep`` columns
+    are carried along."""
+    duration, seen, why = censoring_columns(metric, trace_end)
     return requests.select(
-        *keep,
-        duration.cast(pl.Int64).alias("duration_ns"),
-        seen.alias("observed"),
-        pl.when(seen).then(pl.lit(None, pl.String)).otherwise(outcome).alias("why"),
+        *keep, duration.alias("duration_ns"), seen.alias("observed"), why.alias("why")
     ).filter(pl.col("duration_ns").is_not_null())
 
 

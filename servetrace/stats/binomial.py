@@ -215,13 +215,17 @@ def sf(k: npt.ArrayLike, n: int, p: float) -> FloatArray:
 
 
 CELLS = 1 << 20  # matrix cells per block of stacked windows: memory stays a few MB
+# Windows up to this wide share one class: padding a row with under 128 zeros costs less
+# than the pmf call and the dozen NumPy passes of a block of its own (``--by``'s group
+# sizes below 100 have windows 2..101 wide, five classes that each paid them).
+NARROW = 1 << 7
 
 
 def width_blocks(width: npt.NDArray[np.int64]) -> Iterator[npt.NDArray[np.int64]]:
     """Row indices in blocks whose windows are about as wide (one power of two of
-    ``width``), at most ~``CELLS`` window points per block: one padded matrix per block,
-    not one pass per row."""
-    width_class = np.ceil(np.log2(width)).astype(np.int64)
+    ``width``; every width up to ``NARROW`` in one), at most ~``CELLS`` window points per
+    block: one padded matrix per block, not one pass per row."""
+    width_class = np.ceil(np.log2(np.maximum(width, NARROW))).astype(np.int64)
     for cls in np.unique(width_class):
         of_class = np.flatnonzero(width_class == cls)
         block = max(1, CELLS >> int(cls))

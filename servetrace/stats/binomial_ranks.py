@@ -17,7 +17,7 @@ analysis. Here, per size and per tail:
 2. **The tail mass at every candidate**: one Loader pmf at the window's inner end (the
    same ``pmf_pairs``), the terms beyond it by the exact ratio of neighbouring binomial
    terms, ``P(B = i − 1)/P(B = i) = i(1 − q) / ((n − i + 1) q)`` (and its mirror upward),
-   as a running product (float64) over ``~5.5σ + 40`` points past the window, then one
+   as a running product (float64) over ``~5.5σ + 10`` points past the window, then one
    running sum in the same direction as the exact method's. Past the last point the
    terms fall faster than a geometric series of the last ratio ρ < 1, so the mass left
    out is at most ``T_last · ρ / (1 − ρ)``.
@@ -47,11 +47,12 @@ import numpy.typing as npt
 from servetrace.stats.binomial import pmf_pairs, width_blocks
 
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 RELATIVE_MARGIN = 1e-10  # of τ, plus the row's rounding (see above)
 _REACH_SIGMAS = 5.5  # terms past the window (~7.5σ from the mean); the rest is bounded
-_REACH_EXTRA = 40
+_REACH_EXTRA = 10  # at a σ of a few (p99, p99.9) the terms vanish within 5.5σ + 10 too
 FAST_FROM = 100
 
 
@@ -59,8 +60,12 @@ def crossing_ranks(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, In
     """``(l, u, verified)`` per size (all ≥ 1; 0 < q < 1): the ranks ``order_ci`` defines
     (l = 0: no lower bound; u = n + 1: no upper bound), and whether they were verified."""
     n = np.asarray(sizes, dtype=np.int64)
-    below, ok_low = _crossings(n, q, tail, upper=False)
-    above, ok_high = _crossings(n, q, tail, upper=True)
+    lower, upper = _window(n, q, tail, False), _window(n, q, tail, True)
+    # each row's first term, at its window's inner end (b below, a above): both tails in
+    # one pmf call, which costs some 40 small NumPy passes whatever its length
+    anchor = pmf_pairs(np.concatenate([lower[1], upper[0]]), np.concatenate([n, n]), q)
+    below, ok_low = _crossings(n, q, tail, lower, anchor[: n.size], upper=False)
+    above, ok_high = _crossings(n, q, tail, upper, anchor[n.size :], upper=True)
     low = np.minimum(below, n)
     high = np.where(above <= n, above, n + 1)
     return low, high, ok_low & ok_high
@@ -79,10 +84,18 @@ def _window(n: IntArray, q: float, tail: float, upper: bool) -> tuple[IntArray, 
     return np.clip(guess - reach, 0, n), np.clip(guess + reach, 0, n)
 
 
-def _crossings(n: IntArray, q: float, tail: float, upper: bool) -> tuple[IntArray, BoolArray]:
+def _crossings(
+    n: IntArray,
+    q: float,
+    tail: float,
+    window: tuple[IntArray, IntArray],
+    anchor: FloatArray,
+    upper: bool,
+) -> tuple[IntArray, BoolArray]:
     """Lower tail: ``c + 1`` (the count of candidates with ``P(B ≤ j) ≤ τ``, from a); upper:
-    ``d`` (``a`` + the count with ``P(B ≥ j) > τ``); and whether the count is verified."""
-    a, b = _window(n, q, tail, upper)
+    ``d`` (``a`` + the count with ``P(B ≥ j) > τ``); and whether the count is verified.
+    ``window`` is ``_window``'s ``[a, b]``, ``anchor`` the pmf at its inner end."""
+    a, b = window
     sd = np.sqrt(n * q * (1.0 - q))
     reach = (b - a + 1) + np.ceil(_REACH_SIGMAS * sd).astype(np.int64) + _REACH_EXTRA
     # never past the support: below 0 (lower) or above n (upper) every term is 0
@@ -90,48 +103,63 @@ def _crossings(n: IntArray, q: float, tail: float, upper: bool) -> tuple[IntArra
     count = np.zeros(n.size, dtype=np.int64)
     ok = np.zeros(n.size, dtype=np.bool_)
     for rows in width_blocks(reach):
-        count[rows], ok[rows] = _count(n[rows], a[rows], b[rows], reach[rows], q, tail, upper)
+        count[rows], ok[rows] = _count(
+            n[rows], a[rows], b[rows], reach[rows], q, anchor[rows], tail, upper
+        )
     return a + count, ok
 
 
 def _count(
-    n: IntArray, a: IntArray, b: IntArray, reach: IntArray, q: float, tail: float, upper: bool
+    n: IntArray,
+    a: IntArray,
+    b: IntArray,
+    reach: IntArray,
+    q: float,
+    anchor: FloatArray,
+    tail: float,
+    upper: bool,
 ) -> tuple[IntArray, BoolArray]:
     """One matrix of rows: column k holds the term ``i = b − k`` (lower) or ``i = a + k``
-    (upper); the tail mass at each candidate is a running sum from the far end."""
+    (upper), from ``anchor`` (the term of column 0); the tail mass at each candidate is a
+    running sum from the far end."""
     width = int(reach.max())
     k = np.arange(width, dtype=np.int64)
     p, r = q, 1.0 - q
+    cols = k[:-1]  # a ratio leads from column k to k + 1: none past the last column
+    # the ratio to the next term; none past a row's last term (reach − 1) nor past the
+    # end of the support (i = n upward, i = 0 downward), where the terms are 0
     if upper:
-        i = a[:, None] + k  # term i; the step to i + 1 multiplies by (n − i)q / ((i + 1)(1 − q))
-        step = ((n[:, None] - i) * p) / ((i + 1) * r)
-        step = np.where(i < n[:, None], step, 0.0)
+        i = a[:, None] + cols  # term i; the step to i + 1 multiplies by (n − i)q / ((i + 1)(1 − q))
+        ratios = ((n[:, None] - i) * p) / ((i + 1) * r)
+        limit = np.minimum(reach - 1, n - a)
+        end = a + reach - 1  # a row's last term, and the ratio past it
+        rho = np.where(end < n, ((n - end) * p) / ((end + 1) * r), 0.0)
     else:
-        i = b[:, None] - k  # term i; the step to i − 1 multiplies by i(1 − q) / ((n − i + 1) q)
-        step = (i * r) / ((n[:, None] - i + 1) * p)
-        step = np.where(i > 0, step, 0.0)
-    anchor = pmf_pairs(a if upper else b, n, q)
-    ratios = np.where(k < (reach - 1)[:, None], step, 0.0)  # a row's last term: reach − 1
+        i = b[:, None] - cols  # term i; the step to i − 1 multiplies by i(1 − q) / ((n − i + 1) q)
+        ratios = (i * r) / ((n[:, None] - i + 1) * p)
+        limit = np.minimum(reach - 1, b)
+        end = b - (reach - 1)
+        rho = np.where(end > 0, (end * r) / ((n - end + 1) * p), 0.0)
+    ratios[cols >= limit[:, None]] = 0.0
     terms = np.empty((n.size, width), dtype=np.float64)
     terms[:, 0] = anchor
-    if width > 1:
-        terms[:, 1:] = anchor[:, None] * np.cumprod(ratios[:, :-1], axis=1)
+    if width > 1:  # in place: the running product, then scaled by the first term
+        np.cumprod(ratios, axis=1, out=terms[:, 1:])
+        terms[:, 1:] *= anchor[:, None]
     last = np.take_along_axis(terms, (reach - 1)[:, None], axis=1)[:, 0]
-    rho = np.take_along_axis(step, (reach - 1)[:, None], axis=1)[:, 0]  # to the next term
     with np.errstate(divide="ignore"):
         left_out = np.where(rho < 1.0, last * rho / (1.0 - rho), np.inf)
     # the tail mass at each term: summed from the far end inward, as the exact method does
     mass = np.cumsum(terms[:, ::-1], axis=1)[:, ::-1]
     span = b - a + 1
     candidates = k[: int(span.max())] < span[:, None]
-    at = mass[:, : candidates.shape[1]]
-    if not upper:
-        at = _flip(at, span)  # column t now holds candidate j = a + t (lower: j = b − k)
+    at = mass[:, : candidates.shape[1]]  # candidate t is j = a + t (upper), b − t (lower)
     # rounding: the pmf's (~1e-15), and ~1 ulp per product and sum along the row
     margin = left_out + (RELATIVE_MARGIN + width * 2.0**-50) * tail
     clear = np.all(~candidates | (np.abs(at - tail) > margin[:, None]), axis=1)
-    first = at[:, 0]
-    final = np.take_along_axis(at, (span - 1)[:, None], axis=1)[:, 0]
+    # the tail mass at j = a (first) and j = b (final); counts and checks need no order
+    inner, outer = at[:, 0], np.take_along_axis(at, (span - 1)[:, None], axis=1)[:, 0]
+    first, final = (inner, outer) if upper else (outer, inner)
     if upper:
         counted = ((at > tail) & candidates).sum(axis=1)  # P(B ≥ j) > τ: j below d
         bracketed = (first > tail) & ((final <= tail) | (b == n))
@@ -139,13 +167,6 @@ def _count(
         counted = ((at <= tail) & candidates).sum(axis=1)  # P(B ≤ j) ≤ τ: j up to c
         bracketed = ((first <= tail) | (a == 0)) & (final > tail)
     return counted.astype(np.int64), clear & bracketed & np.isfinite(margin)
-
-
-def _flip(at: npt.NDArray[np.float64], span: IntArray) -> npt.NDArray[np.float64]:
-    """Reverse the first ``span`` columns of each row (padding stays at the end)."""
-    t = np.arange(at.shape[1], dtype=np.int64)
-    source = np.clip(span[:, None] - 1 - t, 0, at.shape[1] - 1)
-    return np.take_along_axis(at, source, axis=1)
 
 
 def fast_enough(n: IntArray) -> BoolArray:

@@ -16,6 +16,7 @@ equal), so a group gets the bits ``describe`` of the group alone gives.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,9 +35,10 @@ class GroupedSample:
     sizes: IntArray
 
     def at(self, ranks: IntArray) -> npt.NDArray[np.float64]:
-        """``X_(r)`` (1-based) of each group, r clipped into 1..n (0 for an empty group)."""
+        """``X_(r)`` (1-based) of each group, r clipped into 1..n (0 for an empty group);
+        ``ranks`` may have rows (one per percentile), each over every group."""
         if self.ordered.size == 0:
-            return np.zeros(self.sizes.size)
+            return np.zeros(np.shape(ranks))
         r = np.clip(ranks, 1, np.maximum(self.sizes, 1))
         return self.ordered[np.minimum(self.offsets + r - 1, self.ordered.size - 1)].astype(
             np.float64
@@ -53,7 +55,7 @@ def sort_by_group(codes: npt.ArrayLike, values: npt.ArrayLike, groups: int) -> G
         if bits is not None and high < 2**63:
             key = code.astype(np.int64)  # a copy: the caller's codes serve other columns
             key <<= bits
-            return sort_packed(key, value, low, bits, groups)
+            return sort_packed(key, value, key_offset(low, high, bits), bits, groups)
     code = code.astype(np.int64, copy=False)
     sizes = np.bincount(code, minlength=groups).astype(np.int64)
     offsets = np.cumsum(sizes) - sizes
@@ -90,6 +92,13 @@ def packed_bits(groups: int, width: int) -> int | None:
     return bits if (max(groups, 1) - 1) < (_KEY_LIMIT >> bits) else None
 
 
+def key_offset(low: int, high: int, bits: int) -> int:
+    """What ``sort_packed`` subtracts from values in ``low..high`` packed in ``bits``: 0 when
+    they fit as they are (non-negative, below 2^bits: no pass to subtract it and none to
+    add it back over the whole key), else their minimum."""
+    return 0 if low >= 0 and high < (1 << bits) else low
+
+
 def sort_packed(
     key: IntArray, values: npt.NDArray[np.integer], low: int, bits: int, groups: int
 ) -> GroupedSample:
@@ -98,7 +107,8 @@ def sort_packed(
     in place, one NumPy sort orders it by (group, value), each group's bounds are binary
     searches for ``g << bits``, and masking the low bits gives the values back — all in
     the key's own memory: no argsort, no gather, no temporary as large as the sample.
-    Every value must fit int64 (``low`` is their minimum)."""
+    Every value must fit int64; ``low`` is at most their minimum, with every ``v − low``
+    below 2^bits (``key_offset``)."""
     # uint64 below 2^63 reads as the same int64 (int64 + uint64 would add in float64)
     key += values.view(np.int64) if values.dtype == np.uint64 else values
     if low:
@@ -116,10 +126,17 @@ def sort_packed(
 def percentiles(sample: GroupedSample, q: float) -> npt.NDArray[np.float64]:
     """The linear-interpolation ``q``-quantile (0..1) of each non-empty group (NaN for
     an empty one), as Polars computes it for the group alone."""
+    return percentiles_at(sample, [q])[0]
+
+
+def percentiles_at(sample: GroupedSample, qs: Sequence[float]) -> npt.NDArray[np.float64]:
+    """``percentiles`` at each of ``qs``: row ``k`` is the ``qs[k]``-quantile of every
+    group. One gather per end of the interpolation for all of them (``describe`` asks for
+    five), each element by the same operations as one quantile alone."""
     n = sample.sizes
     if sample.ordered.size == 0:
-        return np.full(n.size, np.nan)
-    h = (n.astype(np.float64) - 1.0) * q
+        return np.full((len(qs), n.size), np.nan)
+    h = (n.astype(np.float64) - 1.0) * np.asarray(qs, dtype=np.float64)[:, None]
     low = np.floor(h).astype(np.int64)
     high = np.ceil(h).astype(np.int64)
     last = sample.ordered.size - 1

@@ -41,3 +41,29 @@ def test_grouped_summaries_run_with_the_collector_paused() -> None:
     from servetrace.analysis.groups import summarize_groups
 
     assert getattr(summarize_groups, "__wrapped__", None) is not None
+
+
+@paused
+def _build(n: int) -> list[list[float]]:
+    return [[float(i)] for i in range(n)]  # lists: always tracked by the collector
+
+
+def test_what_the_call_built_is_not_left_young() -> None:
+    """20,000 new containers, none left in the youngest generation (its next collection
+    would walk them all); they are still tracked (collected in a full collection)."""
+    gc.collect()
+    built = _build(20_000)
+    assert gc.get_count()[0] < 700  # below the first threshold: no collection pending
+    assert gc.is_tracked(built) and gc.is_tracked(built[-1])
+    assert gc.get_freeze_count() == 0
+
+
+def test_objects_the_process_froze_stay_frozen() -> None:
+    gc.collect()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        _build(1000)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

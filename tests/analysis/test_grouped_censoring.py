@@ -117,13 +117,17 @@ def test_every_group_gets_its_estimates_alone() -> None:
         gaps = analysis.gaps.join(part.select("_key"), on="_key")
         assert group.intervals == intervals.metric_intervals(completed, gaps), value
         end = groups[value].survival
-        assert end == survival.estimate(
+        want = survival.estimate(
             part,
             group.metrics,
             _group_end(analysis, part),
             analysis.timeline.has_admissions,
             group.arrival_known,
-        ), value
+        )
+        assert end == want, value
+        assert end is not None and want is not None
+        for metric, entry in end.items():  # the report's key order too
+            assert list(entry) == list(want[metric]), (value, metric)
         ties += completed["ttft_ns"].is_duplicated().any()
     assert ties  # some group has tied latencies
 

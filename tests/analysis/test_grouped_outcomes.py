@@ -67,7 +67,7 @@ def _reference_ended(frame: pl.DataFrame, outcome: str, values: list) -> dict:
 
 
 @pytest.mark.parametrize("ids", ["strings", "integers"])
-@pytest.mark.parametrize("outcome", OUTCOMES)
+@pytest.mark.parametrize("outcome", [*OUTCOMES, "no_request_has_it"])
 def test_each_outcome_equals_the_polars_queries(ids: str, outcome: str) -> None:
     frame = _frame(len(outcome), ids)
     values = frame[G].unique().sort(nulls_last=True).to_list()

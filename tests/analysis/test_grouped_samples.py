@@ -54,9 +54,13 @@ def test_samples_of_equal_a_query_per_column() -> None:
         pl.when(pl.col("i") % 5 == 0).then(float("nan")).otherwise(pl.col("f")).alias("f"),
         pl.col("i").alias("full"),
     )
-    frame = frame.with_columns(pl.col("full").fill_null(3))
-    got = samples_of(frame, ["i", "f", "full"], 40)
-    for column in ("i", "f", "full"):
+    frame = frame.with_columns(
+        pl.col("full").fill_null(3),
+        # beyond 2^53 with nulls: must stay int64 (a float detour would round them)
+        (pl.col("i") + 2**60).alias("huge"),
+    )
+    got = samples_of(frame, ["i", "f", "full", "huge"], 40)
+    for column in ("i", "f", "full", "huge"):
         _same(got[column], _reference(frame, column, 40))
 
 

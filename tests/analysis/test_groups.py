@@ -167,3 +167,39 @@ def test_cli_by_policy_reports_the_library_groups(four_policies: Path) -> None:
     assert_same(json.loads(json.dumps(library, default=str)), groups)
     vllm = next(g for g in groups if g["value"] == "vllm")
     assert vllm["concurrency"]["running_mean"] == pytest.approx(33.225059099, rel=1e-9)
+
+
+def test_leaked_state_of_each_group_is_its_own() -> None:
+    """With release events in the trace: group a leaks l1 and l2 (completed or cancelled
+    without a release), b releases everything, c has no release at all: each group's
+    leaked_state is that of the group alone."""
+    from servetrace.analysis.memory import analyze_events, summarize_by
+
+    trace = events(
+        make_request("k1", admission=1, first=2, complete=3, release=4, policy="a"),
+        make_request("l1", arrival=1, admission=2, first=3, complete=5, policy="a"),
+        make_request("l2", arrival=2, cancel=6, policy="a"),
+        make_request("k2", admission=1, first=2, complete=3, release=9, policy="b"),
+        make_request("l3", arrival=3, admission=4, first=5, complete=7, policy="c"),
+    ).with_columns(pl.col("policy").forward_fill().over("request_id"))
+    groups = summarize_by(analyze_events(trace), "policy")
+    assert groups["a"].leaked_state == {"requests": 2, "examples": ["l1", "l2"]}
+    assert groups["b"].leaked_state == {"requests": 0, "examples": []}
+    for value, group in groups.items():
+        alone = analyze_events(trace.filter(pl.col("policy") == value)).summary
+        assert group.leaked_state == alone.leaked_state, value
+    assert groups["c"].leaked_state is None  # no release of its own: not asked, as alone
+
+
+def test_a_trace_whose_every_request_is_invalid_has_no_groups() -> None:
+    """Completions without a token: every request quarantined, so no group at all (the
+    golden set's four Vidur traces concatenated repeat their ids: the same case)."""
+    from servetrace.analysis.memory import analyze_events, summarize_by
+
+    trace = events(
+        make_request("a", admission=1, complete=3, policy="x"),
+        make_request("b", admission=1, complete=4, policy="y"),
+    ).with_columns(pl.col("policy").forward_fill().over("request_id"))
+    analysis = analyze_events(trace)
+    assert analysis.summary.accounting.requests_valid == 0
+    assert summarize_by(analysis, "policy") == {}

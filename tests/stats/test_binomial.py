@@ -177,3 +177,26 @@ def test_width_blocks_partition_the_rows_at_most_cells_per_block() -> None:
         assert np.all(np.ceil(np.log2(widths[rows])) == cls)  # one width class per block
         assert rows.size <= max(1, binomial.CELLS >> cls)
     assert sorted(rows.size for rows in blocks) == [1, 1, 1, 1, 453, 1024, 1024]
+
+
+def test_narrow_windows_share_one_block() -> None:
+    """Widths 1..128 are one class (128): one matrix, not one per power of two; wider
+    ones keep their own class."""
+    widths = np.array([1, 2, 3, 5, 9, 17, 33, 65, 128, 129, 300])
+    blocks = [rows.tolist() for rows in binomial.width_blocks(widths)]
+    assert blocks == [list(range(9)), [9], [10]]
+
+
+def test_exact_ranks_of_sizes_in_one_block_equal_each_size_alone() -> None:
+    """Sizes 1..99 (windows 2..100 wide, one block now) get the ranks each gets alone,
+    at every percentile of the report and a few confidences."""
+    from servetrace.stats.order_ci import _check, _exact_ranks
+
+    sizes = np.arange(1, 100, dtype=np.int64)
+    for q in (0.5, 0.9, 0.95, 0.99, 0.999, 0.01):
+        for confidence in (0.9, 0.95, 0.99):
+            tail = _check(q, confidence)
+            low, high = _exact_ranks(sizes, q, tail)
+            alone = [_exact_ranks(np.array([n]), q, tail) for n in sizes.tolist()]
+            assert low.tolist() == [int(a[0][0]) for a in alone]
+            assert high.tolist() == [int(a[1][0]) for a in alone]

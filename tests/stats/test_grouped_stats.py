@@ -135,7 +135,7 @@ def test_describe_of_a_sorted_group_equals_describe_alone() -> None:
 @pytest.mark.parametrize(
     ("sizes", "high"),
     [
-        # groups that start and end inside 65,536-value blocks and span several of them
+        # groups that start and end inside 32,768-value blocks and span several of them
         ([70_000, 1, 0, 130_001, 65_535, 2], 5 * 10**9),
         # gaps of hours (beyond 2^42 ns): the Int128 path
         ([40_000, 3, 90_000], 2**43),
@@ -195,6 +195,8 @@ def _lexsorted(codes: np.ndarray, values: np.ndarray, groups: int) -> tuple[list
     ("dtype", "low", "high", "groups", "packed"),
     [
         (np.int64, 0, 3_465_847_626, 300, True),  # ns gaps, 300 groups: one packed key
+        (np.int64, 631_661, 2_958_255_313, 300, True),  # fits as it is: no offset
+        (np.int64, 10**9, 10**9 + 1000, 300, True),  # 10 bits of range: offset by the minimum
         (np.int64, -(10**12), 10**12, 7, True),  # negative values: shifted by the minimum
         (np.int32, -5, 2**31 - 1, 1, True),  # a narrower type comes back as it went in
         (np.uint64, 2**63 - 2**40, 2**63 - 1, 3, True),  # near the top of int64
@@ -224,6 +226,15 @@ def test_packed_key_sort_equals_a_lexsort(
     assert sample.sizes.tolist() == sizes
     assert sample.offsets.tolist() == (np.cumsum(sizes) - sizes).tolist()
     assert codes.tolist() == codes.tolist()  # the caller's codes are left as they were
+
+
+def test_key_offset_is_zero_only_when_the_values_fit_as_they_are() -> None:
+    """5..1000 has a range of 10 bits and fits them as it is (no passes to subtract and
+    add back an offset); 10^9..10^9 + 1000 and negative values need their minimum."""
+    assert grouped_order.key_offset(5, 1000, 10) == 0
+    assert grouped_order.key_offset(5, 1024, 10) == 5  # 1024 needs an 11th bit
+    assert grouped_order.key_offset(10**9, 10**9 + 1000, 10) == 10**9
+    assert grouped_order.key_offset(-3, 100, 7) == -3
 
 
 def test_packed_sort_leaves_the_callers_codes_alone() -> None:
@@ -260,3 +271,36 @@ def test_flat_kaplan_meier_equals_each_group_alone_and_the_polars_one(wide: bool
         assert got[g] == _km_alone(durations[mine], observed[mine]), g
     assert got[3]["p50"] is None and got[3]["floor"] == 1.0
     assert grouped_km.kaplan_meier_codes(codes[:0], durations[:0], observed[:0], 3, QUANTILES) == {}
+
+
+def test_percentiles_at_several_quantiles_equal_each_alone() -> None:
+    """Row k of ``percentiles_at`` is ``percentiles`` at ``qs[k]``, bit for bit, for
+    integers and floats, empty and single-value groups included."""
+    from servetrace.stats.grouped_order import percentiles_at
+
+    rng = np.random.default_rng(12)
+    sizes = np.array([0, 1, 2, 9, 400, 0])
+    codes = np.repeat(np.arange(sizes.size), sizes)
+    qs = [0.5, 0.9, 0.95, 0.99, 0.999, 0.0, 1.0]
+    for values in (rng.integers(0, 10**10, codes.size), rng.lognormal(8, 3, codes.size)):
+        sample = sort_by_group(codes, values, sizes.size)
+        together = percentiles_at(sample, qs)
+        assert together.shape == (len(qs), sizes.size)
+        for k, q in enumerate(qs):
+            alone = []  # the definition, one group at a time (Polars' linear quantile)
+            for g in range(sizes.size):
+                part = pl.Series(values[codes == g])
+                alone.append(part.quantile(q, interpolation="linear") if part.len() else None)
+            got = [None if v != v else v for v in together[k].tolist()]
+            assert got == alone, q
+
+
+def test_order_statistics_of_rows_of_ranks_equal_each_row_alone() -> None:
+    """``at`` of a (percentile × group) matrix of ranks is ``at`` of each row, also for a
+    sample with no values at all (zeros of the ranks' shape)."""
+    ranks = np.array([[0, 1, 3], [2, 5, 1]])
+    for values, codes in (([4, 1, 9, 7, 2], [0, 0, 1, 2, 2]), ([], [])):
+        sample = sort_by_group(np.array(codes, dtype=np.int64), np.array(values), 3)
+        together = sample.at(ranks)
+        assert together.shape == ranks.shape
+        assert together.tolist() == [sample.at(row).tolist() for row in ranks]
