@@ -12,7 +12,6 @@ from enum import Enum
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from servetrace import SCHEMA_VERSION, __version__
@@ -23,6 +22,7 @@ from servetrace.analysis.summary import Summary
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.render.format import table_number
+from servetrace.render.grid import Grid, GridColumn
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
     delivered_phrase,
@@ -195,10 +195,13 @@ def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
     rows = []
     hidden = hidden_metrics(summary)
     for spec in LATENCY_METRICS:
-        stats = distribution_ms(summary.metrics[spec.name])
-        if not stats["count"] or spec.name in hidden:
+        stats = summary.metrics[spec.name]
+        if not clean(stats.get("count")) or spec.name in hidden:
             continue
-        rows.append([display_name(spec.name, naming), *(_fmt(stats[k]) for k in TABLE_STATS)])
+        # the shown statistics only, as distribution_ms converts them (--by renders hundreds)
+        values = [(key, clean(stats.get(key))) for key in TABLE_STATS]
+        cells = [v if key == "count" or v is None else v / NS_PER_MS for key, v in values]
+        rows.append([display_name(spec.name, naming), *map(_fmt, cells)])
     return rows
 
 
@@ -327,9 +330,13 @@ def _formula_lines(report: FormulaReport) -> list[str]:
 def render_table(
     summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace", title: str | None = None
 ) -> Group:
-    # Titles and cells as Text, never markup: file names and group values are the user's
-    # ("[/x]" would raise, "[bold]" restyle), and Text skips rich's markup parse per cell.
-    table = Table(
+    # The title as Text, never markup: file names and group values are the user's
+    # ("[/x]" would raise, "[bold]" restyle); cells are plain text too. A Grid, not a
+    # Table: drawn in one pass when it fits (``--by`` prints hundreds of these).
+    table = Grid(
+        [GridColumn("metric (ms)", style="bold")]
+        + [GridColumn(key, justify="right") for key in TABLE_STATS],
+        _metric_rows(summary, naming),
         title=Text(title or ", ".join(inputs), style="table.title"),
         caption="latencies of completed requests, in ms; "
         + (
@@ -341,11 +348,6 @@ def render_table(
         title_justify="left",
         caption_justify="left",
     )
-    table.add_column("metric (ms)", style="bold")
-    for key in TABLE_STATS:
-        table.add_column(key, justify="right")
-    for row in _metric_rows(summary, naming):
-        table.add_row(*map(Text, row))
     return Group(
         Text(_accounting_line(summary)),
         table,
