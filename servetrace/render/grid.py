@@ -80,11 +80,11 @@ class Grid:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         widths = self._widths()
-        table_width = sum(widths) + len(widths) + 1 if widths else 0
-        boxes = box.HEAVY_HEAD.substitute(options, safe=console.safe_box)
-        if not widths or table_width > options.max_width:
+        if widths is None or sum(widths) + len(widths) + 1 > options.max_width:
             yield self.table()
             return
+        table_width = sum(widths) + len(widths) + 1  # the columns and their borders
+        boxes = box.HEAVY_HEAD.substitute(options, safe=console.safe_box)
         annotation_options = options.update(width=table_width, highlight=False, height=None)
         if self.title:
             yield from self._annotation(

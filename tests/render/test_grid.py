@@ -19,16 +19,27 @@ COLUMNS = [GridColumn("metric (ms)", style="bold")] + [
 CAPTION = "latencies of completed requests, in ms; itl pools every gap"
 
 
-def printed(renderable: object, width: int, colour: bool, encoding: str = "utf-8") -> str:
+def printed(
+    renderable: object,
+    width: int,
+    colour: bool,
+    encoding: str = "utf-8",
+    highlight: bool = False,
+    legacy_windows: bool = False,
+    soft_wrap: bool = True,
+    safe_box: bool = True,
+) -> str:
     raw = io.BytesIO()
     file = io.TextIOWrapper(raw, encoding=encoding, errors="replace", write_through=True)
     console = Console(
         file=file,
         width=width,
-        soft_wrap=True,
-        highlight=False,
+        soft_wrap=soft_wrap,
+        highlight=highlight,
         force_terminal=colour,
         color_system="truecolor" if colour else None,
+        legacy_windows=legacy_windows,
+        safe_box=safe_box,
     )
     console.print(renderable)
     return raw.getvalue().decode(encoding)
@@ -52,7 +63,7 @@ ROWS = [
 ]
 
 
-def drawn_in_one_pass(table: Grid, width: int, colour: bool, encoding: str = "utf-8") -> str:
+def drawn_in_one_pass(table: Grid, width: int, colour: bool, **console: object) -> str:
     """The grid printed with its rich fallback made to fail: proof the fast path ran."""
 
     def refuse() -> None:
@@ -66,8 +77,8 @@ def drawn_in_one_pass(table: Grid, width: int, colour: bool, encoding: str = "ut
         table.title_justify,
         table.caption_justify,
     )
-    fast.table = refuse  # type: ignore[method-assign]
-    return printed(fast, width, colour, encoding)
+    fast.table = refuse  # type: ignore[method-assign, assignment]
+    return printed(fast, width, colour, **console)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("colour", [False, True])
@@ -75,7 +86,7 @@ def drawn_in_one_pass(table: Grid, width: int, colour: bool, encoding: str = "ut
 def test_the_metric_table_is_rich_s_table(colour: bool, encoding: str) -> None:
     table = grid(ROWS)
     expected = printed(table.table(), 80, colour, encoding)
-    assert drawn_in_one_pass(table, 80, colour, encoding) == expected
+    assert drawn_in_one_pass(table, 80, colour, encoding=encoding) == expected
     if encoding == "utf-8":
         assert "┡" in expected and "queue_wait" in expected
     else:  # no box characters in latin-1: rich substitutes ASCII, and so does the grid
@@ -110,8 +121,8 @@ def test_the_exact_lines_for_one_row() -> None:
         ("group = 1", "a [bold]caption[/bold] with markup", 80),
         ("group = [/x]", CAPTION, 80),  # the title is Text: never parsed
         ("group = 1", CAPTION, 50),  # narrower than the table: rich shrinks and wraps
-        ("group = 1", CAPTION, 66),
-        ("group = 1", CAPTION, 67),
+        ("group = 1", CAPTION, 64),  # ROWS' table is 65 wide: one short
+        ("group = 1", CAPTION, 65),
     ],
 )
 @pytest.mark.parametrize("colour", [False, True])
@@ -120,10 +131,56 @@ def test_titles_captions_and_widths(title: str, caption: str, width: int, colour
     assert printed(table, width, colour) == printed(table.table(), width, colour)
 
 
+def test_the_grid_is_drawn_exactly_when_it_fits() -> None:
+    """ROWS' natural width: 13 + 9 + 5 × 7 columns with padding, 8 borders = 65."""
+    assert drawn_in_one_pass(grid(ROWS), 65, False) == printed(grid(ROWS).table(), 65, False)
+    assert len(printed(grid(ROWS), 65, False).splitlines()[1]) == 65
+    with pytest.raises(AssertionError, match="fell back"):
+        drawn_in_one_pass(grid(ROWS), 64, False)
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_centred_string_annotations_as_rich_styles_and_highlights_them(colour: bool) -> None:
+    """rich's defaults: title and caption centred (which a soft-wrapping console, like
+    the CLI's, does not pad); a string is parsed as markup, styled ``table.title`` /
+    ``table.caption``, and never highlighted even by a console that highlights (numbers
+    in a caption would otherwise turn colour)."""
+    table = Grid(
+        COLUMNS, ROWS, title="[b]runs[/b] at 12.5 req/s", caption="p99 over 3,899 requests"
+    )
+    for soft_wrap in (True, False):
+        expected = printed(table.table(), 80, colour, highlight=True, soft_wrap=soft_wrap)
+        drawn = drawn_in_one_pass(table, 80, colour, highlight=True, soft_wrap=soft_wrap)
+        assert drawn == expected
+    lines = Text.from_ansi(expected).plain.splitlines()
+    assert lines[0].startswith(" " * 10) and lines[-1].startswith(" " * 10)  # centred
+    if colour:
+        assert "\x1b[1;3mruns" in expected  # bold from the markup, italic from table.title
+
+
+@pytest.mark.parametrize("safe_box", [True, False])
+def test_a_legacy_windows_console_gets_rich_s_safe_box(safe_box: bool) -> None:
+    expected = printed(grid(ROWS).table(), 80, False, legacy_windows=True, safe_box=safe_box)
+    assert ("┌" in expected) is safe_box and ("┏" in expected) is not safe_box
+    drawn = drawn_in_one_pass(grid(ROWS), 80, False, legacy_windows=True, safe_box=safe_box)
+    assert drawn == expected
+
+
+def test_left_justified_annotations_pad_as_rich_pads_them() -> None:
+    """Without soft wrapping rich pads a left-justified title to the table's width."""
+    expected = printed(grid(ROWS).table(), 80, True, soft_wrap=False)
+    assert drawn_in_one_pass(grid(ROWS), 80, True, soft_wrap=False) == expected
+    assert Text.from_ansi(expected).plain.splitlines()[0] == "group = 1".ljust(65)
+
+
 def test_rich_draws_what_does_not_fit_or_is_not_one_line() -> None:
     assert printed(grid(ROWS), 40, False) == printed(grid(ROWS).table(), 40, False)
     with pytest.raises(AssertionError, match="fell back"):
         drawn_in_one_pass(grid(ROWS), 40, False)
+    marked = Grid([GridColumn("[bold]metric[/bold]"), *COLUMNS[1:]], ROWS)
+    assert printed(marked, 80, True) == printed(marked.table(), 80, True)
+    with pytest.raises(AssertionError, match="fell back"):  # a header is markup
+        drawn_in_one_pass(marked, 80, False)
     with pytest.raises(AssertionError, match="fell back"):
         drawn_in_one_pass(grid([["two\nlines", "1", "2", "3", "4", "5", "6"]]), 80, False)
 
