@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
@@ -28,8 +30,12 @@ from rich.text import Text
 @dataclass(frozen=True)
 class GridColumn:
     header: str
-    justify: str = "left"  # "left" or "right"
+    justify: Literal["left", "right"] = "left"
     style: str = ""
+
+    def __post_init__(self) -> None:
+        if self.justify not in ("left", "right"):  # the one-pass drawing knows these two
+            raise ValueError(f"GridColumn justify must be 'left' or 'right', not {self.justify!r}")
 
 
 class Grid:
@@ -59,31 +65,41 @@ class Grid:
             caption_justify=self.caption_justify,  # type: ignore[arg-type]
         )
         for column in self.columns:
-            table.add_column(column.header, justify=column.justify, style=column.style)  # type: ignore[arg-type]
+            table.add_column(column.header, justify=column.justify, style=column.style)
         for row in self.rows:
             table.add_row(*map(Text, row))
         return table
 
-    def _widths(self) -> list[int] | None:
-        """Each column's width with its padding, or None when a cell is not one plain line."""
+    def _widths(self, max_width: int) -> list[int] | None:
+        """Each column's width with its padding when the grid can be drawn in one pass at
+        ``max_width``; None when rich must lay it out."""
+        if not self.columns or any(len(row) != len(self.columns) for row in self.rows):
+            return None  # rich prints a blank line for no columns, pads or adds to rows
         widths = []
         for index, column in enumerate(self.columns):
             cells = [column.header, *(row[index] for row in self.rows)]
-            # a header is parsed as markup; rich splits a cell at a line break, strips
-            # control codes, and trims the spaces at either end when it justifies
-            if "[" in column.header or not all(
-                cell.isprintable() and cell == cell.strip() for cell in cells
-            ):
+            # a header is parsed as markup and emoji codes; rich splits a cell at a line
+            # break, strips control codes, and trims the spaces at either end
+            if "[" in column.header or ":" in column.header:
+                return None
+            if not all(cell.isprintable() and cell == cell.strip() for cell in cells):
                 return None
             widths.append(max(map(cell_len, cells)) + 2)
+        if sum(widths) + len(widths) + 1 > max_width:  # the columns and their borders
+            return None
         return widths
 
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """rich's measure of the same table (a panel or a layout around the grid asks for
+        its narrowest and widest; nothing on the hot path does)."""
+        return Measurement.get(console, options, self.table())
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        widths = self._widths()
-        if widths is None or sum(widths) + len(widths) + 1 > options.max_width:
+        widths = self._widths(options.max_width)
+        if widths is None:
             yield self.table()
             return
-        table_width = sum(widths) + len(widths) + 1  # the columns and their borders
+        table_width = sum(widths) + len(widths) + 1
         boxes = box.HEAVY_HEAD.substitute(options, safe=console.safe_box)
         annotation_options = options.update(width=table_width, highlight=False, height=None)
         if self.title:

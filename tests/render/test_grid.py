@@ -203,3 +203,31 @@ def test_any_cells_print_as_rich_prints_them(
 ) -> None:
     table = grid(rows)
     assert printed(table, width, colour) == printed(table.table(), width, colour)
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        Grid([GridColumn(":smile: count"), *COLUMNS[1:]], ROWS),  # an emoji code in a header
+        Grid([], []),  # no columns: rich prints a blank line
+        Grid(COLUMNS, [ROWS[0][:5]]),  # a short row: rich pads it with empty cells
+        Grid(COLUMNS, [[*ROWS[0], "extra"]]),  # a long row: rich adds a column
+    ],
+    ids=["emoji header", "no columns", "short row", "long row"],
+)
+def test_what_only_rich_can_lay_out_is_left_to_rich(table: Grid) -> None:
+    assert printed(table, 80, True) == printed(table.table(), 80, True)
+    with pytest.raises(AssertionError, match="fell back"):
+        drawn_in_one_pass(table, 80, False)
+
+
+def test_a_grid_measures_as_rich_s_table_inside_a_panel() -> None:
+    from rich.panel import Panel
+
+    table = grid(ROWS)
+    assert printed(Panel.fit(table), 100, False) == printed(Panel.fit(table.table()), 100, False)
+
+
+def test_a_column_is_justified_left_or_right() -> None:
+    with pytest.raises(ValueError, match="'left' or 'right'"):
+        GridColumn("x", justify="center")  # type: ignore[arg-type]
