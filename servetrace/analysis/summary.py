@@ -126,15 +126,18 @@ def violations(timeline: Timeline) -> dict[str, Violation]:
     """Per rule: how many requests (and rows) broke it, with example request ids."""
     invalid = timeline.requests.filter(pl.col("rule").is_not_null())
     result: dict[str, Violation] = {}
+    broken = set(invalid["rule"].unique().to_list()) if invalid.height else set()
     for rule in RULES:
+        if rule not in broken:  # a filter per rule costs ~0.3 ms even on an empty frame
+            continue
         of_rule = invalid.filter(pl.col("rule") == rule)
-        if of_rule.height:
-            result[rule] = {
-                "requests": of_rule.height,
-                "rows": int(of_rule["rows"].sum()),
-                "examples": _ids(of_rule),
-            }
-    row_rules = dict(timeline.row_quarantine.group_by("rule").len().iter_rows())
+        result[rule] = {
+            "requests": of_rule.height,
+            "rows": int(of_rule["rows"].sum()),
+            "examples": _ids(of_rule),
+        }
+    quarantine = timeline.row_quarantine
+    row_rules = dict(quarantine.group_by("rule").len().iter_rows()) if quarantine.height else {}
     for rule in RULES:
         if rule in row_rules:
             result[rule] = {"requests": 0, "rows": row_rules[rule], "examples": []}
