@@ -84,7 +84,7 @@ class Grid:
                 return None
             if not all(cell.isprintable() and cell == cell.strip() for cell in cells):
                 return None
-            widths.append(max(map(cell_len, cells)) + 2)
+            widths.append(max(len(c) if c.isascii() else cell_len(c) for c in cells) + 2)
         if sum(widths) + len(widths) + 1 > max_width:  # the columns and their borders
             return None
         return widths
@@ -122,6 +122,8 @@ class Grid:
         return console.render(text, options=options.update(justify=justify))  # type: ignore[arg-type]
 
     def _grid(self, console: Console, boxes: box.Box, widths: list[int]) -> RenderResult:
+        # without colour and recording the styles are dropped on output, so whole lines do
+        plain = console.color_system is None and not console.record
         newline = Segment.line()
         header_style = console.get_style("table.header")
         styles = [console.get_style(column.style) for column in self.columns]
@@ -132,6 +134,7 @@ class Grid:
             widths,
             [header_style + Style.null()] * len(widths),
             (boxes.head_left, boxes.head_vertical, boxes.head_right),
+            plain,
         )
         yield Segment(boxes.get_row(widths, "head", edge=True))
         yield newline
@@ -142,7 +145,7 @@ class Grid:
                 if index == last
                 else (boxes.mid_left, boxes.mid_vertical, boxes.mid_right)
             )
-            yield from self._row(row, widths, styles, edges)
+            yield from self._row(row, widths, styles, edges, plain)
         yield Segment(boxes.get_bottom(widths))
         yield newline
 
@@ -152,18 +155,23 @@ class Grid:
         widths: list[int],
         styles: list[Style],
         edges: tuple[str, str, str],
+        plain: bool,
     ) -> RenderResult:
         left, divider, right = edges
+        padded = []
+        for cell, width, column in zip(cells, widths, self.columns, strict=True):
+            room = " " * (width - 2 - (len(cell) if cell.isascii() else cell_len(cell)))
+            padded.append(f" {room + cell if column.justify == 'right' else cell + room} ")
+        if plain:  # no styles reach the output: one segment per line
+            yield Segment(left + divider.join(padded) + right + "\n")
+            return
         yield Segment(left)
-        for index, (cell, width, style, column) in enumerate(
-            zip(cells, widths, styles, self.columns, strict=True)
-        ):
+        for index, (text, style) in enumerate(zip(padded, styles, strict=True)):
             if index:
                 yield Segment(divider)
-            room = " " * (width - 2 - cell_len(cell))
-            content = room + cell if column.justify == "right" else cell + room
+            # three segments, as rich's Padding yields them: the same escape codes
             yield Segment(" ", style)
-            yield Segment(content, style)
+            yield Segment(text[1:-1], style)
             yield Segment(" ", style)
         yield Segment(right)
         yield Segment.line()

@@ -201,7 +201,7 @@ def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
         # the shown statistics only, as distribution_ms converts them (--by renders hundreds)
         values = [(key, clean(stats.get(key))) for key in TABLE_STATS]
         cells = [v if key == "count" or v is None else v / NS_PER_MS for key, v in values]
-        rows.append([display_name(spec.name, naming), *map(_fmt, cells)])
+        rows.append([display_name(spec.name, naming), *map(table_number, cells)])
     return rows
 
 
