@@ -231,3 +231,15 @@ def test_a_grid_measures_as_rich_s_table_inside_a_panel() -> None:
 def test_a_column_is_justified_left_or_right() -> None:
     with pytest.raises(ValueError, match="'left' or 'right'"):
         GridColumn("x", justify="center")  # type: ignore[arg-type]
+
+
+def test_a_recording_console_keeps_the_styles() -> None:
+    """Without colour the grid prints whole lines, but a recording console exports styles:
+    there it draws the styled cells as rich does."""
+    exported = []
+    for renderable in (grid(ROWS), grid(ROWS).table()):
+        console = Console(file=io.StringIO(), width=80, record=True, color_system=None)
+        console.print(renderable)
+        exported.append(console.export_html(inline_styles=True))
+    assert exported[0] == exported[1]
+    assert "font-weight: bold" in exported[0]
