@@ -78,13 +78,16 @@ Issue 7 asks for ≤ ~1.5× the analysis without ``--by`` at 300 groups. History
   102–110 ms. Left per part (CPU ms of the ~93): ITL ranks and intervals 15, the gaps'
   sort 7 and ITL describe 4, formula 11 (worst rows 6), per-request describe 7,
   Kaplan–Meier and censoring 7, the rest a few dozen queries and 300 reports' dicts.
-- s20 (load 1.3; f9e95cd, s18's end, alternated with it, best of 5, two runs each): the
-  library call 1.52–1.63× in CPU (wall 1.62–1.71×) → 1.49× (wall 1.52–1.59×), ``--by``
-  adding 0.161–0.189 → 0.117–0.134 CPU-s. The CLI, timed here for the first time, told
-  a different story: with the default table ``--by`` took 2.9–3.2× the run without it
-  (1.02 → 2.98–3.23 s), because rich's ``Table`` spent ~6 ms laying out each of the 301
-  metric tables. ``render/grid.py`` draws a table that fits in one pass, byte for byte
-  as rich would: 1.33–1.39× (0.86–1.06 → 1.20–1.41 s).
+- s20 (load 0.5–1.0; f9e95cd, s18's end, alternated with it, best of 5, two runs each):
+  the CLI, timed here for the first time (from bytecode, as an installed package runs),
+  told a different story from the library: with the default table ``--by`` took
+  3.79–3.80× the run without it (0.68 → 2.60 s), because rich's ``Table`` spent ~6 ms
+  laying out each of the 301 metric tables. ``render/grid.py`` draws a table that fits
+  in one pass (whole lines as one segment when no style reaches the output; 0.6 ms per
+  group with its other lines): 1.39–1.42× (0.63–0.64 → 0.90 s). The library call, with
+  each group's gaps sorted in a second thread beside the per-request figures, went from
+  1.49–1.66× wall (1.49–1.61× CPU; ``--by`` adding 0.133–0.172 CPU-s) to 1.49× wall and
+  1.49–1.50× CPU (adding 0.105–0.106 CPU-s). At 1e7: 1.25× (library), 1.27× (CLI).
 """
 
 from __future__ import annotations
