@@ -8,7 +8,8 @@ than the console — there is nothing to wrap or shrink, and the grid is drawn h
 the same box characters, widths, justification and styles rich would use; the title and
 caption still go through rich (they may wrap to the table's width). Anything else is
 handed to the ``Table`` itself. ``tests/render/test_grid.py`` holds the two to the same
-bytes, in colour and without, with the rich the tests run on (CI installs the newest).
+bytes, in colour and without, with the rich the tests run on (CI installs the newest;
+rich 13.8.0, the oldest typer 0.28 accepts, and 13.9.4 passed them too in s20).
 Callers pass full rows of plain one-line strings; anything else falls back.
 """
 
