@@ -97,11 +97,12 @@ def concurrency_of_groups(
     if step_code.size == 0:
         return {}
     at = np.clip(times, start[step_code], end[step_code])
-    last = np.append(step_code[1:] != step_code[:-1], True)  # a group's last kept step
+    change = step_code[1:] != step_code[:-1]
+    last = np.append(change, True)  # a group's last kept step
+    heads = np.flatnonzero(np.concatenate(([True], change)))  # and its first
     following = np.append(at[1:], 0)
     held = np.where(last, end[step_code] - at, following - at).astype(np.float64)
     weighted = {n: levels[n].astype(np.float64) * held for n in CONCURRENCY}
-    heads = np.flatnonzero(np.concatenate(([True], step_code[1:] != step_code[:-1])))
     head_codes = step_code[heads].tolist()
     # Each product level · held is a whole number of ns: while their total stays below
     # 2^53 every partial sum is exact, so any order of summing gives the bits Polars'

@@ -74,6 +74,7 @@ def estimate_by(
             kind.alias(f"_{metric}_kind"),
         ]
     table = rows.select(CODE, *columns) if columns else rows.clear()
+    no_fit = {"floor": 1.0, **dict.fromkeys(QUANTILES)}  # a group with no fit
     every_code = table[CODE].to_numpy().astype(np.int64, copy=False)
     for metric in metrics_wanted:
         wanted = wanted_by[metric]
@@ -86,7 +87,6 @@ def estimate_by(
         censored = (tally[:, 1:].sum(axis=1)).tolist()
         durations = table[f"_{metric}_duration"].to_numpy()[kept]
         fits = kaplan_meier_codes(of, durations, seen, groups, QUANTILES)
-        no_fit = {"floor": 1.0, **dict.fromkeys(QUANTILES)}
         for c in np.flatnonzero(wanted).tolist():
             value = values[c]
             only = metrics[value][metric]

@@ -171,21 +171,19 @@ def summarize_groups(
     # figures: NumPy's sort and Polars' queries release the GIL, so the second core works.
     with ThreadPoolExecutor(max_workers=1) as beside:
         sorting = beside.submit(_gaps, gaps, requests, values)
-        summaries = _summaries(
-            timeline, requests, column, values, targets, formula_tolerance, sorting
-        )
-    return summaries
+        return _summaries(timeline, requests, values, targets, formula_tolerance, sorting)
 
 
 def _summaries(
     timeline: Timeline,
     requests: pl.DataFrame,
-    column: str,
     values: list[Any],
     targets: Sequence[GoodputTarget],
     formula_tolerance: tuple[int, float],
     sorting: Future[tuple[GroupedSample | None, dict[Any, Distribution]]],
 ) -> dict[Any, Summary]:
+    """``summarize_groups`` once the requests carry their group codes; ``sorting`` yields
+    the gaps' sample and ITL distributions (``_gaps``) when they are needed."""
     group_spans = spans_of(timeline.requests, requests, values)
     flags: dict[Any, dict[str, Any]] = (
         {v: {"arrival_known": True, "ticks_available": True, "source": ""} for v in values}

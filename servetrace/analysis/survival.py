@@ -66,15 +66,12 @@ def censoring_columns(metric: str, trace_end: int | pl.Expr) -> tuple[pl.Expr, p
     return duration.cast(pl.Int64), seen, why
 
 
-def _censoring(
-    requests: pl.DataFrame, metric: str, trace_end: int | pl.Expr, keep: tuple[str, ...] = ()
-) -> pl.DataFrame:
+def _censoring(requests: pl.DataFrame, metric: str, trace_end: int) -> pl.DataFrame:
     """``duration_ns``, ``observed``, ``why`` (cancelled/in_flight/None) per request
-    (``censoring_columns``), the requests the metric leaves out dropped; ``keep`` columns
-    are carried along."""
+    (``censoring_columns``), the requests the metric leaves out dropped."""
     duration, seen, why = censoring_columns(metric, trace_end)
     return requests.select(
-        *keep, duration.alias("duration_ns"), seen.alias("observed"), why.alias("why")
+        duration.alias("duration_ns"), seen.alias("observed"), why.alias("why")
     ).filter(pl.col("duration_ns").is_not_null())
 
 

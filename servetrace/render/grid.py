@@ -86,10 +86,8 @@ class Grid:
                 return None
             if not all(cell.isprintable() and cell == cell.strip() for cell in cells):
                 return None
-            widths.append(max(len(c) if c.isascii() else cell_len(c) for c in cells) + 2)
-        if sum(widths) + len(widths) + 1 > max_width:  # the columns and their borders
-            return None
-        return widths
+            widths.append(max(map(_cell_width, cells)) + 2)
+        return widths if _table_width(widths) <= max_width else None
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         """rich's measure of the same table (a panel or a layout around the grid asks for
@@ -101,7 +99,7 @@ class Grid:
         if widths is None:
             yield self.table()
             return
-        table_width = sum(widths) + len(widths) + 1
+        table_width = _table_width(widths)
         boxes = box.HEAVY_HEAD.substitute(options, safe=console.safe_box)
         annotation_options = options.update(width=table_width, highlight=False, height=None)
         if self.title:
@@ -134,7 +132,7 @@ class Grid:
         yield from self._row(
             [c.header for c in self.columns],
             widths,
-            [header_style + Style.null()] * len(widths),
+            [header_style] * len(widths),
             (boxes.head_left, boxes.head_vertical, boxes.head_right),
             plain,
         )
@@ -162,7 +160,7 @@ class Grid:
         left, divider, right = edges
         padded = []
         for cell, width, column in zip(cells, widths, self.columns, strict=True):
-            room = " " * (width - 2 - (len(cell) if cell.isascii() else cell_len(cell)))
+            room = " " * (width - 2 - _cell_width(cell))
             padded.append(f" {room + cell if column.justify == 'right' else cell + room} ")
         if plain:  # no styles reach the output: one segment per line
             yield Segment(left + divider.join(padded) + right + "\n")
@@ -177,3 +175,13 @@ class Grid:
             yield Segment(" ", style)
         yield Segment(right)
         yield Segment.line()
+
+
+def _cell_width(text: str) -> int:
+    """Terminal cells ``text`` takes: its length when ASCII (rich's ``cell_len`` otherwise)."""
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def _table_width(widths: list[int]) -> int:
+    """The columns (padding included) and the borders between and around them."""
+    return sum(widths) + len(widths) + 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -56,11 +56,13 @@ class SummaryFormat(str, Enum):
     csv = "csv"
 
 
-def distribution_ms(stats: Mapping[str, Any], unit: str = "ms") -> dict[str, Any]:
-    """A distribution in ns as the JSON contract spells it, converted to ``unit``."""
+def distribution_ms(
+    stats: Mapping[str, Any], unit: str = "ms", keys: Sequence[str] = STAT_KEYS
+) -> dict[str, Any]:
+    """A distribution in ns as the JSON contract spells it (``keys`` of it), in ``unit``."""
     scale = TIME_UNITS.get(unit, 1)
     out: dict[str, Any] = {"unit": unit}
-    for key in STAT_KEYS:
+    for key in keys:
         value = clean(stats.get(key))
         out[key] = value if key == "count" or value is None else value / scale
     return out
@@ -195,13 +197,12 @@ def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
     rows = []
     hidden = hidden_metrics(summary)
     for spec in LATENCY_METRICS:
-        stats = summary.metrics[spec.name]
-        if not clean(stats.get("count")) or spec.name in hidden:
+        # the shown statistics only (--by renders hundreds of tables)
+        stats = distribution_ms(summary.metrics[spec.name], keys=TABLE_STATS)
+        if not stats["count"] or spec.name in hidden:
             continue
-        # the shown statistics only, as distribution_ms converts them (--by renders hundreds)
-        values = [(key, clean(stats.get(key))) for key in TABLE_STATS]
-        cells = [v if key == "count" or v is None else v / NS_PER_MS for key, v in values]
-        rows.append([display_name(spec.name, naming), *map(table_number, cells)])
+        cells = [table_number(stats[key]) for key in TABLE_STATS]
+        rows.append([display_name(spec.name, naming), *cells])
     return rows
 
 
