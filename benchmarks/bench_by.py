@@ -106,10 +106,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import generate
+from startup import checkout_env
 
 import servetrace
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def best_of(repeat: int, run: object) -> tuple[float, float]:
@@ -170,9 +169,7 @@ def main() -> int:
 
 def _quiet(command: list[str]) -> None:
     """A CLI run, its report read through a pipe as a user's pager or file would."""
-    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    environment.pop("PYTHONDONTWRITEBYTECODE", None)  # as startup.py: run from bytecode
-    subprocess.run(command, check=True, stdout=subprocess.PIPE, env=environment)
+    subprocess.run(command, check=True, stdout=subprocess.PIPE, env=checkout_env())
 
 
 if __name__ == "__main__":

@@ -34,10 +34,10 @@ CASES: dict[str, list[str]] = {
 GOALS = {"servetrace --help": 0.3, f"servetrace analyze {SAMPLE}": 0.6}
 
 
-def _env() -> dict[str, str]:
+def checkout_env() -> dict[str, str]:
     """The checkout first on the path, and bytecode allowed: an installed package runs from
     the ``.pyc`` files pip writes at install, but with ``PYTHONDONTWRITEBYTECODE`` set (as on
-    this project's VMs) a checkout compiles its ~190 modules in every process (~0.1 s)."""
+    this project's VMs) a checkout compiles its ~190 modules in every process (~0.2 s)."""
     path = os.environ.get("PYTHONPATH")
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--importtime", action="store_true")
     options = parser.parse_args()
-    env = _env()
+    env = checkout_env()
     for args in CASES.values():  # warm the file cache and write the bytecode
         _once(args, env)
     times: dict[str, list[float]] = {name: [] for name in CASES}

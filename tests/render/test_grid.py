@@ -3,6 +3,7 @@ style for style, and hands the table to rich whenever the one-pass drawing would
 
 from __future__ import annotations
 
+import copy
 import io
 
 import pytest
@@ -69,14 +70,7 @@ def drawn_in_one_pass(table: Grid, width: int, colour: bool, **console: object) 
     def refuse() -> None:
         raise AssertionError("fell back to rich's Table")
 
-    fast = Grid(
-        table.columns,
-        table.rows,
-        table.title,
-        table.caption,
-        table.title_justify,
-        table.caption_justify,
-    )
+    fast = copy.copy(table)
     fast.table = refuse  # type: ignore[method-assign, assignment]
     return printed(fast, width, colour, **console)  # type: ignore[arg-type]
 
