@@ -152,7 +152,7 @@ def servetrace_metrics(path: str):  # -> (pl.DataFrame, (p50, p99) ns, report di
     from servetrace.units import NS_PER_MS
 
     analysis = servetrace.analyze(path)
-    report = analysis.to_dict()
+    report = servetrace.to_dict(analysis)
     ttft = report["metrics"]["ttft"]
     return analysis.requests, (ttft["p50"] * NS_PER_MS, ttft["p99"] * NS_PER_MS), report
 

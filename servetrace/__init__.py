@@ -3,55 +3,57 @@
 The library API (``servetrace.api``), imported on first use so that ``import servetrace``
 and ``servetrace --help`` do not pay for Polars and the analysis modules:
 
-- ``analyze(paths, **options) -> Analysis``: summary, per-request and quarantine frames,
-  ``to_dict()`` equal to ``servetrace analyze --format json``; for several runs (tool
-  exports, run folders, a sweep) a ``Runs``: one ``Run`` each (``label``, ``declared``,
-  ``analysis``, or ``reported`` for a summary alone), sorted by declared load, its
-  ``to_dict()`` the JSON of the runs table; ``pool=True`` pools them into one ``Analysis``;
+- ``analyze(paths, **options) -> Analysis``: one run's summary, per-request and
+  quarantine frames;
+- ``analyze_runs(paths, **options) -> Runs``: every run the inputs hold (tool exports,
+  run folders, a sweep), one ``Run`` each (``label``, ``declared``, ``analysis``, or
+  ``reported`` for a summary alone), sorted by declared load; ``pool=True`` pools them;
 - ``compare(baseline, candidate, **options) -> Comparison``;
-- ``check(trace, rules, **options) -> CheckResult``
-  (the packages doing those jobs are ``servetrace.comparison`` and ``servetrace.rules``,
-  so that no subpackage import can shadow these functions);
+- ``check(trace, rules, **options) -> CheckResult``;
 - ``read_events(paths, **options) -> polars.DataFrame`` of canonical events;
-- ``capacity(runs, goodput=..., attainment=0.9) -> CapacityReport`` of a load sweep.
+- ``capacity(runs, goodput=..., attainment=0.9) -> CapacityReport`` of a load sweep;
+- ``to_dict(result)``: the JSON report of any of them, as ``--format json`` prints it.
 """
 
 from __future__ import annotations
 
-# Not ``typing.TYPE_CHECKING``: importing typing (and the re module it pulls in) would be
-# most of what ``import servetrace`` costs. Type checkers treat this name as True.
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-SCHEMA_VERSION = 1
+from servetrace.version import SCHEMA_VERSION, __version__
 
 __all__ = [
     "SCHEMA_VERSION",
     "Analysis",
     "CheckResult",
     "Comparison",
+    "Run",
     "Runs",
     "__version__",
     "analyze",
+    "analyze_runs",
     "capacity",
     "check",
     "compare",
     "read_events",
+    "to_dict",
 ]
 
 _LAZY = frozenset(__all__) - {"SCHEMA_VERSION", "__version__"}
 
-if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ imports on demand
+if TYPE_CHECKING:  # at run time __getattr__ imports on demand
     from servetrace.api import (
         Analysis,
         CheckResult,
         Comparison,
+        Run,
         Runs,
         analyze,
+        analyze_runs,
         capacity,
         check,
         compare,
         read_events,
+        to_dict,
     )
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_events
+from servetrace.analysis.memory import analyze_events
+from servetrace.analysis.result import Analysis, AnalysisOptions
 from tests.conftest import MS, SCHEMA, events, make_request
 
 

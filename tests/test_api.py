@@ -57,7 +57,7 @@ def assert_same(a: object, b: object, path: str = "") -> None:
 @pytest.mark.parametrize("path", [CANONICAL, AIPERF], ids=["canonical", "aiperf-export"])
 def test_analyze_to_dict_is_the_cli_json_report(path: Path) -> None:
     analysis = servetrace.analyze(str(path))
-    assert_same(as_json(analysis.to_dict()), cli_json("analyze", str(path)))
+    assert_same(as_json(servetrace.to_dict(analysis)), cli_json("analyze", str(path)))
 
 
 def test_analyze_foreign_export_is_imported_like_the_cli() -> None:
@@ -76,7 +76,7 @@ def test_analyze_by_and_options_match_the_cli() -> None:
         path, by="policy", goodput=["ttft<=500ms"], formula_abs_tol_ns=2_000_000
     )
     assert analysis.groups and analysis.by == "policy"
-    assert_same(as_json(analysis.to_dict()), cli_json("analyze", path, *args))
+    assert_same(as_json(servetrace.to_dict(analysis)), cli_json("analyze", path, *args))
 
 
 def test_analyze_requests_and_quarantine_frames(tmp_path: Path) -> None:
@@ -143,16 +143,16 @@ def test_check_is_the_cli_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         "--resamples",
         "200",
     )
-    assert_same(as_json(result.to_dict()), cli)
+    assert_same(as_json(servetrace.to_dict(result)), cli)
 
 
 def test_check_against_a_json_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     report = tmp_path / "base.json"
-    report.write_text(render_json(servetrace.analyze(FCFS).to_dict()), encoding="utf-8")
+    report.write_text(render_json(servetrace.to_dict(servetrace.analyze(FCFS))), encoding="utf-8")
     result = servetrace.check(CHUNKED, "ttft.p50:+1000%", baseline=report)
-    assert result.passed and result.gate.baseline_kind == "json"
-    assert result.baseline == str(report)
+    assert result.passed and result.baseline_kind == "json"
+    assert result.baseline_file == str(report)
 
 
 @pytest.mark.parametrize(

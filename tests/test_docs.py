@@ -1,4 +1,8 @@
-"""The README is a contract too: its commands run, its output is real, nothing is missing."""
+"""The documentation is a contract too: its commands run, its output is real, nothing is missing.
+
+README.md is the front door (quick start, one section per command, exit codes, real
+outputs); docs/reference.md holds every rule, metric, column and naming.
+"""
 
 from __future__ import annotations
 
@@ -20,22 +24,40 @@ from servetrace.render.naming import Naming
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+REFERENCE = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+# The pages a user reads: they describe the tool as it is (measurement history is in
+# benchmarks/HISTORY.md, which may name sessions, commits and loads).
+USER_PAGES = (
+    ROOT / "README.md",
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "benchmarks" / "README.md",
+)
 # Every command the CLI declares (a new command without a README section fails here).
 COMMANDS = tuple(LAZY_COMMANDS)
 runner = CliRunner()
 
 
-def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+def blocks(language: str, text: str = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
 
 
-def test_quick_start_is_two_commands_and_ci_runs_the_test_command() -> None:
-    setup, tests = blocks("bash")[:2]
-    assert "pip install -e '.[test]'" in setup and "servetrace analyze sample_traces/" in setup
-    assert tests.strip().endswith("python -m pytest")
-    assert "ruff check" in tests and "ruff format --check" in tests and "mypy servetrace" in tests
+def test_quick_start_is_a_user_install_then_the_ci_test_command() -> None:
+    """First block: install from the clone and analyse a sample; second: the CI's test command."""
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    setup, tests = blocks("bash", quick_start)
+    install, run = setup.strip().splitlines()
+    assert install == "python3 -m venv .venv && . .venv/bin/activate && pip install '.[report]'"
+    assert run == "servetrace analyze sample_traces/realistic.parquet"
+    assert (ROOT / run.split()[-1]).is_file()
+    dev_install, command = tests.strip().splitlines()
+    assert dev_install == "pip install -e '.[test]'"
+    assert command.endswith("python -m pytest")
+    assert "ruff check" in command and "ruff format --check" in command
+    assert "mypy servetrace" in command
     ci = (ROOT / ".ci" / "run").read_text()
-    assert ci.strip().splitlines()[-1] == tests.strip()
+    assert ci.strip().splitlines()[-1] == command
+    assert "pip install --quiet -e '.[test]'" in ci  # CI installs as the README says
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -47,15 +69,39 @@ def test_every_command_has_help_and_a_readme_section(command: str) -> None:
 
 def test_every_rule_metric_column_naming_and_exit_code_is_documented() -> None:
     for rule in RULES:
-        assert f"`{rule}`" in README, rule
+        assert f"| `{rule}` |" in REFERENCE, rule  # a row of the rules table
     for metric in LATENCY_METRICS:
-        assert f"`{metric.name}`" in README and f"`{metric.column}`" in README, metric.name
+        row = f"| `{metric.name}` | `{metric.column}` |"
+        assert row in REFERENCE, metric.name  # a row of the metrics table
     for column in REQUEST_COLUMNS:
-        assert f"`{column}`" in README, column
+        assert f"`{column}`" in REFERENCE, column
     for naming in Naming:
-        assert naming.value in README
+        assert naming.value in REFERENCE
     for code in ExitCode:
-        assert f"| {int(code)} |" in README
+        assert f"| {int(code)} |" in README and f"| {int(code)} |" in REFERENCE
+
+
+def test_readme_has_one_screenshot_and_its_links_resolve() -> None:
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
+    assert images == ["docs/img/report-summary.png"]
+    for page in USER_PAGES:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
+            assert (page.parent / target).exists(), f"{page.name}: {target}"
+
+
+# Measurement history (sessions, commit ids, load averages, issue numbers) is kept in
+# benchmarks/HISTORY.md; the pages a user reads describe the tool as it is (S3 is a store).
+HISTORY_WORDS = re.compile(
+    r"\bsessions?\b|\bs(?:[0-24-9]|\d\d)\b|\bissue \d|(?:^|\s)#\d+\b|\bload (?:average )?\d"
+    r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",
+    flags=re.I,
+)
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.name)
+def test_user_pages_carry_no_measurement_history(page: Path) -> None:
+    found = [m.group(0) for m in HISTORY_WORDS.finditer(page.read_text(encoding="utf-8"))]
+    assert not found, found
 
 
 def _text_block_after(command: str) -> list[str]:
@@ -68,6 +114,14 @@ def _text_block_after(command: str) -> list[str]:
 def test_readme_analyze_output_is_real(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     command = "servetrace analyze sample_traces/realistic.parquet"
+    result = runner.invoke(app, shlex.split(command)[1:], env={"COLUMNS": "100"})
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == _text_block_after(command)
+
+
+def test_readme_validate_output_is_real(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    command = "servetrace validate sample_traces/realistic.parquet"
     result = runner.invoke(app, shlex.split(command)[1:], env={"COLUMNS": "100"})
     assert result.exit_code == 0
     assert result.stdout.splitlines() == _text_block_after(command)
@@ -105,10 +159,10 @@ def test_library_api_example_runs_as_written(monkeypatch: pytest.MonkeyPatch) ->
     exec(compile(example, "README.md", "exec"), {})
 
 
-def _check_blocks() -> list[tuple[str, list[str]]]:
-    """Every README output block of ``servetrace check``: its command and its lines."""
+def _check_blocks(text: str = README) -> list[tuple[str, list[str]]]:
+    """Every output block of ``servetrace check`` in ``text``: its command and its lines."""
     found = []
-    for block in blocks("text"):
+    for block in blocks("text", text):
         if not block.startswith("$ servetrace check"):
             continue
         lines = block.splitlines()
@@ -120,8 +174,10 @@ def _check_blocks() -> list[tuple[str, list[str]]]:
     return found
 
 
-@pytest.mark.parametrize(("command", "expected"), _check_blocks(), ids=lambda v: str(v)[:60])
-def test_readme_check_outputs_are_real(
+@pytest.mark.parametrize(
+    ("command", "expected"), _check_blocks() + _check_blocks(REFERENCE), ids=lambda v: str(v)[:60]
+)
+def test_documented_check_outputs_are_real(
     command: str, expected: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A passing or failing check shows its stdout; a usage error its stderr."""
@@ -131,5 +187,6 @@ def test_readme_check_outputs_are_real(
     assert shown.splitlines() == expected
 
 
-def test_readme_check_blocks_are_found() -> None:
-    assert len(_check_blocks()) >= 4  # rules, bad rule, skip, unbounded number
+def test_check_blocks_are_found() -> None:
+    assert len(_check_blocks()) >= 4  # rules, inconclusive, bad rule, skip
+    assert len(_check_blocks(REFERENCE)) >= 1  # unbounded number

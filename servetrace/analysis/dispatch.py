@@ -12,8 +12,9 @@ from dataclasses import replace
 
 import polars as pl
 
-from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_trace
+from servetrace.analysis.memory import analyze_trace
 from servetrace.analysis.partitioned import analyze_partitioned
+from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, NotTimeOrdered, analyze_streaming
 from servetrace.sources.canonical import IngestOptions, read_events
 

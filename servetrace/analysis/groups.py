@@ -52,6 +52,7 @@ from servetrace.analysis.summary import (
     Summary,
     goodput,
 )
+from servetrace.analysis.unavailable import blank_unavailable
 from servetrace.stats.grouped_moments import float_moments_of
 from servetrace.stats.grouped_order import GroupedSample
 
@@ -325,4 +326,5 @@ def _summaries(
             survival=survival_of.get(value),
             intervals=intervals_of.get(value, {}),
         )
+        result[value] = blank_unavailable(result[value])
     return result

@@ -7,12 +7,11 @@ engine (``streaming``) reuses its pieces; ``dispatch`` chooses between the two.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import polars as pl
 
-from servetrace.analysis.fluidity import FluidityTargets, fluidity_columns
+from servetrace.analysis.fluidity import fluidity_columns
 from servetrace.analysis.groups import summarize_groups
 from servetrace.analysis.lifecycle import (
     KEY,
@@ -22,44 +21,14 @@ from servetrace.analysis.lifecycle import (
     quarantine_of,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
-from servetrace.analysis.summary import GoodputTarget, Summary, summarize
+from servetrace.analysis.result import Analysis, AnalysisOptions
+from servetrace.analysis.summary import Summary, summarize
 from servetrace.errors import InputError, UsageError, first_line
 from servetrace.schema import CANONICAL_COLUMNS
 from servetrace.sources.canonical import IngestOptions, Trace, normalise
 from servetrace.units import NS_PER_DAY
 
 MAX_PLAUSIBLE_SPAN_NS = 30 * NS_PER_DAY
-
-
-@dataclass(frozen=True)
-class AnalysisOptions:
-    goodput: tuple[GoodputTarget, ...] = ()
-    formula_abs_tol_ns: int = 1_000_000
-    formula_rel_tol: float = 0.01
-    fluidity: FluidityTargets | None = None  # --fluidity: Etalon's per-token deadlines
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """Everything servetrace knows about one trace."""
-
-    inputs: tuple[str, ...]
-    timeline: Timeline
-    requests: pl.DataFrame  # one row per valid request; see metrics.REQUEST_COLUMNS
-    gaps: pl.DataFrame  # every inter-tick gap of completed requests: _key, itl_ns
-    summary: Summary
-    quarantine_rows: pl.DataFrame  # input rows not analysed, with their rule
-    attributes: tuple[str, ...] = field(default_factory=tuple)
-    # A streamed trace keeps no gaps; for --by it keeps one ITL distribution per value.
-    itl_by: tuple[str, dict[Any, dict[str, float | int | None]]] | None = None
-
-    def quarantine(self) -> pl.DataFrame:
-        """Input rows that were not analysed, each with the rule it broke."""
-        return self.quarantine_rows
-
-    def requests_out(self) -> pl.DataFrame:
-        """The per-request frame as users get it (no internal key)."""
-        return self.requests.drop(KEY)
 
 
 # Epoch timestamps of the years 2000-2100 in ms and in us: integers in these ranges read as
@@ -105,7 +74,9 @@ def analyze_events(
     lazy = events.lazy() if isinstance(events, pl.DataFrame) else events
     label = inputs[0] if inputs else "<memory>"
     frame = normalise(lazy, label, ingest)
-    return _analyze(frame.collect(), options or AnalysisOptions(), tuple(inputs))
+    analysis = _analyze(frame.collect(), options or AnalysisOptions(), tuple(inputs))
+    # The events are the caller's, in memory already: the views may read them again.
+    return replace(analysis, events_reader=lambda: normalise(lazy, label, ingest))
 
 
 def unreadable(trace: Trace, error: pl.exceptions.PolarsError) -> InputError:
@@ -151,7 +122,7 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
     return Analysis(
         inputs=inputs,
         timeline=timeline,
-        requests=requests,
+        per_request=requests,
         gaps=gaps,
         summary=summary,
         quarantine_rows=quarantine,
@@ -168,7 +139,7 @@ def summarize_by(
     analysed alone.
     """
     options = options or AnalysisOptions()
-    requests = analysis.requests
+    requests = analysis.per_request
     if column not in requests.columns or column == KEY:
         available = ", ".join(c for c in requests.columns if not c.startswith("_"))
         raise UsageError(f"--by {column}: no such request column", hint=f"columns: {available}")

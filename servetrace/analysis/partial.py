@@ -44,8 +44,9 @@ from servetrace.analysis.lifecycle import (
     trace_facts,
 )
 from servetrace.analysis.lifecycle_rules import ROW_RULES
-from servetrace.analysis.memory import Analysis, AnalysisOptions, attribute_columns, span_warnings
+from servetrace.analysis.memory import attribute_columns, span_warnings
 from servetrace.analysis.metrics import gap_frame, request_metrics
+from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
 from servetrace.schema import EVENT_DTYPE, TERMINAL_EVENTS, TICK_EVENTS
@@ -395,7 +396,7 @@ def finish(part: Partial, options: AnalysisOptions | None = None) -> Analysis:
     return Analysis(
         inputs=part.inputs,
         timeline=timeline,
-        requests=requests,
+        per_request=requests,
         gaps=part.gaps,
         summary=summary,
         quarantine_rows=part.quarantine,

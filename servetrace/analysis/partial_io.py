@@ -25,8 +25,9 @@ import polars as pl
 from servetrace.analysis.histogram import RESOLUTION, LogHistogram
 from servetrace.analysis.partial import FORMAT, TIMELINE_COLUMNS, VERSION, Partial
 from servetrace.errors import InputError, UsageError, first_line
+from servetrace.sources.inputs import PARTIAL_MANIFEST as MANIFEST
+from servetrace.sources.inputs import is_partial
 
-MANIFEST = "manifest.json"
 TABLES = ("timeline", "requests", "transitions", "gaps", "histogram", "deferred", "quarantine")
 REQUIRED_COLUMNS = {
     "timeline": TIMELINE_COLUMNS,
@@ -40,7 +41,7 @@ REQUIRED_COLUMNS = {
 
 
 def manifest_of(part: Partial) -> dict[str, Any]:
-    from servetrace import SCHEMA_VERSION, __version__
+    from servetrace.version import SCHEMA_VERSION, __version__
 
     hist = part.histogram
     return {
@@ -153,11 +154,6 @@ def _build(where: str, manifest: dict[str, Any], tables: dict[str, pl.DataFrame]
 
 
 # ------------------------------------------------------------------------------ files
-def is_partial(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a directory holding a partial's manifest."""
-    return (Path(path) / MANIFEST).is_file()
-
-
 def read_partial(path: str | os.PathLike[str]) -> Partial:
     """Read and check one partial directory; any problem is an ``InputError``."""
     where = str(path)

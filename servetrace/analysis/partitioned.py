@@ -51,13 +51,12 @@ from servetrace.analysis.lifecycle import (
     quarantined_rows,
 )
 from servetrace.analysis.memory import (
-    Analysis,
-    AnalysisOptions,
     attribute_columns,
     span_warnings,
     unreadable,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
+from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.stream_state import KeptRequests, spill_directory
 from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, _histogram_warning
 from servetrace.analysis.summary import summarize
@@ -239,7 +238,7 @@ def _analyze_partitioned(
     return Analysis(
         inputs=trace.inputs,
         timeline=timeline,
-        requests=requests,
+        per_request=requests,
         gaps=exact if exact is not None else pl.DataFrame(schema=GAP_SCHEMA),
         summary=summary,
         quarantine_rows=rows_out,

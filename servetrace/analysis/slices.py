@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.errors import UsageError
 from servetrace.schema import TICK_EVENTS
@@ -76,7 +76,7 @@ def _tokens(
     events: pl.DataFrame | pl.LazyFrame, analysis: Analysis, origin: int, width: int, count: int
 ) -> pl.DataFrame:
     lazy = events.lazy()
-    valid = analysis.requests.lazy().select(pl.col("request_id").cast(pl.String))
+    valid = analysis.per_request.lazy().select(pl.col("request_id").cast(pl.String))
     tokens = (
         pl.col("tokens").fill_null(1).sum()
         if "tokens" in lazy.collect_schema().names()
@@ -112,7 +112,7 @@ def slice_figures(
         (pl.col("slice") * width_ns + origin).alias("start_ns"),
         pl.min_horizontal((pl.col("slice") + 1) * width_ns + origin, pl.lit(end)).alias("end_ns"),
     )
-    requests = analysis.requests
+    requests = analysis.per_request
     done = pl.col("outcome") == "completed"
     good = pl.all_horizontal([t.expr() for t in targets]) if targets else pl.lit(None, pl.Boolean)
     arrived = requests.group_by(_index(pl.col("arrival_ns"), origin, width_ns, count)).agg(

@@ -55,13 +55,12 @@ from servetrace.analysis.lifecycle import (
     quarantined_rows,
 )
 from servetrace.analysis.memory import (
-    Analysis,
-    AnalysisOptions,
     attribute_columns,
     span_warnings,
     unreadable,
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
+from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.stream_state import (
     FinishedIds,
     KeptRequests,
@@ -261,7 +260,7 @@ def _analyze_streaming(
     return Analysis(
         inputs=trace.inputs,
         timeline=timeline,
-        requests=merged,
+        per_request=merged,
         gaps=exact if exact is not None else pl.DataFrame(schema=GAP_SCHEMA),
         summary=summary,
         quarantine_rows=rows_out,

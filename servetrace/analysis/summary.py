@@ -31,6 +31,7 @@ from servetrace.analysis.lifecycle import Timeline
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.output_counts import token_sum, uncounted
+from servetrace.analysis.unavailable import blank_unavailable
 from servetrace.errors import UsageError
 from servetrace.stats.describe import describe
 from servetrace.stats.sorting import sorted_series
@@ -301,7 +302,7 @@ def summarize(
     }
     percentile_intervals = intervals.metric_intervals(completed, gaps)
     del completed
-    return Summary(
+    summary = Summary(
         accounting=accounting(timeline),
         outcomes=outcomes,
         cancelled_in=cancelled_in,
@@ -335,3 +336,4 @@ def summarize(
         errored=errored_report(requests),
         output_uncounted=uncounted(requests),
     )
+    return blank_unavailable(summary)

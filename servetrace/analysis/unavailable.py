@@ -14,6 +14,7 @@ its metric sets), so analyze, compare and check give the same reason for the sam
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 # The codes of rules/outcome.Reason (kept as plain strings: analysis does not import the
@@ -52,14 +53,15 @@ def unavailable_reasons(summary: Any) -> dict[str, str]:
             if name == "requeued" and metrics.get(name, {}).get("max"):
                 continue  # a client trace that does carry preemptions (converted) keeps it
             out[name] = CLIENT_TRACE
-        tail = metrics.get("delivery_tail", {})
-        if tail.get("count") and not tail.get("max"):
+        if not metrics.get("delivery_tail", {}).get("max"):  # zero everywhere, or blanked
             out["delivery_tail"] = NO_COMPLETION_TIME
     if not summary.ticks_available:
         for name in TOKEN_TIMED:
             out[name] = NO_TOKEN_TIMES
-    if not summary.arrival_known:
+    if summary.throughput.get("window_s") is None:  # no send times and no declared duration
         out["throughput"] = ARRIVAL_UNKNOWN
+    if not summary.arrival_known:
+        out["concurrency"] = ARRIVAL_UNKNOWN
     uncounted = getattr(summary, "output_uncounted", 0)
     if uncounted:
         if summary.arrival_known or summary.throughput.get("window_s") is not None:
@@ -92,3 +94,20 @@ def unavailable(summary: Any) -> dict[str, str]:
 def phrase(reasons: dict[str, str]) -> str:
     """``itl (request-level export), preemptions (client trace)``."""
     return ", ".join(f"{name} ({why})" for name, why in reasons.items())
+
+
+def blank_unavailable(summary: Any) -> Any:
+    """``summary`` with the distributions of what its trace cannot express emptied (count
+    0, every statistic None): a client trace's requeue time or all-zero delivery tail is a
+    placeholder of the source, not a measurement, and no view may show it as one."""
+    gone = [
+        name for name in unavailable_reasons(summary) if summary.metrics.get(name, {}).get("count")
+    ]
+    if not gone:
+        return summary
+    empty = {key: (0 if key == "count" else None) for key in summary.metrics[gone[0]]}
+    return replace(
+        summary,
+        metrics={k: dict(empty) if k in gone else v for k, v in summary.metrics.items()},
+        intervals={k: v for k, v in summary.intervals.items() if k not in gone},
+    )

@@ -25,10 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from servetrace.analysis import memory
 from servetrace.analysis.capacity import CapacityReport, RunPoint, sweep
-from servetrace.api._analyze import GoodputLike, _ingest, as_targets
+from servetrace.analysis.result import AnalysisOptions
+from servetrace.api._analyze import GoodputLike, as_targets, ingest_options
 from servetrace.errors import UsageError
+from servetrace.runs.analyze import analyze_runs
+from servetrace.runs.load import Settings
+from servetrace.sources.inputs import resolve
 
 
 def parse_attainment(text: str | float) -> float:
@@ -81,20 +84,17 @@ def capacity(
     reading: Mapping[str, Any] | None = None,
 ) -> CapacityReport:
     """The throughput–latency curve, SLO attainment per offered rate and capacity."""
-    from servetrace.runs.analyze import Settings, analyze_runs
-    from servetrace.sources.runs import discover
-
     if not runs:
         raise UsageError("capacity needs the runs of a sweep")
     given = [r for r in runs if isinstance(r, RunPoint)]
     paths = [os.fspath(r) for r in runs if not isinstance(r, RunPoint)]
     opts = dict(reading or {})
     settings = Settings(
-        options=memory.AnalysisOptions(goodput=as_targets(goodput)),
-        ingest=_ingest(opts.get("columns"), opts.get("time_unit"), opts.get("event_map")),
+        options=AnalysisOptions(goodput=as_targets(goodput)),
+        ingest=ingest_options(opts.get("columns"), opts.get("time_unit"), opts.get("event_map")),
     )
-    # One discovery per argument: two trace files are two runs, never one pooled trace.
-    sources = [s for text in paths for s in discover([text], opts.get("from_format"))]
+    # Resolved per argument: two trace files are two runs, never one pooled trace.
+    sources = [s for text in paths for s in resolve([text], opts.get("from_format"))]
     found = list(analyze_runs(sources, settings, None, sort=False)) if sources else []
     total = len(found) + len(given)
     if rates is not None and len(rates) != total:

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from servetrace.analysis import memory
+from servetrace.analysis.result import Analysis
 from servetrace.api._analyze import (
-    Analysis,
     GoodputLike,
     PathsLike,
-    analyze_one,
+    analyze,
     as_targets,
     path_texts,
     require_number,
@@ -24,37 +23,8 @@ from servetrace.rules.baseline import ReportBaseline, read_report
 from servetrace.rules.config import CheckConfig, load_config
 from servetrace.rules.evaluate import evaluate
 from servetrace.rules.grammar import parse_rules
-from servetrace.rules.result import CheckResult as GateResult
+from servetrace.rules.result import CheckResult
 from servetrace.rules.rules import Rule
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The gate's verdict, with what it was run on (``gate`` is the core result)."""
-
-    gate: GateResult
-    trace: str
-    baseline: str | None = None
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def passed(self) -> bool:
-        return self.gate.passed
-
-    @property
-    def failures(self) -> tuple[Any, ...]:
-        return tuple(self.gate.failures)
-
-    @property
-    def skipped(self) -> tuple[Any, ...]:
-        """Rules the trace cannot express (SKIP, with their reason)."""
-        return tuple(self.gate.skipped)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report of ``servetrace check --format json``."""
-        from servetrace.render.check import check_dict
-
-        return check_dict(self.gate, trace=self.trace, baseline=self.baseline)
 
 
 def check_config(config: str | os.PathLike[str] | None) -> CheckConfig:
@@ -126,23 +96,21 @@ def check(
         if isinstance(side, Analysis):
             analysis = side
         else:  # in memory: budgets are tested on every gap
-            analysis = analyze_one(
-                side, goodput=targets, streaming=False, fluidity=fluidity, **reading
-            )
+            analysis = analyze(side, goodput=targets, streaming=False, fluidity=fluidity, **reading)
         notes.extend(analysis.read_warnings)  # already name their file
         notes.extend(f"{label_of(side)}: {message}" for message in analysis.summary.warnings)
         return analysis
 
     analysis = load(trace)
     chosen = baseline if baseline is not None else settings.baseline
-    reference: memory.Analysis | ReportBaseline | Mapping[str, Any] | None = None
+    reference: Analysis | ReportBaseline | Mapping[str, Any] | None = None
     label: str | None = None
     if isinstance(chosen, Mapping):
         reference, label = chosen, None
     elif chosen is not None:
         label = label_of(chosen)
         if isinstance(chosen, Analysis):
-            reference = chosen.engine
+            reference = chosen
         else:
             texts = path_texts(chosen)
             if len(texts) == 1 and not any(ch in texts[0] for ch in "*?["):
@@ -150,9 +118,9 @@ def check(
                     raise InputError(f"{texts[0]}: baseline not found")
                 reference = read_report(Path(texts[0]))
             if reference is None:
-                reference = load(chosen).engine
+                reference = load(chosen)
     gate = evaluate(
-        analysis.engine,
+        analysis,
         checked,
         reference,
         goodput=targets,
@@ -163,4 +131,4 @@ def check(
         confidence=settings.confidence if confidence is None else float(confidence),
         allow_inconclusive=allow_inconclusive,
     )
-    return CheckResult(gate=gate, trace=label_of(trace), baseline=label, warnings=tuple(notes))
+    return replace(gate, trace=label_of(trace), baseline_file=label, warnings=tuple(notes))

@@ -6,12 +6,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.api._analyze import (
-    Analysis,
     GoodputLike,
     PathsLike,
-    analyze_one,
+    analyze,
     as_targets,
     log,
     path_texts,
@@ -32,7 +32,7 @@ def _analysis_of(
     if isinstance(trace, Analysis):
         return trace
     # In memory: compare needs every gap, which a streamed analysis does not keep.
-    analysis = analyze_one(trace, goodput=goodput, streaming=False, **reading)
+    analysis = analyze(trace, goodput=goodput, streaming=False, **reading)
     label = ", ".join(analysis.inputs)
     for message in analysis.read_warnings:
         log.warning("%s", message)
@@ -89,8 +89,8 @@ def compare(
     base = _analysis_of(baseline, targets, reading)
     cand = _analysis_of(candidate, targets, reading)
     comparison = compare_analyses(
-        base.engine,
-        cand.engine,
+        base,
+        cand,
         metrics=chosen,
         stats=stats or DEFAULT_COMPARE_STATS,
         seed=int(seed),

@@ -27,7 +27,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from servetrace import SCHEMA_VERSION, __version__
+        from servetrace.version import SCHEMA_VERSION, __version__
 
         print(f"servetrace {__version__} (event schema {SCHEMA_VERSION})")
         raise typer.Exit()

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from servetrace.cli._app import err_console
 
-# Type checkers treat this name as True; at run time the API and the comparison (SciPy)
-# load only when charts are asked for.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from servetrace.api import Analysis
+    from servetrace.analysis.result import Analysis
     from servetrace.comparison.compare import Comparison
 
 PlotsOpt = Annotated[
@@ -25,19 +22,15 @@ PlotsOpt = Annotated[
 ]
 
 
-def analysis_plots(
-    analysis: Analysis, directory: Path, traces: list[str], reading: dict[str, Any]
-) -> str:
+def analysis_plots(analysis: Analysis, directory: Path, traces: list[str]) -> str:
     """``analyze --plots DIR``: the charts, with the trace's ticks scanned again lazily
     (reduced to bins, never held: the analysis may have streamed a huge trace)."""
-    from servetrace.api._views import scan_events
     from servetrace.render.plots import analysis_plots as write
     from servetrace.render.report import require_extra
     from servetrace.render.report_sections import TraceView
 
     require_extra()
-    events = scan_events(traces, **reading)
-    links = write(TraceView(", ".join(traces), analysis.engine, events), directory)
+    links = write(TraceView(", ".join(traces), analysis), directory)
     _wrote(directory)
     return links
 
@@ -55,8 +48,7 @@ def compare_plots(
     from servetrace.render.report import require_extra
 
     require_extra()
-    sides = [(label, analysis.engine) for label, analysis in candidates]
-    links = write((baseline, base.engine), sides, comparisons, directory)
+    links = write((baseline, base), candidates, comparisons, directory)
     _wrote(directory)
     return links
 

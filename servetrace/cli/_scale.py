@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,13 +9,8 @@ import typer
 
 from servetrace.errors import UsageError
 from servetrace.outputs import check_frame_output, refuse_overwriting_inputs
+from servetrace.runs.load import Engine
 from servetrace.sources.objectstore import is_uri
-
-
-class Engine(str, Enum):
-    local = "local"
-    ray = "ray"
-
 
 EngineOpt = Annotated[
     Engine,
@@ -152,36 +146,6 @@ def _checked_uri(
     else:
         check_frame_uri(wanted, flag)
     return None
-
-
-def shard_analysis(
-    traces: list[str],
-    partial_out: Path | str,
-    goodput: Any,
-    formula_abs_tol_ns: int,
-    formula_rel_tol: float,
-    by: str | None,
-    read: dict[str, Any],
-    refused: dict[str, bool],
-) -> Any:
-    """Analyse one shard: write its partial, report it (the partial's own analysis)."""
-    from servetrace.analysis import memory
-    from servetrace.analysis.partial import finish
-    from servetrace.analysis.partial_io import write_partial
-    from servetrace.api._analyze import Analysis, _ingest
-    from servetrace.api._partials import refuse_with_partial, shard_partial
-
-    for flag, given in refused.items():
-        refuse_with_partial(flag, given)
-    options = memory.AnalysisOptions(
-        goodput=goodput, formula_abs_tol_ns=formula_abs_tol_ns, formula_rel_tol=formula_rel_tol
-    )
-    ingest = _ingest(read["columns"], read["time_unit"], read["event_map"])
-    partial = shard_partial(traces, ingest, read["from_format"])
-    write_partial(partial, partial_out)
-    engine = finish(partial, options)
-    groups = memory.summarize_by(engine, by, options) if by else None
-    return Analysis(engine=engine, by=by, groups=groups)
 
 
 def write_requests(

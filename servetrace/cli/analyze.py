@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import polars as pl
 import typer
 
+from servetrace import api
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.slices import parse_slice
 from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS
-from servetrace.api import Analysis
-from servetrace.api import analyze as analyze_trace
-from servetrace.api._analyze import analyze_one
 from servetrace.cli._app import app, emit, guarded, out_console, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._options import (
@@ -32,7 +31,6 @@ from servetrace.cli._options import (
     reading,
 )
 from servetrace.cli._scale import (
-    Engine,
     EngineOpt,
     PartialOutOpt,
     QuarantineOutUriOpt,
@@ -40,11 +38,11 @@ from servetrace.cli._scale import (
     RequestsOutUriOpt,
     check_outputs,
     output_path,
-    shard_analysis,
     write_requests,
 )
 from servetrace.errors import ExitCode, UsageError
 from servetrace.render.naming import Naming
+from servetrace.render.results_json import analysis_dict
 from servetrace.render.runs import (
     render_runs_csv,
     render_runs_json,
@@ -62,6 +60,7 @@ from servetrace.render.survival import survival_lines
 from servetrace.render.time_report import lines as time_lines
 from servetrace.render.time_report import slice_csv, slice_markdown, slice_table, time_dict
 from servetrace.render.validate import validate_dict, validate_text
+from servetrace.runs.load import Engine
 from servetrace.runs.model import Runs
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
 
@@ -175,57 +174,50 @@ def analyze(
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
     requests_target = output_path(requests_out)  # a local Path, or a URI as text
     quarantine_target = output_path(quarantine_out)
-    restricted = {
-        "--window": window is not None,
-        "--steady-state": steady_state,
-        "--slice": slice_ is not None,
-        "--fluidity": fluidity is not None,
-        "--pool": pool,
-        "--plots": plots is not None,
-        "--streaming": streaming is True,
+    options: dict[str, Any] = {
+        "by": by,
+        "goodput": goodput_targets(goodput),
+        "formula_abs_tol_ns": round(formula_abs_tol_ms * NS_PER_MS),
+        "formula_rel_tol": formula_rel_tol,
+        **reading(column, time_unit, event_map, from_format),
     }
-    result = (
-        shard_analysis(
-            traces,
-            Path(partial_out),
-            goodput_targets(goodput),
-            round(formula_abs_tol_ms * NS_PER_MS),
-            formula_rel_tol,
-            by,
-            reading(column, time_unit, event_map, from_format),
-            restricted,
+    if partial_out is not None:
+        refuse_with_partial(
+            window=window,
+            steady_state=steady_state,
+            slice_=slice_,
+            fluidity=fluidity,
+            pool=pool,
+            plots=plots,
+            streaming=streaming,
         )
-        if partial_out is not None
-        else analyze_trace(
+        analysis = api.analyze_shard(traces, partial_out, **options)
+    else:
+        runs = api.analyze_runs(
             traces,
-            by=by,
-            goodput=goodput_targets(goodput),
-            formula_abs_tol_ns=round(formula_abs_tol_ms * NS_PER_MS),
-            formula_rel_tol=formula_rel_tol,
             streaming=streaming,
             batch_rows=batch_rows,
             window=window,
             steady_state=steady_state,
             slice_ns=parse_slice(slice_) if slice_ is not None else None,
             fluidity=fluidity,
-            **reading(column, time_unit, event_map, from_format),
             labels=label,
             pool=pool,
-            engine=engine.value,
+            engine=engine,
             ray_address=ray_address,
+            **options,
         )
-    )
-    if isinstance(result, Runs):
-        _runs_output(result, fmt, requests_target, quarantine_target, plots)
-        if strict and any(
-            run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
-            for run in result
-        ):
-            raise typer.Exit(int(ExitCode.CHECK_FAILED))
-        return
-    analysis = result
+        if len(runs) > 1 or runs[0].analysis is None:
+            _runs_output(runs, fmt, requests_target, quarantine_target, plots)
+            if strict and any(
+                run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
+                for run in runs
+            ):
+                raise typer.Exit(int(ExitCode.CHECK_FAILED))
+            return
+        analysis = runs[0].analysis
     _report_warnings(analysis)
-    timed = time_dict(analysis.engine, analysis.window, analysis.slices, analysis.fluidity)
+    timed = time_dict(analysis)
     if requests_target:
         write_requests(analysis.requests, requests_target, engine, ray_address)
     if quarantine_target:
@@ -235,13 +227,9 @@ def analyze(
     groups = analysis.groups
     summary, inputs = analysis.summary, analysis.inputs
     name = naming.value
-    links = (
-        analysis_plots(analysis, plots, traces, reading(column, time_unit, event_map, from_format))
-        if plots
-        else ""
-    )
+    links = analysis_plots(analysis, plots, traces) if plots else ""
     if fmt is SummaryFormat.json:
-        emit(render_json(analysis.to_dict(name)))
+        emit(render_json(analysis_dict(analysis, name)))
     elif fmt is SummaryFormat.csv and "slices" in timed:
         emit(slice_csv(timed["slices"]), end="")
     elif fmt is SummaryFormat.csv:
@@ -271,6 +259,17 @@ def analyze(
                 out_console.print(line, markup=False, highlight=False)
     if strict and analysis.summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def refuse_with_partial(**given: object) -> None:
+    """Options that need the events cannot be combined with --partial-out."""
+    for name, value in given.items():
+        if value not in (None, False):
+            flag = "--" + name.rstrip("_").replace("_", "-")
+            raise UsageError(
+                f"{flag} cannot be combined with --partial-out",
+                hint=f"a partial holds the whole shard; analyse the trace itself with {flag}",
+            )
 
 
 def _runs_output(
@@ -333,7 +332,7 @@ def validate(
     """Check schema and lifecycle rules only; exit 1 if any request is invalid."""
     check_outputs(traces, Engine.local, None, quarantine_out, None)
     quarantine_target = output_path(quarantine_out)
-    analysis = analyze_one(
+    analysis = api.analyze(
         traces, streaming=False, **reading(column, time_unit, event_map, from_format)
     )
     _report_warnings(analysis)

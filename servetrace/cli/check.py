@@ -128,13 +128,13 @@ def check_command(
     )
     for message in result.warnings:
         warn(message)
-    text = render_check(result.gate, fmt, trace=result.trace, baseline=result.baseline)
+    text = render_check(result, fmt, trace=result.trace, baseline=result.baseline_file)
     if fmt is CheckFormat.table:
-        out_console.print(check_table(result.gate))
+        out_console.print(check_table(result))
     else:
         emit(text, end="" if text.endswith("\n") else "\n")
         # Machine formats keep stdout clean; CI logs still show each failure in words.
-        for rule in (*result.failures, *result.skipped, *result.gate.inconclusive):
+        for rule in (*result.failures, *result.skipped, *result.inconclusive):
             err_console.print(rule_line(rule), markup=False)
     if output:
         write_text(text, output)

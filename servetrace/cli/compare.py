@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from servetrace.api import Analysis, compare
-from servetrace.api._analyze import analyze_one
+from servetrace.analysis.result import Analysis
+from servetrace.api import analyze, compare
 from servetrace.cli._app import app, emit, guarded, warn
 from servetrace.cli._events import PlotsOpt, compare_plots
 from servetrace.cli._options import (
@@ -99,7 +99,7 @@ def compare_command(
 
     def load(path: str) -> Analysis:
         # One trace of several: its warnings name the file they are about.
-        analysis = analyze_one([path], goodput=targets, streaming=False, **read)
+        analysis = analyze([path], goodput=targets, streaming=False, **read)
         for message in analysis.read_warnings:
             warn(message)
         for message in analysis.summary.warnings:

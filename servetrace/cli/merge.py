@@ -61,9 +61,11 @@ def merge(
     exactly up to 4,000,000 gaps, then within ±0.0123 %). A request id in two partials
     is an input error (exit 3): the shards were not split by request."""
     from servetrace.analysis.partial_io import write_partial
-    from servetrace.api._partials import partial_paths, read_combined
     from servetrace.cli.analyze import analyze
     from servetrace.outputs import refuse_overwriting_inputs
+    from servetrace.runs.load import merged_partial
+    from servetrace.sources.inputs import is_partial, resolve
+    from servetrace.sources.paths import has_magic
 
     for text in partials:
         if is_uri(text):
@@ -71,13 +73,15 @@ def merge(
                 f"{text}: merge reads partials on this machine, not on an object store",
                 hint=STORE_HINT,
             )
-    found = partial_paths(partials)
-    if found is None:
-        from servetrace.analysis.partial_io import read_partial
+    from servetrace.analysis.partial_io import read_partial
 
-        for text in partials:  # name the first input that is not a partial, and why
+    for text in partials:  # name the first input that is not a partial, and why
+        if not has_magic(text) and not is_partial(text):
             read_partial(text)
+    sources = resolve(partials)
+    if not sources[0].partials:
         raise InputError(f"{', '.join(partials)}: no partial found")
+    found = list(sources[0].paths)
     traces = [str(p) for p in found]
     if output is not None:
         from servetrace.analysis.partial_io import check_partial_output
@@ -86,7 +90,7 @@ def merge(
         refuse_overwriting_inputs([("--output", output)], traces)
         if any(Path(output).resolve() == p.resolve() for p in found):
             raise UsageError(f"--output {output}: is one of the partials merged")
-        write_partial(read_combined(found), output)
+        write_partial(merged_partial(found), output)
         traces = [str(output)]
     analyze(
         traces,

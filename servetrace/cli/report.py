@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from servetrace.api._views import load_for_report
 from servetrace.cli._app import app, err_console, guarded, warn
 from servetrace.cli._options import (
     ColumnOpt,
@@ -72,13 +71,7 @@ def report(
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: directory {output.parent} does not exist")
     refuse_overwriting_inputs([("--output", output)], traces)
-    from servetrace.api._partials import refuse_partials
-
-    refuse_partials(
-        traces, "report draws the load over time and the slowest requests from the events"
-    )
-    from servetrace.analysis.slices import parse_slice, slice_figures
-    from servetrace.render.series import MAX_POINTS
+    from servetrace.analysis.slices import parse_slice
 
     read = reading(column, time_unit, event_map, from_format)
     if sweep or _holds_several_runs(traces, from_format):
@@ -98,18 +91,25 @@ def report(
         err_console.print(f"wrote {output} ({len(html.encode()) / 1e6:.2f} MB)", markup=False)
         return
 
+    from servetrace.api import analyze
+    from servetrace.render.series import MAX_POINTS
+
+    slice_ns = parse_slice(slice_) if slice_ else None
     views = []
     for trace in traces:
-        analysis, events, notes = load_for_report(
-            trace, **reading(column, time_unit, event_map, from_format)
-        )
-        for note in notes:
+        analysis = analyze(trace, slice_ns=slice_ns, **read)
+        for note in (
+            *analysis.read_warnings,
+            *(f"{trace}: {m}" for m in analysis.summary.warnings),
+        ):
             warn(note)
+        if analysis.events_reader is None:
+            warn(
+                f"{trace}: partial results keep no events: the report draws no output-token "
+                "rate and no requeued time"
+            )
         # The page stays light with several traces: they share the scatter budget.
-        per_slice = slice_figures(analysis, parse_slice(slice_), events=events) if slice_ else None
-        views.append(
-            TraceView(trace, analysis, events, points=MAX_POINTS // len(traces), slices=per_slice)
-        )
+        views.append(TraceView(trace, analysis, points=MAX_POINTS // len(traces)))
     comparisons = []
     if len(views) > 1:
         from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS
@@ -136,9 +136,8 @@ def report(
 
 
 def _holds_several_runs(traces: list[str], from_format: str | None) -> bool:
-    """A folder of runs (a sweep folder, a run folder of several exports) given to
-    report: found as analyze finds runs. Files and canonical logs stay one trace each."""
-    from servetrace.sources.runs import discover
+    """Arguments that hold several runs (a sweep folder, a run folder of several
+    exports), as analyze resolves them: the sweep report. One run each: one view each."""
+    from servetrace.sources.inputs import resolve
 
-    folders = [t for t in traces if Path(t).is_dir()]
-    return any(len(discover([t], from_format)) > 1 for t in folders)
+    return any(len(resolve([t], from_format)) > 1 for t in traces)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from servetrace.api._views import load_with_events
+from servetrace.api import analyze
 from servetrace.cli._app import app, err_console, guarded, warn
 from servetrace.cli._options import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, reading
 from servetrace.errors import UsageError
@@ -52,21 +52,16 @@ def timeline(
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: directory {output.parent} does not exist")
     refuse_overwriting_inputs([("--output", output)], traces)
-    from servetrace.api._partials import refuse_partials
-
-    refuse_partials(traces, "a timeline lays out each request's events")
     options = TimelineOptions(
         requests=parse_ids(requests),
         window_ns=parse_window(window) if window else None,
         slowest=slowest,
         ticks=ticks,
     )
-    analysis, events, notes = load_with_events(
-        traces, None, **reading(column, time_unit, event_map, from_format)
-    )
-    for note in notes:
+    analysis = analyze(traces, **reading(column, time_unit, event_map, from_format))
+    for note in analysis.warnings:
         warn(note)
-    text, info = build_trace(analysis, events, options)
+    text, info = build_trace(analysis, options)
     write_bytes(text.encode(), output)
     err_console.print(
         f"wrote {output}: {_n(info['requests'], 'request')} on {_n(info['lanes'], 'lane')}, "

@@ -39,8 +39,8 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from servetrace.analysis.memory import Analysis
 from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.unavailable import unavailable
 from servetrace.errors import UsageError
@@ -287,7 +287,7 @@ def latency_samples(analysis: Analysis, spec: MetricSpec) -> np.ndarray:
     """Samples of a latency metric in ns (float64): one per completed request, or per gap."""
     if spec.source == "gaps":
         return to_array(analysis.gaps.get_column(spec.column))
-    return to_array(completed(analysis.requests).get_column(spec.column))
+    return to_array(completed(analysis.per_request).get_column(spec.column))
 
 
 def good_mask(requests: pl.DataFrame, targets: Sequence[GoodputTarget]) -> pl.Series:
@@ -307,7 +307,7 @@ def outcome_contributions(
     Every valid request for ``cancelled``, ``errored`` and ``preemptions``; every completed request
     for ``goodput``.
     """
-    requests = analysis.requests
+    requests = analysis.per_request
     if spec.name in (CANCELLED, ERRORED):
         values = requests.select((pl.col("outcome") == spec.name).cast(pl.Float64))
     elif spec.name == "preemptions":
@@ -346,7 +346,7 @@ def metric_value(
     spec = get_metric(metric)
     stat = check_stat(spec, stat)
     if spec.kind == "index":
-        if spec.column not in analysis.requests.columns:
+        if spec.column not in analysis.per_request.columns:
             raise MetricUnavailable(
                 f"{spec.name}.{stat} needs per-token deadlines",
                 hint="give --fluidity ttft=500ms,tbt=50ms",

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.unavailable import unavailable
 from servetrace.comparison.attribution import Tradeoff, decompose, length_buckets, tradeoff
 from servetrace.comparison.catalog import (
@@ -188,7 +188,7 @@ def compare(
     cannot provide (no goodput targets, no prompt lengths) are skipped, and say why.
     """
     specs, stat_names = _resolve(metrics, stats)
-    match = match_workloads(base.requests, cand.requests, pair_on, arrival_tolerance_ns)
+    match = match_workloads(base.per_request, cand.per_request, pair_on, arrival_tolerance_ns)
     ctx = context(
         base,
         cand,
@@ -200,12 +200,17 @@ def compare(
         max_resample_size=max_resample_size,
         goodput=goodput,
     )
-    keys = [
-        (spec.name, stat)
+    # A metric either side cannot express is listed as unavailable, never measured: its
+    # values there would be placeholders (a client trace's zero requeue time).
+    gone = _unavailable(base, cand)
+    every = [
+        (spec, stat)
         for spec in specs
         for stat in (stat_names if spec.is_distribution else spec.stats)
     ]
+    keys = [(s.name, stat) for s, stat in every if s.name not in gone and stat not in gone]
     measured = measure_keys(ctx, keys)
+    unmeasured = [(s, stat) for s, stat in every if s.name in gone or stat in gone]
     pop = ctx.population
     tests = pl.DataFrame(
         [{"candidate": candidate_label, **test} for test in ctx.tests], schema=TEST_SCHEMA
@@ -214,9 +219,17 @@ def compare(
         baseline_label=baseline_label,
         candidate_label=candidate_label,
         workload=match,
-        rows=_rows_frame(measured, candidate_label),
+        rows=_in_order(
+            pl.concat(
+                [
+                    _rows_frame(measured, candidate_label),
+                    _unavailable_rows(unmeasured, candidate_label, match.paired),
+                ]
+            ),
+            [(spec.name, stat) for spec, stat in every],
+        ),
         tests=tests,
-        decomposition=decompose(pop.base, pop.cand),
+        decomposition=decompose(pop.base, pop.cand).filter(~pl.col("component").is_in(list(gone))),
         buckets=length_buckets(pop.base, pop.cand) if match.paired else None,
         tradeoff=tradeoff(measured),
         caveats=tuple(caveats(match, pop, stat_names)),
@@ -227,9 +240,42 @@ def compare(
         min_change=min_change,
         max_resample_size=max_resample_size,
         measured=tuple(measured),
-        unavailable=_unavailable(base, cand),
+        unavailable=gone,
         errors=(dict(base.summary.errors), dict(cand.summary.errors)),
     )
+
+
+def _in_order(rows: pl.DataFrame, keys: Sequence[tuple[str, str]]) -> pl.DataFrame:
+    """Rows in the order of the keys asked for (metric by metric)."""
+    order = pl.DataFrame(
+        {"metric": [m for m, _ in keys], "stat": [st for _, st in keys]},
+        schema={"metric": pl.String, "stat": pl.String},
+    ).with_row_index("_order")
+    ranked = rows.join(order, on=["metric", "stat"], how="left", maintain_order="left")
+    return ranked.sort("_order", nulls_last=True, maintain_order=True).drop("_order")
+
+
+def _unavailable_rows(
+    keys: Sequence[tuple[MetricSpec, str]], label: str, paired: bool
+) -> pl.DataFrame:
+    """A row per statistic of a metric a side cannot express: no value, verdict
+    ``unavailable`` (the reason is in ``Comparison.unavailable``)."""
+    records = [
+        {
+            "candidate": label,
+            "metric": spec.name,
+            "stat": stat,
+            "unit": spec.unit_of(stat),
+            "significant": False,
+            "better": spec.better,
+            "verdict": "unavailable",
+            "paired": paired,
+            "n_baseline": 0,
+            "n_candidate": 0,
+        }
+        for spec, stat in keys
+    ]
+    return pl.DataFrame(records, schema=ROW_SCHEMA)
 
 
 def _unavailable(base: Analysis, cand: Analysis) -> dict[str, str]:

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.comparison.catalog import (
     COMPLETED,
     GoodputTarget,
@@ -287,7 +287,7 @@ def _rate_contributions(
     analysis: Analysis, spec: MetricSpec, stat: str, value: float | None, ctx: Context
 ) -> np.ndarray:
     """What each request adds to a rate or count, for its compound-Poisson variance."""
-    requests = analysis.requests
+    requests = analysis.per_request
     if spec.name == "throughput":  # completed requests, as servetrace.analysis.summary counts
         done = requests.filter(pl.col("outcome") == COMPLETED)
         if stat == "requests_per_s":
@@ -342,7 +342,7 @@ def measure(
 ) -> tuple[list[Measured], list[Skipped]]:
     """Compare exactly the given ``(metric, stat)`` keys; returns the rows and the skips."""
     if match is None:
-        match = match_workloads(base.requests, cand.requests, pair_on)
+        match = match_workloads(base.per_request, cand.per_request, pair_on)
     ctx = context(
         base,
         cand,

@@ -2,7 +2,7 @@
 
 Latency statistics describe completed requests. When the workloads pair
 (``WorkloadMatch.paired``), both sides keep exactly the pairs completed in both traces,
-in the baseline's order, so ``base.requests[i]`` and ``cand.requests[i]`` are the same
+in the baseline's order, so ``base.per_request[i]`` and ``cand.per_request[i]`` are the same
 request; otherwise each side keeps its own completed requests.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.comparison.catalog import COMPLETED
 from servetrace.comparison.workload import WorkloadMatch
 
@@ -56,14 +56,14 @@ def population(base: Analysis, cand: Analysis, match: WorkloadMatch) -> Populati
     """The requests each side's latency statistics describe (module docstring)."""
     if match.paired:
         rows = (
-            match.pairs.join(_completed_rows(base.requests, "base_row"), on="base_row")
-            .join(_completed_rows(cand.requests, "cand_row"), on="cand_row")
+            match.pairs.join(_completed_rows(base.per_request, "base_row"), on="base_row")
+            .join(_completed_rows(cand.per_request, "cand_row"), on="cand_row")
             .filter(pl.col("base_row_done") & pl.col("cand_row_done"))
             .sort("base_row")
         )
-        b = base.requests[rows.get_column("base_row").to_numpy()]
-        c = cand.requests[rows.get_column("cand_row").to_numpy()]
+        b = base.per_request[rows.get_column("base_row").to_numpy()]
+        c = cand.per_request[rows.get_column("cand_row").to_numpy()]
     else:
-        b = base.requests.filter(pl.col("outcome") == COMPLETED)
-        c = cand.requests.filter(pl.col("outcome") == COMPLETED)
+        b = base.per_request.filter(pl.col("outcome") == COMPLETED)
+        c = cand.per_request.filter(pl.col("outcome") == COMPLETED)
     return Population(match.paired, b, c, _gaps_of(base, b), _gaps_of(cand, c))

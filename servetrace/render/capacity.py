@@ -12,11 +12,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from servetrace import SCHEMA_VERSION, __version__
 from servetrace.analysis.capacity import CURVE_METRICS, Capacity, CapacityReport, CurvePoint
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.units import NS_PER_MS
+from servetrace.version import SCHEMA_VERSION, __version__
 
 DENOMINATOR = "completed + errored requests (client cancellations and in-flight left out)"
 

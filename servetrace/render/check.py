@@ -20,7 +20,6 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from servetrace import SCHEMA_VERSION, __version__
 from servetrace.render._json import clean
 from servetrace.render.check_words import (
     fmt,
@@ -34,6 +33,7 @@ from servetrace.render.check_words import (
 from servetrace.render.workload import workload_dict
 from servetrace.rules.outcome import Status
 from servetrace.rules.result import CheckResult, RuleResult
+from servetrace.version import SCHEMA_VERSION, __version__
 
 _STYLE = {
     Status.PASS: "bold green",

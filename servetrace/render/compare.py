@@ -18,7 +18,6 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from servetrace import SCHEMA_VERSION, __version__
 from servetrace.analysis.unavailable import reason_for
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
@@ -48,6 +47,7 @@ from servetrace.render.compare_words import (
 from servetrace.render.format import format_value, signed
 from servetrace.render.load import load_dict, load_message
 from servetrace.render.workload import workload_dict, workload_message
+from servetrace.version import SCHEMA_VERSION, __version__
 
 
 class CompareFormat(str, Enum):

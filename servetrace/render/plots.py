@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.comparison.compare import Comparison
 from servetrace.errors import UsageError
 from servetrace.render.report import require_extra
@@ -78,5 +78,5 @@ def compare_plots(
     directory: Path,
 ) -> str:
     """``compare --plots``: overlaid CDFs, bootstrap ratios, decomposition delta."""
-    views = [TraceView(label, analysis, None) for label, analysis in [baseline, *candidates]]
+    views = [TraceView(label, analysis) for label, analysis in [baseline, *candidates]]
     return write_plots([("Comparison", comparison_sections(views, comparisons))], directory)

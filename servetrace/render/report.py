@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from servetrace import __version__
 from servetrace.analysis.capacity import CapacityReport
 from servetrace.comparison.compare import Comparison
 from servetrace.errors import UsageError
 from servetrace.render.compare import compare_dict
 from servetrace.render.report_compare import comparison_sections
 from servetrace.render.report_sections import TRACE_SECTIONS, Section, TraceView
+from servetrace.version import __version__
 
 INSTALL_HINT = "pip install 'servetrace[report]'"
 

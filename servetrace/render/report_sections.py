@@ -7,11 +7,12 @@ never says something the numbers do not.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.unavailable import phrase, unavailable
 from servetrace.render import charts, series
 from servetrace.render.outcomes import errored_lines, errored_part
@@ -33,13 +34,21 @@ class Section:
 
 @dataclass(frozen=True)
 class TraceView:
-    """One trace as the report shows it: its analysis, events (for ticks), JSON report."""
+    """One trace as the report shows it: its analysis and the label it goes by."""
 
     label: str
     analysis: Analysis
-    events: pl.DataFrame | pl.LazyFrame | None  # canonical events, for ticks and preemptions
     points: int = series.MAX_POINTS  # most points per scatter (several traces share a page)
-    slices: pl.DataFrame | None = None  # report --slice: analysis.slices.slice_figures
+
+    @cached_property
+    def events(self) -> pl.LazyFrame | None:
+        """The trace's canonical events (for ticks and preemptions), when it keeps them."""
+        reader = self.analysis.events_reader
+        return reader() if reader is not None else None
+
+    @property
+    def slices(self) -> pl.DataFrame | None:
+        return self.analysis.slices
 
     @property
     def json(self) -> dict[str, Any]:
@@ -91,8 +100,15 @@ def summary_section(view: TraceView, prefix: str) -> Section:
     else:
         sentence = "No completed request: there is no response time to decompose."
     rows: list[list[tuple[str, str | None]]] = []
+    gone = unavailable(summary)
     for metric in TABLE_METRICS:
         cells: list[tuple[str, str | None]] = [(metric, None)]
+        if metric in gone:  # never a number the JSON calls unavailable
+            cells += [(f"unavailable: {gone[metric]}", None)] + [("", None)] * (
+                len(TABLE_STATS) - 1
+            )
+            rows.append(cells)
+            continue
         for stat in TABLE_STATS:
             path = f"metrics.{metric}.{stat}"
             value = _path_value(doc, path)
@@ -122,7 +138,7 @@ def summary_section(view: TraceView, prefix: str) -> Section:
             f"{outcomes.get('cancelled', 0):,} cancelled, {outcomes.get('in_flight', 0):,} in "
             f"flight, {a.requests_invalid:,} invalid. Latencies describe completed requests."
             + "".join(f" {line[0].upper()}{line[1:]}." for line in errored_lines(summary))
-            + (f" Unavailable: {phrase(gone)}." if (gone := unavailable(summary)) else "")
+            + (f" Unavailable: {phrase(gone)}." if gone else "")
         ),
     )
 
@@ -189,11 +205,16 @@ def over_time_section(view: TraceView, prefix: str) -> Section:
     )
     when = (queued["t_ns"][0] - over.origin_ns) / 1e9 if queued.height else 0.0
     tput = view.analysis.summary.throughput
-    sentence = (
-        f"The queue peaked at {c.get('queued_peak') or 0} requests around {when:,.0f} s "
-        f"(in system: peak {c.get('in_system_peak') or 0}, "
-        f"mean {c.get('in_system_mean') or 0:.1f}); "
-        f"requests arrived at {tput.get('requests_per_s') or 0:.2f} req/s on average."
+    in_system = f"peak {c.get('in_system_peak') or 0}, mean {c.get('in_system_mean') or 0:.1f}"
+    if c.get("queued_peak") is not None:
+        load = f"The queue peaked at {c['queued_peak']} requests around {when:,.0f} s (in system: "
+        load += f"{in_system})"
+    else:  # a client sees no queue: only the requests in the system
+        why = unavailable(view.analysis.summary).get("queue_wait", "not in this trace")
+        load = f"Requests in the system: {in_system} (queue and running set unavailable: {why})"
+    rate = tput.get("requests_per_s")
+    sentence = load + (
+        f"; requests completed at {rate:.2f} req/s on average." if rate is not None else "."
     )
     note = None if view.events is not None else "Output tokens/s needs the trace's ticks."
     drawn = [
@@ -257,12 +278,16 @@ def waterfall_section(view: TraceView, prefix: str) -> Section:
         .sort("d", descending=True)
     )
     big = spent.row(0, named=True) if spent.height else {"phase": "?", "d": 0}
-    preempted = chosen.filter(pl.col("preemptions") > 0).height
     cancelled = chosen.filter(pl.col("outcome") == "cancelled").height
+    if "preemptions" in unavailable(view.analysis.summary):
+        tally = f"{cancelled} cancelled (preemptions are not in this trace)"
+    else:
+        preempted = chosen.filter(pl.col("preemptions") > 0).height
+        tally = f"{preempted} preempted (requeued) and {cancelled} cancelled"
     sentence = (
         f"The slowest request, {top['request_id']}, took {_ms(top['e2e_ns'])}, "
         f"{big['d'] / top['e2e_ns']:.0%} of it in {big['phase']}; of the {chosen.height} slowest, "
-        f"{preempted} preempted (requeued) and {cancelled} cancelled."
+        f"{tally}."
     )
     return Section(
         f"{prefix}waterfall",

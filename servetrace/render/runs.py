@@ -169,4 +169,6 @@ def render_runs_csv(runs: Runs) -> str:
 
 
 def render_runs_json(runs: Runs, naming: str = "servetrace") -> str:
-    return render_json(runs.to_dict(naming))
+    from servetrace.render.results_json import runs_dict
+
+    return render_json(runs_dict(runs, naming))

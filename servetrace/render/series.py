@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.render.slices import (
     bin_index,
     bin_width,
@@ -37,7 +37,7 @@ def metric_values(analysis: Analysis, metric: str) -> pl.Series:
     """Values the summary describes: completed requests (ITL: every pooled gap)."""
     if metric == "itl":
         return analysis.gaps["itl_ns"].cast(pl.Float64)
-    completed = analysis.requests.filter(pl.col("outcome") == "completed")
+    completed = analysis.per_request.filter(pl.col("outcome") == "completed")
     return completed[f"{metric}_ns"].cast(pl.Float64).drop_nulls()
 
 
@@ -82,13 +82,13 @@ def over_time(analysis: Analysis, events: pl.DataFrame | pl.LazyFrame | None) ->
         # ``total`` is already an aggregation (a literal would not broadcast over a group).
         return frame.group_by(bin_index(pl.col(ts), origin, step, n_bins)).agg(total.alias(name))
 
-    arrivals = per_bin(analysis.requests, "arrival_ns", pl.len(), "arrivals")
+    arrivals = per_bin(analysis.per_request, "arrival_ns", pl.len(), "arrivals")
     rates = bins.join(arrivals, on="bin", how="left")
     per_s = 1e9 / bin_width(step, span)  # the last bin is cut short by the trace's end
     if events is not None:
         # Lazily, so a trace scanned from disk is reduced to bins without being held.
         lazy = events.lazy()
-        valid = analysis.requests.lazy().select(pl.col("request_id").cast(pl.String))
+        valid = analysis.per_request.lazy().select(pl.col("request_id").cast(pl.String))
         has_tokens = "tokens" in lazy.collect_schema().names()
         tokens = pl.col("tokens").fill_null(1).sum() if has_tokens else pl.len()
         ticks = (
@@ -152,7 +152,7 @@ def sample_every(frame: pl.DataFrame, limit: int) -> pl.DataFrame:
 
 
 def request_points(analysis: Analysis, limit: int = MAX_POINTS) -> RequestPoints:
-    done = analysis.requests.filter(pl.col("outcome") == "completed").sort("arrival_ns")
+    done = analysis.per_request.filter(pl.col("outcome") == "completed").sort("arrival_ns")
     window = rolling_window(done.height)
     long = done.select(
         "arrival_ns", pl.col("request_id").cast(pl.String), "ttft_ns", "e2e_ns"
@@ -193,7 +193,7 @@ def slowest_requests(
     (``request_id``, ``phase``, ``lo``/``hi`` ns from arrival; ``requeued`` included)."""
     a = pl.col("arrival_ns")
     chosen = (
-        analysis.requests.filter(pl.col("e2e_ns").is_not_null())
+        analysis.per_request.filter(pl.col("e2e_ns").is_not_null())
         .sort("e2e_ns", "request_id", descending=[True, False])
         .head(n)
         .select(
@@ -238,7 +238,7 @@ def slowest_requests(
 def formula_points(analysis: Analysis, limit: int = MAX_POINTS) -> tuple[pl.DataFrame, int]:
     """Per completed request: response and formula residual (ns), within tolerance or not."""
     tol = analysis.summary.formula
-    done = analysis.requests.filter(
+    done = analysis.per_request.filter(
         (pl.col("outcome") == "completed") & pl.col("formula_residual_ns").is_not_null()
     )
     frame = done.sort("arrival_ns").select(

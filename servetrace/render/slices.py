@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.errors import UsageError
 from servetrace.schema import TICK_EVENTS
 
@@ -47,7 +47,7 @@ def _bounds(analysis: Analysis) -> pl.DataFrame:
     trace_end = analysis.timeline.trace_end_ns or 0
     a = pl.col("arrival_ns")
     end = pl.coalesce(a + pl.col("e2e_ns"), pl.lit(trace_end, pl.Int64))
-    return analysis.requests.select(
+    return analysis.per_request.select(
         KEY,
         pl.col("request_id").cast(pl.String),
         "outcome",
@@ -174,10 +174,17 @@ def counter_series(analysis: Analysis) -> pl.DataFrame:
         .group_by("ts", maintain_order=True)
         .agg(pl.col("queued", "running", "in_system").last())
     )
-    long = levels.unpivot(index="ts", variable_name="name", value_name="value")
+    # Only the levels the analysis knows: a client trace sees no queue and no running set,
+    # a trace without send times no level at all.
+    known = [n for n in ("queued", "running", "in_system") if _known_level(analysis, n)]
+    long = levels.select("ts", *known).unpivot(index="ts", variable_name="name", value_name="value")
     # A counter event only where the level changes: the viewer holds a value until the next.
     changed = pl.col("value") != pl.col("value").shift(1).over("name")
     return long.filter(changed.fill_null(True))
+
+
+def _known_level(analysis: Analysis, name: str) -> bool:
+    return analysis.summary.concurrency.get(f"{name}_mean") is not None
 
 
 def rate_bin_ns(span_ns: int) -> int:

@@ -14,7 +14,6 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from servetrace import SCHEMA_VERSION, __version__
 from servetrace.analysis.formula import FormulaCheck, FormulaReport
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
@@ -37,6 +36,7 @@ from servetrace.render.outcomes import (
 from servetrace.render.survival import ci95_dict, survival_dict
 from servetrace.stats.describe import STATISTICS
 from servetrace.units import NS_PER_MS, TIME_UNITS
+from servetrace.version import SCHEMA_VERSION, __version__
 
 STAT_KEYS = STATISTICS
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.fluidity import SOURCE, FluidityTargets, fluidity_summary
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.window import Window
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
@@ -69,8 +69,8 @@ def slice_rows(slices: pl.DataFrame, origin_ns: int) -> list[dict[str, Any]]:
     return [{k: clean(v) for k, v in row.items()} for row in frame.iter_rows(named=True)]
 
 
-def fluidity_dict(engine: Analysis, targets: FluidityTargets) -> dict[str, Any]:
-    numbers = fluidity_summary(engine.requests, targets)
+def fluidity_dict(analysis: Analysis, targets: FluidityTargets) -> dict[str, Any]:
+    numbers = fluidity_summary(analysis.per_request, targets)
     out: dict[str, Any] = {
         "definition": SOURCE,
         "targets": {"ttft_ms": targets.ttft_ns / NS_PER_MS, "tbt_ms": targets.tbt_ns / NS_PER_MS},
@@ -91,26 +91,21 @@ def fluidity_dict(engine: Analysis, targets: FluidityTargets) -> dict[str, Any]:
     return {**out, "index": index, **{k: clean(numbers[k]) for k in keys}}
 
 
-def origin_of(engine: Analysis, window: Window | None) -> int:
-    if window is not None:
-        return window.origin_ns
-    return engine.timeline.trace_start_ns or 0
+def origin_of(analysis: Analysis) -> int:
+    if analysis.window is not None:
+        return analysis.window.origin_ns
+    return analysis.timeline.trace_start_ns or 0
 
 
-def time_dict(
-    engine: Analysis,
-    window: Window | None,
-    slices: pl.DataFrame | None,
-    fluidity: FluidityTargets | None,
-) -> dict[str, Any]:
-    """The extra JSON keys of the options given (none without them)."""
+def time_dict(analysis: Analysis) -> dict[str, Any]:
+    """The extra JSON keys of the time options given (none without them)."""
     out: dict[str, Any] = {}
-    if window is not None:
-        out["window"] = window_dict(window)
-    if slices is not None:
-        out["slices"] = slice_rows(slices, origin_of(engine, window))
-    if fluidity is not None:
-        out["fluidity"] = fluidity_dict(engine, fluidity)
+    if analysis.window is not None:
+        out["window"] = window_dict(analysis.window)
+    if analysis.slices is not None:
+        out["slices"] = slice_rows(analysis.slices, origin_of(analysis))
+    if analysis.fluidity is not None:
+        out["fluidity"] = fluidity_dict(analysis, analysis.fluidity)
     return out
 
 

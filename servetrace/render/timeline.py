@@ -33,9 +33,8 @@ from typing import Any
 
 import polars as pl
 
-from servetrace import __version__
 from servetrace.analysis.lifecycle import KEY
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.errors import UsageError
 from servetrace.render.slices import (
     TimelineOptions,
@@ -47,6 +46,7 @@ from servetrace.render.slices import (
     token_rate,
 )
 from servetrace.schema import TICK_EVENTS
+from servetrace.version import __version__
 
 __all__ = ["TimelineOptions", "build_trace", "parse_ids", "parse_window"]
 
@@ -104,16 +104,24 @@ def _marker_name() -> pl.Expr:
 
 
 def build_trace(
-    analysis: Analysis,
-    events: pl.DataFrame,
-    options: TimelineOptions | None = None,
+    analysis: Analysis, options: TimelineOptions | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The trace file's JSON text and a summary of what it holds.
 
-    ``events`` are the canonical events of the trace (the analysis keeps no ticks and no
-    preemption times); only rows of valid, selected requests are used.
+    The trace's canonical events are read again (the analysis keeps no ticks and no
+    preemption times); only rows of valid, selected requests are used. A trace without
+    send times has no common time axis to lay requests on: refused, as ``--slice`` is.
     """
     options = options or TimelineOptions()
+    if not analysis.summary.arrival_known:
+        raise UsageError(
+            f"{', '.join(analysis.inputs)}: a timeline places every request at its send "
+            "time, and this trace does not record send times (each request's times are "
+            "relative to its own send), so requests cannot share one time axis",
+            hint="analyze and report show its latencies; a trace with send times (vLLM's "
+            "start_times, a client's timestamps) can be drawn",
+        )
+    events = analysis.events("a timeline lays out each request's events").collect()
     origin = analysis.timeline.trace_start_ns or 0
     trace_end = analysis.timeline.trace_end_ns or origin
     chosen = select_requests(analysis, options)
@@ -181,7 +189,7 @@ def build_trace(
     )
     lines += _ndjson(markers)
     ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).join(
-        analysis.requests.select(pl.col("request_id").cast(pl.String)), on="request_id"
+        analysis.per_request.select(pl.col("request_id").cast(pl.String)), on="request_id"
     )
     tokens = pl.col("tokens") if "tokens" in ticks.columns else pl.lit(1, pl.Int64)
     ticks = ticks.select("request_id", "ts", tokens.fill_null(1).cast(pl.Int64).alias("tokens"))

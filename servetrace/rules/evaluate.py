@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.comparison.catalog import OPERATORS, MetricUnavailable, get_metric, metric_value
 from servetrace.comparison.measure import Measured, Skipped, measure
@@ -130,7 +130,7 @@ def evaluate(
     ]
     trace_baseline = None if isinstance(baseline, ReportBaseline) else baseline
     if test_significance and trace_baseline is not None and measurable:
-        workload = match_workloads(trace_baseline.requests, analysis.requests, pair_on)
+        workload = match_workloads(trace_baseline.per_request, analysis.per_request, pair_on)
         measured, notes = measure(
             trace_baseline,
             analysis,

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.unavailable import output_unknown, unavailable_reasons
 from servetrace.comparison.catalog import MetricUnavailable, get_metric, metric_value
@@ -26,7 +26,7 @@ Baseline = Analysis | ReportBaseline
 
 def trace_facts(analysis: Analysis) -> TraceFacts:
     """What a trace can express, from its per-request frame and summary."""
-    requests = analysis.requests
+    requests = analysis.per_request
     summary = analysis.summary
     completed = int((requests["outcome"] == "completed").sum()) if requests.height else 0
     preemptions = (
@@ -75,7 +75,7 @@ def observe_rule(
 
 def observer(analysis: Analysis, goodput: Sequence[GoodputTarget]) -> Callable[[Rule], Observed]:
     facts = functools.cache(lambda: trace_facts(analysis))
-    valid = analysis.requests.height
+    valid = analysis.per_request.height
 
     def observe(rule: Rule) -> Observed:
         def read() -> float | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from servetrace.analysis.memory import Analysis
+from servetrace.analysis.result import Analysis
 from servetrace.comparison.catalog import OPERATORS, get_metric, latency_samples
 from servetrace.rules.outcome import Reason
 from servetrace.rules.rules import SloRule

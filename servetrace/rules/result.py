@@ -75,6 +75,10 @@ class CheckResult:
     workload: WorkloadMatch | None = None
     notes: tuple[Skipped, ...] = ()
     allow_inconclusive: bool = False
+    # What the gate ran on, and what reading it said (each naming its file).
+    trace: str | None = None
+    baseline_file: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def failures(self) -> tuple[RuleResult, ...]:

@@ -1,4 +1,5 @@
-"""The run model: ``RunSource`` (what to read), ``Run`` (one analysed run), ``Runs``.
+"""The run model: ``Run`` (one analysed run) and ``Runs`` (several); what each was read
+from is a ``sources.inputs.RunSource``.
 
 ``declared`` is what the run says about itself, never measured: every key of
 ``DECLARED_KEYS`` is present, None when the export does not say it.
@@ -27,11 +28,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from servetrace.api._analyze import Analysis
+from servetrace.analysis.result import Analysis
+from servetrace.sources.inputs import RunSource
 
 DECLARED_KEYS = (
     "tool",
@@ -51,36 +51,6 @@ DECLARED_KEYS = (
 def empty_declared() -> dict[str, Any]:
     """Every declared key, unknown; ``sources`` empty."""
     return {**dict.fromkeys(DECLARED_KEYS), "sources": {}}
-
-
-@dataclass(frozen=True)
-class RunSource:
-    """What one run is read from, as ``sources.runs.discover`` found it.
-
-    ``fmt`` is the importer (``--from`` name), or None for a canonical event log read
-    from ``texts`` (files, globs, directories of parts, as the canonical reader takes
-    them). ``benchmark`` picks one benchmark of a GuideLLM file holding several.
-    ``summary`` is the tool's summary file when one was found beside the export (or
-    is all there is: ``summary_only``). ``notes`` say what discovery decided.
-    """
-
-    paths: tuple[Path, ...]
-    fmt: str | None
-    texts: tuple[str, ...] = ()
-    benchmark: int | None = None
-    summary: Path | None = None
-    summary_only: bool = False
-    notes: tuple[str, ...] = ()
-    # A summary file may hold several runs (vLLM's benchmark_results.json): which one.
-    summary_row: int | None = None
-
-    @property
-    def where(self) -> Path:
-        """The path that names this run (for labels)."""
-        if self.paths:
-            return self.paths[0]
-        assert self.summary is not None
-        return self.summary
 
 
 @dataclass(frozen=True)
@@ -110,18 +80,6 @@ class Run:
         conc = rank(self.declared.get("max_concurrency"))
         return (*rate, *conc, self.label)
 
-    def to_dict(self, naming: str = "servetrace") -> dict[str, Any]:
-        """The run's report (``analyze --format json`` keys) plus label and declared."""
-        from servetrace.runs.declared import declared_dict
-
-        report: dict[str, Any] = (
-            self.analysis.to_dict(naming) if self.analysis is not None else {"reported": None}
-        )
-        report["label"] = self.label
-        report["declared"] = declared_dict(self.declared)
-        report["reported"] = self.reported
-        return report
-
 
 @dataclass(frozen=True)
 class Runs(Sequence["Run"]):
@@ -145,14 +103,3 @@ class Runs(Sequence["Run"]):
             if run.label == label:
                 return run
         raise KeyError(label)
-
-    def to_dict(self, naming: str = "servetrace") -> dict[str, Any]:
-        """``{"servetrace_version", "schema_version", "runs": [REPORT + label, declared]}``."""
-        from servetrace import SCHEMA_VERSION, __version__
-
-        return {
-            "servetrace_version": __version__,
-            "schema_version": SCHEMA_VERSION,
-            "runs": [run.to_dict(naming) for run in self.runs],
-            "warnings": list(self.warnings),
-        }

@@ -17,7 +17,7 @@ from typing import Any
 
 from servetrace.errors import InputError
 from servetrace.runs import declared as declared_facts
-from servetrace.runs.model import RunSource
+from servetrace.sources.inputs import RunSource
 from servetrace.sources.reading import load_json
 
 _AIPERF_NAMES = {

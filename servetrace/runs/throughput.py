@@ -18,8 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.memory import Analysis as EngineAnalysis
 from servetrace.analysis.output_counts import token_sum
+from servetrace.analysis.result import Analysis as EngineAnalysis
 from servetrace.analysis.summary import Summary
 
 _NO_SEND_TIMES = "send times are unknown in this trace"
@@ -77,5 +77,5 @@ def with_declared_summary(
 
 def with_declared_window(engine: EngineAnalysis, declared: Mapping[str, Any]) -> EngineAnalysis:
     """``engine`` with its throughput over the declared duration when it had no window."""
-    summary = with_declared_summary(engine.summary, engine.requests, declared)
+    summary = with_declared_summary(engine.summary, engine.per_request, declared)
     return engine if summary is engine.summary else replace(engine, summary=summary)

@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from servetrace.analysis.fluidity import FluidityTargets, parse_targets
-from servetrace.analysis.memory import AnalysisOptions, analyze_events
+from servetrace.analysis.memory import analyze_events
+from servetrace.analysis.result import AnalysisOptions
 from servetrace.cli import app
 from servetrace.errors import UsageError
 from tests.conftest import MS, events, make_request
@@ -159,7 +160,7 @@ def test_regression_budget_against_a_trace_and_a_json_baseline(tmp_path: Path) -
     targets = "ttft=500ms,tbt=50ms"
     same = servetrace.check(trace, "fluidity.p50:-5%", baseline=trace, fluidity=targets)
     assert same.passed
-    report = servetrace.analyze(trace, fluidity=targets).to_dict()
+    report = servetrace.to_dict(servetrace.analyze(trace, fluidity=targets))
     from_json = servetrace.check(trace, "fluidity.mean:-5%", baseline=report, fluidity=targets)
     assert from_json.passed
-    assert from_json.gate.results[0].baseline == report["fluidity"]["index"]["mean"]
+    assert from_json.results[0].baseline == report["fluidity"]["index"]["mean"]

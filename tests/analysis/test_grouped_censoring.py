@@ -112,7 +112,7 @@ def test_every_group_gets_its_estimates_alone() -> None:
         assert group.intervals == alone.intervals, value
         assert group.metrics == alone.metrics, value
         # and the single-trace functions on the group's own requests
-        part = analysis.requests.filter(pl.col("g") == value)
+        part = analysis.per_request.filter(pl.col("g") == value)
         completed = part.filter(pl.col("outcome") == "completed")
         gaps = analysis.gaps.join(part.select("_key"), on="_key")
         assert group.intervals == intervals.metric_intervals(completed, gaps), value

@@ -36,8 +36,8 @@ def _both(timeline_rows: pl.DataFrame, requests: pl.DataFrame) -> None:
 
 def test_a_real_trace_in_many_groups() -> None:
     analysis = servetrace.analyze(VIDUR / "synthetic_arxiv_poisson_qps2.0_n1000__vllm.parquet")
-    requests = analysis.engine.requests.with_columns((pl.col("request_id") % 37).alias(G))
-    _both(analysis.engine.timeline.requests, requests)
+    requests = analysis.per_request.with_columns((pl.col("request_id") % 37).alias(G))
+    _both(analysis.timeline.requests, requests)
 
 
 def test_edge_rows_equal_the_reference() -> None:
@@ -96,6 +96,6 @@ def test_no_request_in_any_group() -> None:
     """Every request invalid (as in a trace whose ids repeat): no group, no span, no
     window — and a --by analysis of it has no groups."""
     analysis = servetrace.analyze(VIDUR / "synthetic_arxiv_poisson_qps2.0_n1000__vllm.parquet")
-    requests = analysis.engine.requests.with_columns(pl.lit(1).alias(G)).clear()
-    _both(analysis.engine.timeline.requests, requests)
-    assert spans_of(analysis.engine.timeline.requests, codes(requests, G, []), []) == {}
+    requests = analysis.per_request.with_columns(pl.lit(1).alias(G)).clear()
+    _both(analysis.timeline.requests, requests)
+    assert spans_of(analysis.timeline.requests, codes(requests, G, []), []) == {}

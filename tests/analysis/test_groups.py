@@ -163,7 +163,7 @@ def test_cli_by_policy_reports_the_library_groups(four_policies: Path) -> None:
     assert result.exit_code == 0, result.stderr
     groups = json.loads(result.stdout)["by"]["groups"]
     assert [g["value"] for g in groups] == list(POLICIES)
-    library = servetrace.analyze(path, by="policy").to_dict()["by"]["groups"]
+    library = servetrace.to_dict(servetrace.analyze(path, by="policy"))["by"]["groups"]
     assert_same(json.loads(json.dumps(library, default=str)), groups)
     vllm = next(g for g in groups if g["value"] == "vllm")
     assert vllm["concurrency"]["running_mean"] == pytest.approx(33.225059099, rel=1e-9)

@@ -164,5 +164,5 @@ def test_engines_on_ingest_facts_answer_as_in_memory(
     else:
         streamed = analyze_partitioned(trace, batch_rows=400, partitions=3)
     assert streamed.summary.leaked_state == whole.summary.leaked_state
-    assert streamed.requests_out().equals(whole.requests_out())
+    assert streamed.requests.equals(whole.requests)
     assert _report(streamed) == _report(whole)

@@ -75,7 +75,7 @@ def test_rule_is_reported_alone_and_rows_are_quarantined(rule: str) -> None:
     assert summary.violations[rule]["requests"] == 1
     assert summary.violations[rule]["examples"] == ["bad"]
     assert analysis.requests["request_id"].to_list() == ["good"]
-    quarantine = analysis.quarantine()
+    quarantine = analysis.quarantine
     assert set(quarantine["rule"]) == {rule}
     assert quarantine.height == len(CASES[rule])
     a = summary.accounting
@@ -93,7 +93,7 @@ def test_row_without_required_value_is_quarantined(column: str, rule: str) -> No
     frame = events(GOOD, [bad])
     analysis = analyze_events(frame)
     assert analysis.summary.violations[rule]["rows"] == 1
-    assert analysis.quarantine().filter(pl.col("rule") == rule).height == 1
+    assert analysis.quarantine.filter(pl.col("rule") == rule).height == 1
     a = analysis.summary.accounting
     assert a.rows == 6 and a.rows_quarantined == 1 and a.rows_analyzed == 5
 

@@ -145,7 +145,7 @@ def test_a_request_of_ticks_alone_is_quarantined_with_its_rows() -> None:
     assert analysis.summary.violations == {
         "missing_arrival": {"requests": 1, "rows": 2, "examples": ["orphan"]}
     }
-    assert analysis.quarantine()["request_id"].to_list() == ["orphan", "orphan"]
+    assert analysis.quarantine["request_id"].to_list() == ["orphan", "orphan"]
     assert analysis.summary.accounting.requests == 2
 
 

@@ -192,7 +192,7 @@ def test_attributes_are_carried_to_requests() -> None:
 
 
 def test_goodput_counts_requests_meeting_every_target() -> None:
-    from servetrace.analysis.memory import AnalysisOptions
+    from servetrace.analysis.result import AnalysisOptions
     from servetrace.analysis.summary import GoodputTarget
 
     frame = events(

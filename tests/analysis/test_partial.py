@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from servetrace.analysis.histogram import LogHistogram
-from servetrace.analysis.memory import Analysis, AnalysisOptions, analyze_events
+from servetrace.analysis.memory import analyze_events
 from servetrace.analysis.partial import combine, finish, partial_of
 from servetrace.analysis.partial_io import from_record, read_partial, to_record, write_partial
+from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.errors import InputError
 from servetrace.sources.canonical import normalise, read_events
@@ -47,7 +48,7 @@ def whole(frame: pl.DataFrame, **kwargs: Any) -> Analysis:
 
 
 def _requests(analysis: Analysis) -> pl.DataFrame:
-    return analysis.requests.drop("_key")
+    return analysis.requests
 
 
 def assert_same(got: Analysis, expected: Analysis, *, exact: bool = True) -> None:
@@ -61,12 +62,11 @@ def assert_same(got: Analysis, expected: Analysis, *, exact: bool = True) -> Non
             summary["intervals"].pop("itl")
             summary["warnings"] = tuple(w for w in summary["warnings"] if "histogram" not in w)
     assert a == b
-    rows = expected.quarantine().columns
+    rows = expected.quarantine.columns
     assert (
-        got.quarantine()
-        .select(rows)
+        got.quarantine.select(rows)
         .sort(rows, nulls_last=True)
-        .equals(expected.quarantine().sort(rows, nulls_last=True))
+        .equals(expected.quarantine.sort(rows, nulls_last=True))
     )
 
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from servetrace.analysis import dispatch, partitioned
 from servetrace.analysis.dispatch import analyze_paths
-from servetrace.analysis.memory import Analysis
 from servetrace.analysis.partitioned import analyze_partitioned, partition_count
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.streaming import NotTimeOrdered, analyze_streaming
 from servetrace.sources.canonical import read_events
 from tests.analysis.test_lifecycle import CASES
@@ -26,7 +26,7 @@ from tests.conftest import MS, events, make_request
 
 
 def _requests(analysis: Analysis) -> pl.DataFrame:
-    return analysis.requests.drop("_key").sort("request_id")
+    return analysis.requests.sort("request_id")
 
 
 def _without_itl(analysis: Analysis) -> dict[str, Any]:
@@ -45,8 +45,8 @@ def _assert_same(got: Analysis, whole: Analysis, *, exact: bool = True) -> None:
     _assert_distribution(got.summary.metrics["itl"], whole.summary.metrics["itl"], exact=exact)
     if exact:
         assert got.summary.warnings == whole.summary.warnings
-    rows = got.quarantine().columns
-    assert got.quarantine().sort(rows).equals(whole.quarantine().select(rows).sort(rows))
+    rows = got.quarantine.columns
+    assert got.quarantine.sort(rows).equals(whole.quarantine.select(rows).sort(rows))
 
 
 def _orders(frame: pl.DataFrame, seed: int) -> dict[str, pl.DataFrame]:
@@ -185,7 +185,7 @@ def test_partitioned_by_group_matches_memory(tmp_path: Path) -> None:
     whole = analyze_paths([str(path)])
     got = analyze_partitioned(read_events([str(path)]), batch_rows=30, by="policy")
     assert got.itl_by is not None and got.itl_by[0] == "policy"
-    gaps = whole.gaps.join(whole.requests.select("_key", "policy"), on="_key")
+    gaps = whole.gaps.join(whole.per_request.select("_key", "policy"), on="_key")
     from servetrace.stats.describe import describe
 
     for policy in ("a", "b"):

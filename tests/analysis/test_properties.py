@@ -72,7 +72,7 @@ def traces(draw: st.DrawFn) -> pl.DataFrame:
 
 
 def by_id(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.drop("_key").sort("request_id")
+    return frame.drop("_key", strict=False).sort("request_id")
 
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from servetrace.analysis.dispatch import analyze_paths
-from servetrace.analysis.memory import AnalysisOptions
+from servetrace.analysis.result import AnalysisOptions
 from servetrace.errors import InputError, UsageError
 from servetrace.sources.canonical import IngestOptions
 from tests.analysis.test_partial import assert_same
@@ -88,7 +88,7 @@ def test_requests_out_is_a_parquet_dataset(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.stderr
     parts = sorted(out.glob("*.parquet"))
     assert parts
-    local = analyze_paths([trace]).requests_out()
+    local = analyze_paths([trace]).requests
     got = pl.read_parquet(parts).sort("arrival_ns", "request_id")
     assert got.equals(local)
 
@@ -134,7 +134,7 @@ def test_an_s3_object_through_the_library_gives_the_local_report(s3: S3) -> None
     s3.put(trace, uri)
     got = __import__("servetrace").analyze(uri, engine="ray")
     assert got.inputs == (uri,)
-    assert_same(got.engine, analyze_paths([str(trace)]))
+    assert_same(got, analyze_paths([str(trace)]))
 
 
 def test_an_s3_prefix_with_requests_out_to_s3_is_the_local_analysis(s3: S3, tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_an_s3_prefix_with_requests_out_to_s3_is_the_local_analysis(s3: S3, tmp_
     assert keys and all(k.endswith(".parquet") for k in keys)
     written = pl.from_arrow(ds.dataset(out, format="parquet").to_table())
     assert isinstance(written, pl.DataFrame)
-    requests = analyze_paths([str(trace)]).requests_out()
+    requests = analyze_paths([str(trace)]).requests
     assert written.sort("arrival_ns", "request_id").equals(requests)
     again = runner.invoke(app, args)  # the prefix holds the dataset now: refused, untouched
     assert again.exit_code == 2

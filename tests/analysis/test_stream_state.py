@@ -200,7 +200,7 @@ def test_streamed_report_on_many_batches_equals_in_memory(tmp_path: Path) -> Non
     assert set(streamed.timeline.requests.columns) == set(RETAINED_TIMELINE)
     assert "_key" not in streamed.timeline.transitions.columns
     assert streamed.timeline.transitions["d_in_system"].dtype == pl.Int8
-    assert streamed.requests_out().equals(whole.requests_out())
+    assert streamed.requests.equals(whole.requests)
     assert _report(streamed) == _report(whole)
 
 
@@ -216,7 +216,7 @@ def test_streamed_groups_keep_their_spans_and_equal_in_memory(tmp_path: Path) ->
     whole = analyze_paths([str(path)])
     streamed = analyze_streaming(read_events([str(path)]), batch_rows=300, by="policy")
     assert set(streamed.timeline.requests.columns) >= set(RETAINED_GROUPED) - {"release_ns"}
-    assert streamed.requests_out().equals(whole.requests_out())
+    assert streamed.requests.equals(whole.requests)
     expected = summarize_by(whole, "policy")
     got = summarize_by(streamed, "policy")
     assert got.keys() == expected.keys()
@@ -275,7 +275,7 @@ def test_kept_rows_are_spilled_read_back_equal_and_removed(
     assert len(written) > 20  # every kind, many chunks
     assert {p.name.split("-")[0] for p in written} >= {"timeline", "transitions", "requests"}
     assert list(spill_root.iterdir()) == []  # the directory is gone with its files
-    assert streamed.requests_out().equals(whole.requests_out())
+    assert streamed.requests.equals(whole.requests)
     assert _report(streamed) == _report(whole)
 
 

@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 
 from servetrace.analysis.fluidity import FluidityTargets
-from servetrace.analysis.memory import AnalysisOptions, analyze_events
+from servetrace.analysis.memory import analyze_events
+from servetrace.analysis.result import AnalysisOptions
 from servetrace.analysis.streaming import NotTimeOrdered, analyze_streaming
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.errors import InputError, UsageError
@@ -45,7 +46,7 @@ def test_streamed_options_reach_every_batch(tmp_path: Path) -> None:
         streamed = analyze_streaming(read_events([path]), options, batch_rows=batch_rows)
         assert streamed.summary.goodput == whole.summary.goodput
         assert streamed.summary.formula == whole.summary.formula
-        columns = [c for c in whole.requests.columns if c != "_key"]
+        columns = [c for c in whole.per_request.columns if c != "_key"]
         assert "fluidity_missed" in columns
         got = streamed.requests.select(columns).sort("request_id")
         assert got.equals(whole.requests.select(columns).sort("request_id")), batch_rows
@@ -125,7 +126,7 @@ def test_a_clean_streamed_trace_has_an_empty_typed_quarantine(tmp_path: Path) ->
     path = _log(_three(), tmp_path / "t.parquet")
     trace = read_events([path])
     streamed = analyze_streaming(trace, batch_rows=2)
-    quarantine = streamed.quarantine()
+    quarantine = streamed.quarantine
     assert quarantine.height == 0
     assert quarantine.schema == pl.Schema({**trace.events.collect_schema(), "rule": pl.String})
 
@@ -195,7 +196,7 @@ def test_a_release_before_the_terminal_event_waits_for_it_at_any_batch_size(
     for batch_rows in range(1, frame.height + 1):
         streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
         assert streamed.summary.violations == whole.summary.violations, batch_rows
-        assert streamed.quarantine().height == 6, batch_rows
+        assert streamed.quarantine.height == 6, batch_rows
 
 
 def test_a_released_request_is_finished_once_the_log_passes_its_release(
@@ -336,7 +337,7 @@ def test_streamed_keys_are_unique_and_each_gap_keeps_its_request(tmp_path: Path)
     expected = {"a": [1 * MS], "b": [2 * MS, 3 * MS], "c": [4 * MS], "d": [5 * MS, 6 * MS]}
     for batch_rows in range(1, frame.height + 1):
         streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows, by="tenant")
-        ids = streamed.requests.select("_key", "request_id")
+        ids = streamed.per_request.select("_key", "request_id")
         assert ids["_key"].n_unique() == 4, batch_rows
         owners = streamed.gaps.join(ids, on="_key")
         got = owners.group_by("request_id").agg(pl.col("itl_ns").sort()).rows()

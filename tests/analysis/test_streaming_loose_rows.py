@@ -105,7 +105,7 @@ def test_streamed_equals_in_memory_with_loose_rows(
     path = _log(TRACES[name], tmp_path / "log.parquet")
     whole = analyze_paths([path])
     streamed = analyze_streaming(read_events([path]), batch_rows=batch_rows)
-    assert streamed.requests_out().equals(whole.requests_out())
+    assert streamed.requests.equals(whole.requests)
     assert streamed.summary.accounting == whole.summary.accounting
     assert streamed.summary.violations == whole.summary.violations
     assert _quarantine(streamed).equals(_quarantine(whole))
@@ -115,7 +115,7 @@ def test_a_null_ts_row_is_quarantined_alone(tmp_path: Path) -> None:
     # The hand answer: a's null-ts rows are missing_timestamp; a, b and c are all valid.
     path = _log(TRACES["completion-after-end"], tmp_path / "log.parquet")
     streamed = analyze_streaming(read_events([path]), batch_rows=1)
-    requests = streamed.requests_out()
+    requests = streamed.requests
     assert sorted(requests["request_id"]) == ["a", "b", "c"]
     assert requests["outcome"].to_list() == ["completed"] * 3
     # a: first token at 3 ms, tokens 1 + 2 (the null-ts token is not counted).

@@ -13,7 +13,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from servetrace.analysis.memory import AnalysisOptions, analyze_events
+from servetrace.analysis.memory import analyze_events
+from servetrace.analysis.result import AnalysisOptions
 from servetrace.analysis.summary import GoodputTarget, Summary, latency_distributions, summarize
 from servetrace.errors import UsageError
 from tests.conftest import MS, events, make_request

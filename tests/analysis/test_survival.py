@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from servetrace.analysis.memory import AnalysisOptions, analyze_events
+from servetrace.analysis.memory import analyze_events
+from servetrace.analysis.result import AnalysisOptions
 from servetrace.render.summary import render_json, report_dict
 from tests.conftest import MS, events, make_request
 

@@ -27,7 +27,7 @@ def test_reason_codes_are_the_gates() -> None:
 
 
 def test_analyze_json_lists_unavailable_metrics_with_reasons() -> None:
-    report = servetrace.analyze(TOGETHER).to_dict()
+    report = servetrace.to_dict(servetrace.analyze(TOGETHER))
     assert report["unavailable"] == {
         "queue_wait": "client trace",
         "prefill": "client trace",
@@ -36,6 +36,7 @@ def test_analyze_json_lists_unavailable_metrics_with_reasons() -> None:
         "delivery_tail": "no completion time apart from the last token",
         "itl": "request-level export",
         "throughput": "no send times",
+        "concurrency": "no send times",
     }
 
 
@@ -53,7 +54,7 @@ def test_server_trace_has_nothing_unavailable(tmp_path: Path) -> None:
 
     path = tmp_path / "server.parquet"
     events(make_request("a", admission=1, first=5, ticks=[6, 7], complete=7)).write_parquet(path)
-    assert servetrace.analyze(path).to_dict()["unavailable"] == {}
+    assert servetrace.to_dict(servetrace.analyze(path))["unavailable"] == {}
 
 
 def test_compare_gives_unavailable_its_own_line() -> None:

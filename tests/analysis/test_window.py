@@ -19,9 +19,9 @@ from servetrace.analysis.window import (
     resolve,
     running_median,
 )
-from servetrace.api._time import steady_window
 from servetrace.cli import app
 from servetrace.errors import UsageError
+from servetrace.runs.time import steady_window
 from servetrace.sim.simulate import simulate
 from servetrace.sim.synthetic import synthetic_workload
 from tests.factories import synthetic_events

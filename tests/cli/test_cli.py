@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from servetrace import SCHEMA_VERSION, __version__
 from servetrace.analysis.metrics import REQUEST_COLUMNS
 from servetrace.cli import app
+from servetrace.version import SCHEMA_VERSION, __version__
 from tests.analysis.test_lifecycle import CASES
 from tests.conftest import MS, events, make_request
 
@@ -179,7 +179,7 @@ def test_unreadable_input_exit_3_one_error_line_no_traceback(case: str) -> None:
 
 
 def test_internal_error_exit_4(trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import servetrace.runs.analyze as inputs  # canonical traces are read there (one run)
+    import servetrace.runs.load as inputs  # canonical traces are read there (one run)
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated bug")

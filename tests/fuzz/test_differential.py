@@ -272,9 +272,9 @@ def test_streamed_equals_in_memory(
             assert "comes after the request finished" in error.message
             assert "sort it by ts" not in (error.hint or "")
             rescued = analyze_paths([path], streaming=True, batch_rows=max(batch_rows, 1000))
-            assert rescued.requests_out().equals(whole.requests_out())
+            assert rescued.requests.equals(whole.requests)
             return
-    assert streamed.requests_out().equals(whole.requests_out())
+    assert streamed.requests.equals(whole.requests)
     assert _quarantine(streamed).equals(_quarantine(whole))
     memory, batched = _report(whole), _report(streamed)
     for key in ("accounting", "outcomes", "cancelled_in", "violations", "concurrency", "tokens"):

@@ -10,8 +10,8 @@ import json
 import pytest
 from rich.console import Console
 
-from servetrace import SCHEMA_VERSION
-from servetrace.analysis.memory import AnalysisOptions, analyze_events
+from servetrace.analysis.memory import analyze_events
+from servetrace.analysis.result import AnalysisOptions
 from servetrace.analysis.summary import Summary
 from servetrace.render.summary import (
     distribution_ms,
@@ -21,6 +21,7 @@ from servetrace.render.summary import (
     render_table,
     report_dict,
 )
+from servetrace.version import SCHEMA_VERSION
 from tests.analysis.test_summary import TARGETS, four_requests
 
 INPUTS = ("t.parquet",)

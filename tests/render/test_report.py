@@ -9,18 +9,18 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import servetrace
+
 pytest.importorskip("altair")
 pytest.importorskip("jinja2")
 pytest.importorskip("vl_convert")
 
-from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.memory import analyze_events
 from servetrace.comparison.compare import compare
 from servetrace.render import series
 from servetrace.render.report import render_html, report_sections
 from servetrace.render.report_sections import TraceView
 from servetrace.render.summary import report_dict
-from servetrace.sources.canonical import read_events
 from tests.conftest import MS, events, make_request
 
 ROOT = Path(__file__).parents[2]
@@ -31,7 +31,7 @@ TWO_MB = 2 * 1024 * 1024
 
 
 def _view(path: str) -> TraceView:
-    return TraceView(path, analyze_paths([path]), read_events([path]).events.collect())
+    return TraceView(path, servetrace.analyze(path))
 
 
 @pytest.fixture(scope="module")
@@ -156,10 +156,7 @@ def test_single_trace_page_is_offline_and_light(realistic: TraceView) -> None:
 def test_comparison_page_is_offline_and_light() -> None:
     base, cand = _view(FCFS), _view(CHUNKED)
     comparison = compare(base.analysis, cand.analysis, baseline_label=FCFS, candidate_label=CHUNKED)
-    views = [
-        TraceView(v.label, v.analysis, v.events, points=series.MAX_POINTS // 2)
-        for v in (base, cand)
-    ]
+    views = [TraceView(v.label, v.analysis, points=series.MAX_POINTS // 2) for v in (base, cand)]
     groups = report_sections(views, [comparison])
     assert [g[0] for g in groups] == ["Comparison", FCFS, CHUNKED]
     cmp_sections = groups[0][1]
@@ -175,7 +172,7 @@ def test_request_level_trace_without_send_times_says_what_it_cannot_draw() -> No
 
     path = ROOT / "tests/data/real/llmperf-leaderboard/individual/anyscale_70b.json"
     imported = import_file(path, "llmperf")
-    view = TraceView(str(path), analyze_events(imported.events), imported.events)
+    view = TraceView(str(path), analyze_events(imported.events))
     ((_, sections),) = report_sections([view])
     by_id = {s.id: s for s in sections}
     for section_id in ("t0-over-time", "t0-latency-time"):

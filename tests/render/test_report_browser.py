@@ -184,3 +184,25 @@ def test_comparison_report_renders_offline(browser: Any, tmp_path: Path) -> None
     )
     assert rows == [r["verdict"] for r in expected["rows"]]
     page.close()
+
+
+def test_a_client_trace_page_shows_no_placeholder_numbers(browser: Any, tmp_path: Path) -> None:
+    """An AIPerf run folder (a client: no admissions, no preemptions): the page draws, and
+    says unavailable wherever the JSON does, never a zero queue or requeue time."""
+    folder = str(ROOT / "tests/data/peers/aiperf_s1_conc8")
+    page, errors, outside = _open(browser, _report(tmp_path, folder))
+    _assert_rendered(page)
+    assert errors == [] and outside == []
+    expected = _cli_json("analyze", folder)
+    assert {"queue_wait", "prefill", "requeued"} <= set(expected["unavailable"])
+    text = page.locator("body").inner_text()
+    assert "queue peaked" not in text.lower()
+    assert "queue and running set unavailable: client trace" in text
+    rows = page.eval_on_selector_all(
+        "#t0-summary tbody tr", "rows => rows.map(r => [...r.children].map(c => c.textContent))"
+    )
+    shown = {row[0]: row[1:] for row in rows}
+    for metric in ("queue_wait", "prefill", "requeued"):
+        assert shown[metric][0] == "unavailable: client trace", shown[metric]
+    assert shown["ttft"][0] == f"{expected['metrics']['ttft']['count']:,}"
+    page.close()

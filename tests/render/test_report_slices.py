@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 pytest.importorskip("altair")
@@ -15,10 +17,10 @@ from tests.factories import synthetic_events
 def test_over_time_section_uses_slices_when_present() -> None:
     events = synthetic_events(200)
     analysis = analyze_events(events)
-    plain = over_time_section(TraceView("t", analysis, events), "p-")
+    plain = over_time_section(TraceView("t", analysis), "p-")
     assert [name for name, _ in plain.charts] == ["p-rates", "p-levels"]
     slices = slice_figures(analysis, 2_000_000_000, events=events)
-    section = over_time_section(TraceView("t", analysis, events, slices=slices), "p-")
+    section = over_time_section(TraceView("t", replace(analysis, slices=slices)), "p-")
     names = [name for name, _ in section.charts]
     assert names == ["p-rates", "p-levels", "p-slices"]
     data = next(spec for name, spec in section.charts if name == "p-slices")["datasets"]

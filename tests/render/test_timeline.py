@@ -24,7 +24,7 @@ runner = CliRunner()
 
 def _trace(frame: pl.DataFrame, **options: object) -> tuple[dict, dict]:
     analysis = analyze_events(frame)
-    text, _ = build_trace(analysis, frame, TimelineOptions(**options))  # type: ignore[arg-type]
+    text, _ = build_trace(analysis, TimelineOptions(**options))  # type: ignore[arg-type]
     doc = json.loads(text)
     return doc, assert_consistent(validate(doc))
 

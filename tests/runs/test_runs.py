@@ -148,9 +148,9 @@ def test_the_table_has_one_row_per_run_and_the_library_agrees(tp8: dict[str, Any
     assert [line.split()[0] for line in lines[2:6]] == ["qps_01", "qps_04", "qps_16", "qps_inf"]
     assert "declared duration" in result.stdout
     assert "benchmark_results.json: vllm-bench's summary" in result.stderr  # said, then skipped
-    runs = servetrace.analyze(TP8)
+    runs = servetrace.analyze_runs(TP8)
     assert isinstance(runs, Runs) and len(runs) == 4
-    assert runs.to_dict() == tp8
+    assert servetrace.to_dict(runs) == tp8
     assert runs.by_label("qps_16").analysis is not None
 
 
@@ -257,7 +257,7 @@ def test_guidellm_row_is_guidellms_numbers_under_its_own_percentile_rule() -> No
     summary when recomputed under GuideLLM's rule from the same per-request values."""
     from tests.sources.test_guidellm import guidellm_distribution
 
-    runs = servetrace.analyze(PEERS)
+    runs = servetrace.analyze_runs(PEERS)
     assert isinstance(runs, Runs)
     run = runs.by_label("guidellm_s1_conc8")
     assert run.analysis is not None
@@ -285,7 +285,7 @@ def test_a_guidellm_file_of_two_benchmarks_is_two_runs(tmp_path: Path) -> None:
     doc["benchmarks"].append(second)
     path = tmp_path / "benchmarks.json"
     path.write_text(json.dumps(doc))
-    runs = servetrace.analyze(path)
+    runs = servetrace.analyze_runs(path)
     assert isinstance(runs, Runs) and len(runs) == 2
     # the rate-declared benchmark sorts first; concurrency-only (rate unknown) last
     assert [r.declared["request_rate_per_s"] for r in runs] == [2.5, None]
@@ -314,7 +314,7 @@ def test_a_summary_alone_is_reported_clearly_marked(tmp_path: Path) -> None:
     lonely.mkdir()
     shutil.copy(PEERS / "aiperf_s1_conc8" / "profile_export_aiperf.json", lonely)
     theirs = json.loads((lonely / "profile_export_aiperf.json").read_text())
-    runs = servetrace.analyze(lonely / "profile_export_aiperf.json")
+    runs = servetrace.analyze_runs(lonely / "profile_export_aiperf.json")
     assert isinstance(runs, Runs) and len(runs) == 1
     run = runs[0]
     assert run.analysis is None and run.reported is not None
@@ -441,7 +441,7 @@ def test_runs_requests_out_keeps_each_run_apart(tmp_path: Path) -> None:
 
 
 def test_library_labels_and_one_run_needed_for_compare() -> None:
-    runs = servetrace.analyze([QPS["16"], QPS["01"]], labels=["fast", "slow"])
+    runs = servetrace.analyze_runs([QPS["16"], QPS["01"]], labels=["fast", "slow"])
     assert isinstance(runs, Runs)
     assert [r.label for r in runs] == ["slow", "fast"]  # sorted by declared rate
     with pytest.raises(servetrace.errors.UsageError, match="holds 4 runs"):

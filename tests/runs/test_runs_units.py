@@ -12,10 +12,10 @@ import pytest
 import servetrace
 from servetrace.comparison.load import compare_load
 from servetrace.render.load import load_message
-from servetrace.runs import Run, Runs, RunSource, empty_declared
+from servetrace.runs import Run, Runs, empty_declared
 from servetrace.runs.labels import make_labels
 from servetrace.runs.throughput import declared_throughput, with_declared_summary
-from servetrace.sources.runs import discover
+from servetrace.sources.inputs import RunSource, discover
 from tests.conftest import events, make_request
 
 
@@ -128,4 +128,4 @@ def test_canonical_parts_stay_one_trace_and_a_run_column_still_splits(tmp_path: 
     assert isinstance(analysis, servetrace.Analysis)
     assert analysis.summary.accounting.requests == 4
     assert analysis.groups is not None and set(analysis.groups) == {"x", "y"}
-    assert "declared" not in analysis.to_dict()  # a canonical trace declares nothing
+    assert "declared" not in servetrace.to_dict(analysis)  # a canonical trace declares nothing

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from servetrace.analysis import memory
+from servetrace.analysis.result import Analysis
 from servetrace.analysis.window import (
     Window,
     WindowSpec,
@@ -24,12 +24,12 @@ from servetrace.analysis.window import (
 from servetrace.errors import UsageError
 
 Restrict = Callable[[pl.LazyFrame], pl.LazyFrame]
-Run = Callable[[Restrict | None], memory.Analysis]
+Run = Callable[[Restrict | None], Analysis]
 
 
-def steady_window(full: memory.Analysis) -> Window:
+def steady_window(full: Analysis) -> Window:
     """The steady-state window of an analysed (whole) trace."""
-    requests = full.requests
+    requests = full.per_request
     timeline = full.timeline
     if not full.summary.arrival_known or requests.height == 0 or timeline.trace_end_ns is None:
         raise UsageError("--steady-state needs send times and requests: this trace has none")
@@ -50,7 +50,7 @@ def windowed(
     events: Callable[[], pl.LazyFrame],
     window: str | WindowSpec | None,
     steady: bool,
-) -> tuple[memory.Analysis, Window | None]:
+) -> tuple[Analysis, Window | None]:
     """The analysis of the requests arriving in the window, and the window."""
     if window is not None and steady:
         raise UsageError("--window and --steady-state exclude each other: give one")

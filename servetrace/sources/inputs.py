@@ -1,6 +1,7 @@
-"""What the user pointed at, as runs: ``discover(texts) -> list[RunSource]``.
+"""One way in: what the user pointed at, as runs (``resolve(texts) -> list[RunSource]``).
 
-The rules (issue 9, "a run is the unit"):
+Every command that reads traces resolves its arguments here, once, so every command
+accepts the same inputs and refuses them with the same errors:
 
 - every per-request export of a benchmark client (``RUN_FORMATS``: a ``vllm bench
   serve`` result, AIPerf ``profile_export.jsonl``, GenAI-Perf ``profile_export.json``,
@@ -12,26 +13,73 @@ The rules (issue 9, "a run is the unit"):
   LLMPerf ``summary/*.json``, vLLM's ``benchmark_results.json`` and the
   ``cumulative_results.md`` next to the sweep) is noted and skipped when its per-request
   file is there too; alone, it is a *reported* run (``summary_only``);
-- everything else (canonical event logs and their parts, engine exports) keeps the
-  reader it had: all of it together is one trace, as before.
+- partial results (directories written by ``analyze --partial-out``) are one run, merged;
+- everything else (canonical event logs and their parts, object-store URIs, engine
+  exports) is one trace, read by the canonical reader or the engine's importer.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from servetrace.errors import InputError
-from servetrace.runs.model import RunSource
+from servetrace.errors import InputError, UsageError
 from servetrace.sources import detect
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.paths import has_magic
 from servetrace.sources.reading import read_text, strip_suffixes
 from servetrace.sources.registry import detect_format
+
+# The file that makes a directory a partial result (``analysis.partial_io``).
+PARTIAL_MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """What one run is read from.
+
+    ``fmt`` is the importer (``--from`` name), or None for a canonical event log read
+    from ``texts`` (files, globs, directories of parts, as the canonical reader takes
+    them). ``benchmark`` picks one benchmark of a GuideLLM file holding several.
+    ``summary`` is the tool's summary file when one was found beside the export (or
+    is all there is: ``summary_only``). ``partials``: ``paths`` are partial results to
+    merge. ``notes`` say what resolving decided.
+    """
+
+    paths: tuple[Path, ...]
+    fmt: str | None
+    texts: tuple[str, ...] = ()
+    benchmark: int | None = None
+    summary: Path | None = None
+    summary_only: bool = False
+    notes: tuple[str, ...] = ()
+    # A summary file may hold several runs (vLLM's benchmark_results.json): which one.
+    summary_row: int | None = None
+    partials: bool = False
+
+    @property
+    def where(self) -> Path:
+        """The path that names this run (for labels)."""
+        if self.paths:
+            return self.paths[0]
+        assert self.summary is not None
+        return self.summary
+
+    @property
+    def trace_texts(self) -> list[str]:
+        """The arguments the canonical reader takes for this run."""
+        return list(self.texts) or [str(p) for p in self.paths]
+
+
+def is_partial(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a directory holding a partial result's manifest."""
+    return (Path(path) / PARTIAL_MANIFEST).is_file()
+
 
 RUN_FORMATS = frozenset({"aiperf", "genai-perf", "vllm-bench", "guidellm", "llmperf"})
 
@@ -318,3 +366,34 @@ def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSo
     if notes and sources:
         sources[0] = replace(sources[0], notes=(*sources[0].notes, *notes))
     return sources
+
+
+def _partials(texts: Sequence[str]) -> list[Path] | None:
+    """The partial directories ``texts`` name (globs expanded), or None when none is one;
+    a mix of partials and traces is refused."""
+    found: list[Path] = []
+    others: list[str] = []
+    for text in texts:
+        matches = sorted(glob.glob(text)) if has_magic(text) and not is_uri(text) else [text]
+        for match in matches or [text]:
+            (found.append(Path(match)) if is_partial(match) else others.append(match))
+    if not found:
+        return None
+    if others:
+        raise InputError(
+            f"{found[0]} is a partial result but {others[0]} is not: partials merge only "
+            "with partials",
+            hint="give the partials of one trace's shards, or the traces themselves",
+        )
+    return found
+
+
+def resolve(texts: Sequence[str], from_format: str | None = None) -> list[RunSource]:
+    """The runs of the user's inputs, in the order given: the one way in of every
+    command (``InputError`` on bad input, ``UsageError`` when nothing was given)."""
+    if not texts:
+        raise UsageError("no trace given")
+    partials = _partials(texts) if from_format is None else None
+    if partials is not None:
+        return [RunSource(paths=tuple(partials), fmt=None, texts=tuple(texts), partials=True)]
+    return discover(texts, from_format)

@@ -1,0 +1,42 @@
+"""The JSON report of each result (design §7): what ``--format json`` prints and what
+``servetrace.to_dict`` returns, one builder per result type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servetrace.analysis.result import Analysis
+from servetrace.render.summary import report_dict
+from servetrace.render.time_report import time_dict
+from servetrace.runs.declared import declared_dict
+from servetrace.runs.model import Run, Runs
+from servetrace.version import SCHEMA_VERSION, __version__
+
+
+def analysis_dict(analysis: Analysis, naming: str = "servetrace") -> dict[str, Any]:
+    """The report of ``servetrace analyze --format json`` for one run."""
+    report = report_dict(analysis.summary, analysis.inputs, analysis.groups, analysis.by, naming)
+    if analysis.declared is not None:
+        report["declared"] = declared_dict(analysis.declared)
+    return {**report, **time_dict(analysis)}
+
+
+def run_dict(run: Run, naming: str = "servetrace") -> dict[str, Any]:
+    """One run of the runs report: its analysis' keys, plus label, declared, reported."""
+    report: dict[str, Any] = (
+        analysis_dict(run.analysis, naming) if run.analysis is not None else {"reported": None}
+    )
+    report["label"] = run.label
+    report["declared"] = declared_dict(run.declared)
+    report["reported"] = run.reported
+    return report
+
+
+def runs_dict(runs: Runs, naming: str = "servetrace") -> dict[str, Any]:
+    """``{"servetrace_version", "schema_version", "runs": [REPORT + label, declared]}``."""
+    return {
+        "servetrace_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "runs": [run_dict(run, naming) for run in runs],
+        "warnings": list(runs.warnings),
+    }
