@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 
 from servetrace.analysis.formula import FormulaCheck, FormulaReport
@@ -21,7 +22,6 @@ from servetrace.analysis.summary import Summary
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.render.format import table_number
-from servetrace.render.grid import Grid, GridColumn
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
     delivered_phrase,
@@ -332,12 +332,8 @@ def render_table(
     summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace", title: str | None = None
 ) -> Group:
     # The title as Text, never markup: file names and group values are the user's
-    # ("[/x]" would raise, "[bold]" restyle); cells are plain text too. A Grid, not a
-    # Table: drawn in one pass when it fits (``--by`` prints hundreds of these).
-    table = Grid(
-        [GridColumn("metric (ms)", style="bold")]
-        + [GridColumn(key, justify="right") for key in TABLE_STATS],
-        _metric_rows(summary, naming),
+    # ("[/x]" would raise, "[bold]" restyle); cells are plain text too.
+    table = Table(
         title=Text(title or ", ".join(inputs), style="table.title"),
         caption="latencies of completed requests, in ms; "
         + (
@@ -349,6 +345,11 @@ def render_table(
         title_justify="left",
         caption_justify="left",
     )
+    table.add_column("metric (ms)", style="bold")
+    for key in TABLE_STATS:
+        table.add_column(key, justify="right")
+    for row in _metric_rows(summary, naming):
+        table.add_row(*(Text(cell) for cell in row))
     return Group(
         Text(_accounting_line(summary)),
         table,
