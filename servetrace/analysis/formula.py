@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
-from servetrace.stats.describe import describe
+from servetrace.analysis.groups import CODE, Groups
+from servetrace.stats.describe import describe_sorted
 
 DEFAULT_ABS_TOL_NS = 1_000_000  # 1 ms: below what any client or log can resolve reliably
 DEFAULT_REL_TOL = 0.01
@@ -55,38 +57,31 @@ def within(residual: pl.Expr, abs_tol_ns: int, rel_tol: float) -> pl.Expr:
     return residual.abs() <= tolerance
 
 
-def worst(checked: pl.DataFrame, residual: str, by: str | None = None) -> pl.DataFrame:
-    """The requests the formula misses most (per ``by`` group), with a likely cause.
+def worst(checked: pl.DataFrame, residual: str, groups: int) -> list[list[dict[str, object]]]:
+    """Per group (``checked`` is coded), the requests the formula misses most, with a
+    likely cause. Ties by arrival then id: the same list from either engine, any row
+    order, and for a group as for the group analysed alone.
 
-    Ties by arrival then id: the same list from either engine, any row order, and for a
-    group as for the group analysed alone.
+    The order is found on the sort keys alone, then only those rows are taken (a sort
+    of every column of every request copied the frame: 4 M requests at 1e9 events).
     """
-    descending = [True, False, False]
-    if by is None:
-        # The first few in that order, without sorting every column of every request:
-        # the keys' order, then only those rows (a full sort copied the frame: 1e9 events).
-        first = checked.select(
-            pl.arg_sort_by(
-                pl.col(residual).abs(),
-                "arrival_ns",
-                "request_id",
-                descending=descending,
-                nulls_last=True,
-            )
-            .head(WORST_SHOWN)
-            .alias("row")
-        )["row"]
-        heads = checked[first].lazy().with_columns(_likely_cause().alias("cause"))
-    else:
-        heads = (
-            checked.lazy()  # one query: rank, head per group, select
-            .with_columns(pl.col(residual).abs().alias("_abs"), _likely_cause().alias("cause"))
-            .sort("_abs", "arrival_ns", "request_id", descending=descending, nulls_last=True)
-            .group_by(by, maintain_order=True)
-            .head(WORST_SHOWN)
+    ranked = (
+        checked.select(CODE, pl.col(residual).abs().alias("_abs"), "arrival_ns", "request_id")
+        .with_row_index("_row")
+        .sort(
+            CODE,
+            "_abs",
+            "arrival_ns",
+            "request_id",
+            descending=[False, True, False, False],
+            nulls_last=True,
         )
-    return heads.select(
-        *([by] if by is not None else []),
+        .group_by(CODE, maintain_order=True)
+        .head(WORST_SHOWN)
+    )
+    heads = checked[ranked["_row"]].with_columns(_likely_cause().alias("cause"))
+    rows = heads.select(
+        CODE,
         "request_id",
         pl.col(residual).alias("residual_ns"),
         "response_ns",
@@ -94,7 +89,11 @@ def worst(checked: pl.DataFrame, residual: str, by: str | None = None) -> pl.Dat
         "ticks",
         "preemptions",
         "cause",
-    ).collect()
+    )
+    out: list[list[dict[str, object]]] = [[] for _ in range(groups)]
+    for row in rows.iter_rows(named=True):
+        out[row.pop(CODE)].append(row)
+    return out
 
 
 # What check_formula reads of the per-request frame (worst and _likely_cause included).
@@ -164,50 +163,69 @@ def _likely_cause() -> pl.Expr:
     )
 
 
-def _check(frame: pl.DataFrame, residual: str, abs_tol_ns: int, rel_tol: float) -> FormulaCheck:
-    # No copy when every residual is known (the frame itself is checked).
-    null = frame[residual].null_count()
-    checked = frame if null == 0 else frame.filter(pl.col(residual).is_not_null())
-    if checked.height == 0:
-        return FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())
-    n_within = int(checked.select(within(pl.col(residual), abs_tol_ns, rel_tol).sum()).item())
-    return FormulaCheck(
-        checked=checked.height,
-        within_tolerance=n_within,
-        residual_ns=describe(checked[residual]),
-        worst=tuple(worst(checked, residual).to_dicts()),
+def _checks(
+    frame: pl.DataFrame, groups: Groups, residual: str, abs_tol_ns: int, rel_tol: float
+) -> list[FormulaCheck]:
+    """Each group's check of one version of the formula (``frame`` coded)."""
+    checked = frame.filter(pl.col(residual).is_not_null())
+    counts = groups.rows(
+        checked,
+        pl.len().alias("n"),
+        within(pl.col(residual), abs_tol_ns, rel_tol).sum().alias("in"),
     )
+    sample = groups.sample(checked, residual)
+    worst_of = worst(checked, residual, len(groups))
+    out = []
+    for g in groups:
+        row = counts[g]
+        out.append(
+            FormulaCheck(
+                checked=int(row["n"]) if row else 0,
+                within_tolerance=int(row["in"]) if row else 0,
+                residual_ns=describe_sorted(sample.of(g)),
+                worst=tuple(worst_of[g]),
+            )
+        )
+    return out
 
 
-def check_formula(
+def formula_by_group(
     requests: pl.DataFrame,
+    groups: Groups,
     abs_tol_ns: int = DEFAULT_ABS_TOL_NS,
     rel_tol: float = DEFAULT_REL_TOL,
-) -> FormulaReport:
-    """Check the decomposition on completed requests of the per-request frame."""
+) -> list[FormulaReport]:
+    """Check the decomposition on each group's completed requests (``requests`` coded)."""
     # Only the columns the check reads: a filter of the whole frame copied every column
     # of every completed request (4 M requests at 1e9 events: 0.65 GB per copy).
-    completed = requests.select(c for c in FORMULA_COLUMNS if c in requests.columns).filter(
-        (pl.col("outcome") == "completed") & pl.col("response_ns").is_not_null()
+    completed = requests.select(
+        CODE, *(c for c in FORMULA_COLUMNS if c in requests.columns)
+    ).filter((pl.col("outcome") == "completed") & pl.col("response_ns").is_not_null())
+    per_request = _checks(completed, groups, "formula_residual_ns", abs_tol_ns, rel_tol)
+    fleet_sums = groups.rows(completed.filter(MULTI_TOKEN), FLEET_DECODE, FLEET_STEPS)
+    fleet_itl = [r["decode"] / r["steps"] if r and r["steps"] else None for r in fleet_sums]
+    tallies = groups.rows(completed, pl.len().alias("n"), pl.col("output_tokens").null_count())
+    itl_of = pl.Series("_fleet_itl", [v if v is not None else 0.0 for v in fleet_itl], pl.Float64)
+    with_error = completed.with_columns(itl_of.gather(completed[CODE])).with_columns(
+        fleet_error(pl.col("_fleet_itl"))
     )
-    per_request = _check(completed, "formula_residual_ns", abs_tol_ns, rel_tol)
+    fleet = _checks(with_error, groups, "fleet_error_ns", abs_tol_ns, rel_tol)
+    out = []
+    for g in groups:
+        tally = tallies[g] or {"n": 0, "output_tokens": 0}
+        count, uncounted = int(tally["n"]), int(tally["output_tokens"])
+        itl = fleet_itl[g]
+        out.append(
+            FormulaReport(
+                abs_tol_ns=abs_tol_ns,
+                rel_tol=rel_tol,
+                per_request=per_request[g],
+                fleet=fleet[g] if itl is not None else _NO_CHECK,
+                fleet_itl_ns=float(itl) if itl is not None else None,
+                notes=notes(itl, count - per_request[g].checked - uncounted, uncounted, count),
+            )
+        )
+    return out
 
-    # Lazily: the filter then copies only the two columns summed (sums of none are 0).
-    fleet_sums = completed.lazy().filter(MULTI_TOKEN).select(FLEET_DECODE, FLEET_STEPS)
-    decode, steps = fleet_sums.collect().row(0)
-    fleet_itl = decode / steps if steps else None
-    uncounted = int(completed["output_tokens"].null_count())
-    if fleet_itl is None:
-        fleet = FormulaCheck(0, 0, describe(pl.Series([], dtype=pl.Float64)), ())
-    else:
-        with_error = completed.with_columns(fleet_error(fleet_itl))
-        fleet = _check(with_error, "fleet_error_ns", abs_tol_ns, rel_tol)
-    unchecked = completed.height - per_request.checked - uncounted
-    return FormulaReport(
-        abs_tol_ns=abs_tol_ns,
-        rel_tol=rel_tol,
-        per_request=per_request,
-        fleet=fleet,
-        fleet_itl_ns=float(fleet_itl) if fleet_itl is not None else None,
-        notes=notes(fleet_itl, unchecked, uncounted, completed.height),
-    )
+
+_NO_CHECK = FormulaCheck(0, 0, describe_sorted(np.zeros(0)), ())

@@ -37,6 +37,17 @@ from servetrace.analysis.lifecycle_side import decide, mixed_admission_warnings,
 from servetrace.analysis.tick_order import packed_ticks
 from servetrace.schema import EVENT_DTYPE, TERMINAL_EVENTS, TICK_EVENTS
 
+# Every timestamp a timeline row carries: the latest is the request's last event.
+EVENT_TIMES = (
+    "arrival_ns",
+    "admission_ns",
+    "terminal_ns",
+    "last_control_ns",
+    "release_ns",
+    "first_tick_ns",
+    "last_tick_ns",
+)
+
 
 @dataclass(frozen=True)
 class Timeline:

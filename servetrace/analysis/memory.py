@@ -12,7 +12,6 @@ from dataclasses import replace
 import polars as pl
 
 from servetrace.analysis.fluidity import fluidity_columns
-from servetrace.analysis.groups import summarize_groups
 from servetrace.analysis.lifecycle import (
     KEY,
     Timeline,
@@ -22,7 +21,7 @@ from servetrace.analysis.lifecycle import (
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.summary import Summary, summarize
+from servetrace.analysis.summary import Summary, summarize, summarize_groups
 from servetrace.errors import InputError, UsageError, first_line
 from servetrace.schema import CANONICAL_COLUMNS
 from servetrace.sources.canonical import IngestOptions, Trace, normalise
@@ -133,11 +132,9 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
 def summarize_by(
     analysis: Analysis, column: str, options: AnalysisOptions | None = None
 ) -> dict[object, Summary]:
-    """One summary per value of a request attribute (``--by policy``), nulls last.
-
-    All groups at once (``groups.summarize_groups``): each over its own span, as if
-    analysed alone.
-    """
+    """One summary per value of a request attribute (``--by policy``), nulls last: the
+    trace's summary run over the attribute as its group key, each group over its own
+    span, as if analysed alone (``summary.summarize_groups``)."""
     options = options or AnalysisOptions()
     requests = analysis.per_request
     if column not in requests.columns or column == KEY:

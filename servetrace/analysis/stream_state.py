@@ -34,8 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from servetrace.analysis.grouped_figures import EVENT_TIMES
-from servetrace.analysis.lifecycle import KEY, Timeline, TraceFacts
+from servetrace.analysis.lifecycle import EVENT_TIMES, KEY, Timeline, TraceFacts
 from servetrace.errors import InputError
 from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 
@@ -43,7 +42,7 @@ from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 MARKERS = (*TERMINAL_EVENTS, "release", "admission", "first_token")
 # Timeline columns read after the kernel: accounting, violations and leaked state
 # (``summary``), partials (``partial.TIMELINE_COLUMNS``); with ``--by`` also the event
-# times of its spans (``grouped_figures.EVENT_TIMES``). The kernel's state-machine
+# times of its spans (``lifecycle.EVENT_TIMES``). The kernel's state-machine
 # columns are not kept.
 RETAINED_TIMELINE = (
     KEY,

@@ -1,5 +1,8 @@
-"""Trace-level summaries (DESIGN §6): outcomes, latency distributions, throughput,
-goodput, concurrency, and the accounting that proves no row was lost.
+"""Summaries (DESIGN §6): outcomes, latency distributions, throughput, goodput,
+concurrency, and the accounting that proves no row was lost — of the whole trace
+(``summarize``) or of each value of a request attribute (``summarize_groups``, ``--by``),
+by the same code: the trace is the one group of ``Groups.whole``, and each group is
+summarised over its own span, as if analysed alone.
 
 Latency statistics describe **completed** requests only, as the peer tools do, so the
 numbers are comparable; cancelled and in-flight requests are described apart. ``itl``
@@ -8,35 +11,25 @@ pools every gap (gap-weighted); every other metric has one value per request.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
+import numpy as np
 import polars as pl
 
-from servetrace.analysis import intervals, survival
-from servetrace.analysis.concurrency import concurrency
-from servetrace.analysis.errors import error_counts, errored_report
-from servetrace.analysis.figures import (
-    CANCEL_STAGES,
-    OUTCOMES,
-    THROUGHPUT_KEYS,
-    failed,
-    rates,
-    summary_notes,
-    window_aggregates,
-)
-from servetrace.analysis.formula import FormulaReport, check_formula
-from servetrace.analysis.lifecycle import Timeline
+from servetrace.analysis import figures
+from servetrace.analysis.concurrency import concurrency_by_group
+from servetrace.analysis.figures import CANCEL_STAGES, EXAMPLES_SHOWN, OUTCOMES, THROUGHPUT_KEYS
+from servetrace.analysis.formula import FormulaReport, formula_by_group
+from servetrace.analysis.groups import CODE, Groups, Sample
+from servetrace.analysis.intervals import intervals_by_group
+from servetrace.analysis.lifecycle import EVENT_TIMES, Timeline
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS
-from servetrace.analysis.output_counts import token_sum, uncounted
+from servetrace.analysis.survival import estimate_by_group
 from servetrace.analysis.unavailable import blank_unavailable
-from servetrace.errors import UsageError
-from servetrace.stats.describe import describe
-from servetrace.stats.sorting import sorted_series
-
-EXAMPLES_SHOWN = 5
+from servetrace.stats.describe import describe_sorted
 
 
 @dataclass(frozen=True)
@@ -129,7 +122,7 @@ def violations(timeline: Timeline) -> dict[str, Violation]:
     result: dict[str, Violation] = {}
     broken = set(invalid["rule"].unique().to_list()) if invalid.height else set()
     for rule in RULES:
-        if rule not in broken:  # a filter per rule costs ~0.3 ms even on an empty frame
+        if rule not in broken:
             continue
         of_rule = invalid.filter(pl.col("rule") == rule)
         result[rule] = {
@@ -160,105 +153,16 @@ def accounting(timeline: Timeline) -> Accounting:
     )
 
 
-def latency_distributions(
-    completed: pl.DataFrame, gaps: pl.DataFrame | Distribution
-) -> dict[str, Distribution]:
-    """Every latency metric over completed requests; ``itl`` over the pooled gaps.
-
-    ``gaps`` is the gap frame, or, when the trace was streamed, the ITL distribution
-    already merged from its batches.
-    """
-    out: dict[str, Distribution] = {}
-    for spec in LATENCY_METRICS:
-        if spec.per == "gap":
-            out[spec.name] = gaps if isinstance(gaps, dict) else describe(gaps[spec.column])
-        else:
-            out[spec.name] = describe(completed[spec.column])
-    return out
-
-
-def throughput(
-    requests: pl.DataFrame, arrival_known: bool, goodput_met: int | None
-) -> dict[str, float | None]:
-    """Rates over the window first arrival → last terminal event, completed requests."""
-    if not arrival_known or requests.height == 0:
-        return dict.fromkeys(THROUGHPUT_KEYS)
-    return rates(requests.select(window_aggregates()).row(0, named=True), goodput_met)
-
-
-def goodput(completed: pl.DataFrame, targets: Sequence[GoodputTarget]) -> GoodputReport | None:
-    if not targets:
-        return None
-    for target in targets:
-        column = f"{target.metric}_ns"
-        if completed.height and completed[column].null_count() == completed.height:
-            raise UsageError(
-                f"goodput target {target.text()}: no completed request has a "
-                f"{target.metric} in this trace",
-                hint="queue_wait and prefill need admission events (client-side tools have "
-                "none); tpot needs outputs of 2+ tokens",
-            )
-    meets = pl.all_horizontal([t.expr() for t in targets])
-    met = int(completed.select(meets.sum()).item()) if completed.height else 0
-    per_target = {
-        t.text(): (completed.select(t.expr().mean()).item() if completed.height else None)
-        for t in targets
-    }
-    return {
-        "targets": [t.text() for t in targets],
-        "requests_met": met,
-        "requests_completed": completed.height,
-        "fraction": met / completed.height if completed.height else None,
-        "attainment_by_target": per_target,
-    }
-
-
-def _cancelled(requests: pl.DataFrame) -> dict[str, Any]:
-    cancelled = requests.filter(pl.col("outcome") == "cancelled")
-    return {
-        "count": cancelled.height,
-        "with_error": cancelled.filter(failed(cancelled.columns)).height,
-        "output_tokens_delivered": token_sum(cancelled),
-        "time_to_cancel_ns": describe(cancelled["e2e_ns"]),
-        "examples": _ids(cancelled),
-    }
-
-
-def _in_flight(requests: pl.DataFrame, trace_end: int | None) -> dict[str, Any]:
-    flying = requests.filter(pl.col("outcome") == "in_flight")
-    age = flying.select((pl.lit(trace_end) - pl.col("arrival_ns")).alias("age"))["age"]
-    return {
-        "count": flying.height,
-        "output_tokens_delivered": token_sum(flying),
-        "age_at_end_ns": describe(age),
-        "examples": _ids(flying),
-    }
-
-
-def _leaked(timeline: Timeline, requests: pl.DataFrame) -> dict[str, Any] | None:
-    if not timeline.has_releases:
-        return None
-    ended = timeline.requests.filter(
-        pl.col("rule").is_null()
-        & pl.col("terminal_ns").is_not_null()
-        & (pl.col("n_release").fill_null(0) == 0)
-    )
-    return {"requests": ended.height, "examples": _ids(ended)}
-
-
-def _constant_flag(requests: pl.DataFrame, column: str) -> bool:
-    if column not in requests.columns or requests.height == 0:
-        return True
-    return bool(requests[column].fill_null(True).all())
-
-
 def completed_columns(columns: Sequence[str], targets: Sequence[GoodputTarget]) -> list[str]:
-    """What ``summarize`` reads of completed requests: outcome, the per-request latency
+    """What the summary reads of completed requests: outcome, the per-request latency
     columns, the token counts and the goodput targets' metrics (in frame order)."""
-    wanted = {"outcome", "output_tokens", "prompt_tokens"}
+    wanted = {"outcome", "output_tokens", "prompt_tokens", CODE}
     wanted |= {m.column for m in LATENCY_METRICS if m.per != "gap"}
     wanted |= {f"{t.metric}_ns" for t in targets}
     return [c for c in columns if c in wanted]
+
+
+ItlGiven = Distribution | Mapping[Any, Distribution]
 
 
 def summarize(
@@ -269,71 +173,224 @@ def summarize(
     formula_tolerance: tuple[int, float] | None = None,
     warnings: Sequence[str] = (),
 ) -> Summary:
-    """Everything the report shows, from the timeline and the per-request frame."""
+    """The whole trace's summary, from the timeline and the per-request frame; ``gaps``
+    is the gap frame or, streamed, the ITL distribution merged from the batches."""
+    groups = Groups.whole(requests)
+    first = requests["arrival_ns"].min() if requests.height else None
+    span = {
+        "start": first,
+        "end": timeline.trace_end_ns,
+        "admissions": timeline.has_admissions,
+        "releases": timeline.has_releases,
+    }
+    streamed = None if isinstance(gaps, pl.DataFrame) else [gaps]
+    (summary,) = _summaries(
+        timeline,
+        groups,
+        requests,
+        gaps if isinstance(gaps, pl.DataFrame) else None,
+        streamed,
+        [span],
+        targets,
+        formula_tolerance or (1_000_000, 0.01),
+    )
+    notes = [*warnings, *summary.warnings]
+    return replace(
+        summary,
+        accounting=accounting(timeline),
+        violations=violations(timeline),
+        warnings=tuple(notes),
+    )
+
+
+def summarize_groups(
+    timeline: Timeline,
+    requests: pl.DataFrame,
+    gaps: pl.DataFrame | Mapping[Any, Distribution],
+    column: str,
+    targets: Sequence[GoodputTarget] = (),
+    formula_tolerance: tuple[int, float] = (1_000_000, 0.01),
+) -> dict[Any, Summary]:
+    """One summary per value of ``column`` (nulls last), each over its own span; ``gaps``
+    is the gap frame or, streamed, the ITL distribution of each value. Only the valid
+    requests of a group are in it (invalid ones are in the trace's summary)."""
+    groups = Groups.by(requests, column)
+    spans = _spans(timeline, groups)
+    streamed = None
+    if not isinstance(gaps, pl.DataFrame):
+        streamed = [gaps.get(value, describe_sorted(np.zeros(0))) for value in groups.values]
+    found = _summaries(
+        timeline,
+        groups,
+        requests,
+        gaps if isinstance(gaps, pl.DataFrame) else None,
+        streamed,
+        spans,
+        targets,
+        formula_tolerance,
+    )
+    return {
+        value: replace(
+            summary,
+            accounting=Accounting(
+                rows=int(span["rows"]),
+                rows_analyzed=int(span["rows"]),
+                rows_quarantined=0,
+                requests=int(span["requests"]),
+                requests_valid=int(span["requests"]),
+                requests_invalid=0,
+            ),
+        )
+        for value, summary, span in zip(groups.values, found, spans, strict=True)
+    }
+
+
+def _spans(timeline: Timeline, groups: Groups) -> list[dict[str, Any]]:
+    """Each group's span: first arrival, last event, whether it has admissions and
+    releases, its requests and rows (from the timeline rows of its requests)."""
+    rows = groups.coded(timeline.requests)
+    times = [c for c in EVENT_TIMES if c in rows.columns]
+    found = groups.rows(
+        rows,
+        pl.col("arrival_ns").min().alias("start"),
+        pl.max_horizontal(pl.col(c).max() for c in times).alias("end"),
+        pl.col("admission_ns").is_not_null().any().alias("admissions"),
+        (pl.col("n_release").fill_null(0) > 0).any().alias("releases"),
+        pl.len().alias("requests"),
+        pl.col("rows").sum().alias("rows"),
+    )
+    empty = {"start": None, "end": None, "admissions": False, "releases": False}
+    return [row or {**empty, "requests": 0, "rows": 0} for row in found]
+
+
+def _summaries(
+    timeline: Timeline,
+    groups: Groups,
+    requests: pl.DataFrame,
+    gaps: pl.DataFrame | None,
+    streamed: Sequence[Distribution] | None,
+    spans: Sequence[Mapping[str, Any]],
+    targets: Sequence[GoodputTarget],
+    tolerance: tuple[int, float],
+) -> list[Summary]:
+    """Every group's summary, by one pass per figure over all groups."""
+    requests = groups.coded(requests)
     # Only the columns read of completed requests, and dropped before the passes over
     # every request (concurrency, formula, survival): a copy of the whole frame was
     # 0.65 GB for the 4 M requests of 1e9 events, held through all of them.
     completed = requests.select(completed_columns(requests.columns, targets)).filter(
         pl.col("outcome") == "completed"
     )
-    outcomes = {name: int((requests["outcome"] == name).sum()) for name in OUTCOMES}
-    cancelled_in = {name: int((requests["cancelled_in"] == name).sum()) for name in CANCEL_STAGES}
-    arrival_known = _constant_flag(requests, "arrival_known")
-    ticks_available = _constant_flag(requests, "ticks_available")
-    source = "server"
-    if "source" in requests.columns and requests.height:
-        values = requests["source"].drop_nulls().unique().to_list()
-        source = ",".join(sorted(str(v) for v in values)) or "server"
-    good = goodput(completed, targets)
-    met = good["requests_met"] if good else None
-    if not isinstance(gaps, dict):
-        # Sorted once: every percentile and interval of the pooled gaps is then an index
-        # (Polars keeps the sorted flag), instead of a selection of millions per statistic.
-        gaps = pl.DataFrame(
-            [sorted_series(gaps[m.column]) for m in LATENCY_METRICS if m.per == "gap"]
-        )
-    metrics = latency_distributions(completed, gaps)
-    tolerance = formula_tolerance or (1_000_000, 0.01)
-    notes = [*warnings, *summary_notes(completed.height, arrival_known)]
-    rates = throughput(requests, arrival_known, met)
-    tokens = {
-        "output_tokens": describe(completed["output_tokens"]),
-        "prompt_tokens": describe(completed["prompt_tokens"]),
+    known = figures.known(requests, groups)
+    arrival = [bool(k["arrival_known"]) for k in known]
+    samples: dict[str, Sample | None] = {
+        spec.column: groups.sample(completed, spec.column)
+        for spec in LATENCY_METRICS
+        if spec.per != "gap"
     }
-    percentile_intervals = intervals.metric_intervals(completed, gaps)
-    del completed
-    summary = Summary(
-        accounting=accounting(timeline),
-        outcomes=outcomes,
-        cancelled_in=cancelled_in,
-        violations=violations(timeline),
-        metrics=metrics,
-        tokens=tokens,
-        cancelled=_cancelled(requests),
-        in_flight=_in_flight(requests, timeline.trace_end_ns),
-        throughput=rates,
-        goodput=good,
-        concurrency=concurrency(
-            timeline.transitions,
-            requests["arrival_ns"].min() if requests.height else None,  # type: ignore[arg-type]
-            timeline.trace_end_ns,
-            timeline.has_admissions,
-        )
-        if arrival_known
-        else concurrency(timeline.transitions, None, None, False),
-        formula=check_formula(requests, *tolerance),
-        leaked_state=_leaked(timeline, requests),
-        source=source,
-        arrival_known=arrival_known,
-        ticks_available=ticks_available,
-        warnings=tuple(notes),
-        window_source="trace" if rates["window_s"] is not None else None,
-        survival=survival.estimate(
-            requests, metrics, timeline.trace_end_ns, timeline.has_admissions, arrival_known
-        ),
-        intervals=percentile_intervals,
-        errors=error_counts(requests),
-        errored=errored_report(requests),
-        output_uncounted=uncounted(requests),
+    samples["itl_ns"] = groups.sample(groups.coded(gaps), "itl_ns") if gaps is not None else None
+    tokens = {c: groups.sample(completed, c) for c in ("output_tokens", "prompt_tokens")}
+    metrics = [
+        {
+            spec.name: streamed[g]
+            if streamed is not None and spec.per == "gap"
+            else describe_sorted(samples[spec.column].of(g))  # type: ignore[union-attr]
+            for spec in LATENCY_METRICS
+        }
+        for g in groups
+    ]
+    itl_counts = [m["itl"]["count"] for m in metrics]
+    intervals = intervals_by_group(samples, itl_counts, len(groups))  # type: ignore[arg-type]
+    good = figures.goodput(completed, groups, targets)
+    windows = groups.rows(requests, *figures.window_aggregates())
+    admissions = [bool(span["admissions"]) and timeline.has_admissions for span in spans]
+    busy = concurrency_by_group(
+        groups.coded(timeline.transitions),
+        groups,
+        [s["start"] if a else None for s, a in zip(spans, arrival, strict=True)],
+        [s["end"] if a else None for s, a in zip(spans, arrival, strict=True)],
+        admissions,
     )
-    return blank_unavailable(summary)
+    formula = formula_by_group(requests, groups, *tolerance)
+    ends = [span["end"] for span in spans]
+    cancelled = figures.ended(requests, groups, "cancelled", None)
+    flying = figures.ended(requests, groups, "in_flight", ends)
+    errored = figures.ended(requests, groups, "errored", None)
+    codes = figures.error_codes(requests, groups)
+    leaked = _leaked(timeline, groups, spans)
+    survival = estimate_by_group(requests, groups, metrics, ends, admissions, arrival)
+    out = []
+    for g in groups:
+        kind, met = known[g], good[g]["requests_met"] if good[g] else None
+        rates = figures.rates(windows[g], met) if arrival[g] else dict.fromkeys(THROUGHPUT_KEYS)
+        done = int(kind.get("outcome:completed") or 0)
+        summary = Summary(
+            accounting=Accounting(0, 0, 0, 0, 0, 0),
+            outcomes=figures.counted(kind, "outcome", OUTCOMES),
+            cancelled_in=figures.counted(kind, "cancelled_in", CANCEL_STAGES),
+            violations={},
+            metrics=metrics[g],
+            tokens={c: describe_sorted(sample.of(g)) for c, sample in tokens.items()},
+            cancelled={
+                "count": cancelled[g]["count"],
+                "with_error": cancelled[g]["with_error"],
+                "output_tokens_delivered": cancelled[g]["output_tokens_delivered"],
+                "time_to_cancel_ns": cancelled[g]["distribution"],
+                "examples": cancelled[g]["examples"],
+            },
+            in_flight={
+                "count": flying[g]["count"],
+                "output_tokens_delivered": flying[g]["output_tokens_delivered"],
+                "age_at_end_ns": flying[g]["distribution"],
+                "examples": flying[g]["examples"],
+            },
+            throughput=rates,
+            goodput=good[g],
+            concurrency=busy[g],
+            formula=formula[g],
+            leaked_state=leaked[g],
+            source=kind["source"] or "server",
+            arrival_known=arrival[g],
+            ticks_available=bool(kind["ticks_available"]),
+            warnings=tuple(figures.notes(done, arrival[g])),
+            window_source="trace" if rates["window_s"] is not None else None,
+            survival=survival[g],
+            intervals=intervals[g],
+            errors=codes[g],
+            errored={
+                "count": errored[g]["count"],
+                "output_tokens_delivered": errored[g]["output_tokens_delivered"],
+                "time_to_error_ns": errored[g]["distribution"],
+                "examples": errored[g]["examples"],
+            },
+            # completed requests without an output count
+            output_uncounted=done - int(tokens["output_tokens"].sizes[g]),
+        )
+        out.append(blank_unavailable(summary))
+    return out
+
+
+def _leaked(
+    timeline: Timeline, groups: Groups, spans: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any] | None]:
+    """Per group: finished requests that never released their state (only traces, and
+    groups, with releases report it)."""
+    if not timeline.has_releases:
+        return [None] * len(groups)
+    rows = groups.coded(timeline.requests).filter(
+        pl.col("rule").is_null()
+        & pl.col("terminal_ns").is_not_null()
+        & (pl.col("n_release").fill_null(0) == 0)
+    )
+    counts = groups.rows(rows, pl.len().alias("n"))
+    examples = groups.examples(rows, EXAMPLES_SHOWN)
+    out: list[dict[str, Any] | None] = []
+    for g in groups:
+        found = counts[g]
+        shown = spans[g]["releases"] or groups.column is None
+        out.append(
+            {"requests": int(found["n"]) if found else 0, "examples": examples[g]}
+            if shown
+            else None
+        )
+    return out

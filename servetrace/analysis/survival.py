@@ -20,10 +20,13 @@ and ``unreached`` holds the lowest survival, so ``render/`` can say why.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from servetrace.analysis.groups import CODE, Groups
 from servetrace.stats.survival import kaplan_meier
 
 METRICS = ("ttft", "e2e", "queue_wait")
@@ -66,54 +69,84 @@ def censoring_columns(metric: str, trace_end: int | pl.Expr) -> tuple[pl.Expr, p
     return duration.cast(pl.Int64), seen, why
 
 
-def _censoring(requests: pl.DataFrame, metric: str, trace_end: int) -> pl.DataFrame:
-    """``duration_ns``, ``observed``, ``why`` (cancelled/in_flight/None) per request
-    (``censoring_columns``), the requests the metric leaves out dropped."""
-    duration, seen, why = censoring_columns(metric, trace_end)
-    return requests.select(
-        duration.alias("duration_ns"), seen.alias("observed"), why.alias("why")
-    ).filter(pl.col("duration_ns").is_not_null())
-
-
-def estimate(
+def estimate_by_group(
     requests: pl.DataFrame,
-    completed_only: dict[str, dict[str, Any]],
-    trace_end: int | None,
-    has_admissions: bool,
-    arrival_known: bool,
-) -> dict[str, dict[str, Any]] | None:
-    """Per metric: events, censored (by cause), KM p50/p90/p99 (ns) beside completed-only.
+    groups: Groups,
+    completed_only: Sequence[Mapping[str, Mapping[str, Any]]],
+    ends: Sequence[int | None],
+    admissions: Sequence[bool],
+    arrival_known: Sequence[bool],
+) -> list[dict[str, dict[str, Any]] | None]:
+    """Per group: events, censored (by cause), KM p50/p90/p99 (ns) beside completed-only.
 
-    None when the trace has no request or no end; a metric the trace cannot express
-    (queue wait without admissions) is left out, and one whose in-flight requests have
-    no send time (``arrival_known`` false) carries ``unavailable``.
+    ``requests`` carry their group (``groups.coded``); ``ends`` is each group's last event
+    (its requests in flight are censored there). None for a group without requests or
+    end; a metric the group cannot express (queue wait without admissions) is left out,
+    and one whose in-flight requests have no send time carries ``unavailable``.
     """
-    if requests.height == 0 or trace_end is None:
-        return None
-    out: dict[str, dict[str, Any]] = {}
+    out: list[dict[str, dict[str, Any]] | None] = [None] * len(groups)
+    if requests.height == 0:
+        return out
+    end = pl.Series("_end", [e if e is not None else 0 for e in ends], dtype=pl.Int64)
+    columns = []
     for metric in METRICS:
-        if metric == "queue_wait" and not has_admissions:
+        duration, seen, why = censoring_columns(metric, pl.col("_end"))
+        kind = pl.when(why == "cancelled").then(1).when(why == "in_flight").then(2).otherwise(0)
+        columns += [
+            duration.is_not_null().alias(f"{metric}:kept"),
+            duration.fill_null(0).alias(f"{metric}:d"),
+            seen.fill_null(False).alias(f"{metric}:seen"),
+            kind.cast(pl.Int8).alias(f"{metric}:why"),
+        ]
+    frame = requests.with_columns(end.gather(requests[CODE])).select(CODE, *columns)
+    frame, offsets = groups.slices(frame)
+    arrays = {name: frame[name].to_numpy() for name in frame.columns if name != CODE}
+    for g in groups:
+        lo, hi = int(offsets[g]), int(offsets[g + 1])
+        if ends[g] is None or lo == hi:
             continue
-        frame = _censoring(requests, metric, trace_end)
-        in_flight = int((frame["why"] == "in_flight").sum())
-        base: dict[str, Any] = {
-            "estimator": ESTIMATOR,
-            "events": int(frame["observed"].sum()),
-            "censored": int((~frame["observed"]).sum()),
-            "censored_cancelled": int((frame["why"] == "cancelled").sum()),
-            "censored_in_flight": in_flight,
-            "completed_only": {k: completed_only[metric].get(k) for k in QUANTILES},
-        }
-        if in_flight and not arrival_known:
-            out[metric] = {**base, **dict.fromkeys(QUANTILES), "unavailable": "arrival_unknown"}
-            continue
-        fit = kaplan_meier(frame["duration_ns"].to_numpy(), frame["observed"].to_numpy())
-        values = {name: fit.quantile(q) for name, q in QUANTILES.items()}
-        out[metric] = {
-            **base,
-            **values,
-            "floor": fit.floor,
-            "unreached": [name for name, v in values.items() if v is None],
-            "unavailable": None,
-        }
+        out[g] = {}
+        for metric in METRICS:
+            if metric == "queue_wait" and not admissions[g]:
+                continue
+            kept = arrays[f"{metric}:kept"][lo:hi]
+            out[g][metric] = _estimate(  # type: ignore[index]
+                arrays[f"{metric}:d"][lo:hi][kept],
+                arrays[f"{metric}:seen"][lo:hi][kept],
+                arrays[f"{metric}:why"][lo:hi][kept],
+                completed_only[g][metric],
+                arrival_known[g],
+            )
     return out
+
+
+def _estimate(
+    durations: np.ndarray,
+    observed: np.ndarray,
+    why: np.ndarray,
+    completed_only: Mapping[str, Any],
+    arrival_known: bool,
+) -> dict[str, Any]:
+    """One metric's estimate from each kept request's duration, whether it was observed,
+    and why not (1 cancelled, 2 in flight)."""
+    in_flight = int((why == 2).sum())
+    events = int(observed.sum())
+    base: dict[str, Any] = {
+        "estimator": ESTIMATOR,
+        "events": events,
+        "censored": int(observed.size - events),
+        "censored_cancelled": int((why == 1).sum()),
+        "censored_in_flight": in_flight,
+        "completed_only": {k: completed_only.get(k) for k in QUANTILES},
+    }
+    if in_flight and not arrival_known:
+        return {**base, **dict.fromkeys(QUANTILES), "unavailable": "arrival_unknown"}
+    fit = kaplan_meier(durations, observed)
+    values = {name: fit.quantile(q) for name, q in QUANTILES.items()}
+    return {
+        **base,
+        **values,
+        "floor": fit.floor,
+        "unreached": [name for name, v in values.items() if v is None],
+        "unavailable": None,
+    }

@@ -41,8 +41,8 @@ from servetrace.cli._scale import (
     write_requests,
 )
 from servetrace.errors import ExitCode, UsageError
+from servetrace.render.analysis_report import analysis_text
 from servetrace.render.naming import Naming
-from servetrace.render.results_json import analysis_dict
 from servetrace.render.runs import (
     render_runs_csv,
     render_runs_json,
@@ -51,14 +51,8 @@ from servetrace.render.runs import (
 )
 from servetrace.render.summary import (
     SummaryFormat,
-    render_csv,
     render_json,
-    render_markdown,
-    render_table,
 )
-from servetrace.render.survival import survival_lines
-from servetrace.render.time_report import lines as time_lines
-from servetrace.render.time_report import slice_csv, slice_markdown, slice_table, time_dict
 from servetrace.render.validate import validate_dict, validate_text
 from servetrace.runs.load import Engine
 from servetrace.runs.model import Runs
@@ -217,46 +211,19 @@ def analyze(
             return
         analysis = runs[0].analysis
     _report_warnings(analysis)
-    timed = time_dict(analysis)
     if requests_target:
         write_requests(analysis.requests, requests_target, engine, ray_address)
     if quarantine_target:
         write_requests(
             analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
         )
-    groups = analysis.groups
-    summary, inputs = analysis.summary, analysis.inputs
-    name = naming.value
     links = analysis_plots(analysis, plots, traces) if plots else ""
-    if fmt is SummaryFormat.json:
-        emit(render_json(analysis_dict(analysis, name)))
-    elif fmt is SummaryFormat.csv and "slices" in timed:
-        emit(slice_csv(timed["slices"]), end="")
-    elif fmt is SummaryFormat.csv:
-        emit(render_csv(groups or {None: summary}, by, name), end="")
-    elif fmt is SummaryFormat.markdown:
-        text = render_markdown(summary, inputs, name)
-        text += "".join(f"- {line}\n" for line in time_lines(timed))
-        if "slices" in timed:
-            text += slice_markdown(timed["slices"])
-        text += "".join(f"- {line}\n" for line in survival_lines(summary.survival, censoring))
-        for value, group in (groups or {}).items():
-            text += "\n" + render_markdown(group, inputs, name, title=f"{by} = {value}")
-            text += "".join(f"- {line}\n" for line in survival_lines(group.survival, censoring))
-        emit(text + links, end="")
+    report = analysis_text(analysis, fmt, naming.value, censoring)
+    if isinstance(report, str):
+        emit(report + (links if fmt is SummaryFormat.markdown else ""), end="")
     else:
-        out_console.print(render_table(summary, inputs, name))
-        for line in time_lines(timed):
-            out_console.print(line, markup=False, highlight=False)
-        if "slices" in timed:
-            emit(slice_table(timed["slices"]))
-        for line in survival_lines(summary.survival, censoring):
-            out_console.print(line, markup=False, highlight=False)
-        for value, group in (groups or {}).items():
-            out_console.print()
-            out_console.print(render_table(group, inputs, name, title=f"{by} = {value}"))
-            for line in survival_lines(group.survival, censoring):
-                out_console.print(line, markup=False, highlight=False)
+        for part in report:
+            out_console.print(part)
     if strict and analysis.summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 

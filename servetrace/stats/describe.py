@@ -16,6 +16,7 @@ integer samples (every time in ns) exactly and rounds once, and float samples
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -145,6 +146,11 @@ def moments(values: ArrayLike) -> tuple[float, float] | None:
     array = to_array(values)
     if array.size == 0:
         return None
+    return _float_moments(array)
+
+
+def _float_moments(array: FloatArray) -> tuple[float, float]:
+    """Moments of floats: whole numbers take the exact integer path."""
     if _integral(array):
         return integer_series_moments(array.astype(np.int64))
     return float_moments(array)
@@ -165,56 +171,66 @@ def statistic(values: ArrayLike, stat: str) -> float | None:
     q = percentile_of(stat)
     if q is None:
         raise ValueError(f"unknown statistic {stat!r}")
-    series = _clean_series(values)
-    if series.len() == 0:
-        return None
-    return _points(series, {stat: q})[stat]
+    ordered = sorted_values(values)
+    return percentile_sorted(ordered, q) if ordered.size else None
 
 
 def _empty() -> dict[str, float | int | None]:
     return {name: (0 if name == "count" else None) for name in STATISTICS}
 
 
-def _clean_series(values: ArrayLike) -> pl.Series:
-    """The values as a numeric Series without nulls or NaNs."""
-    if not (isinstance(values, pl.Series) and values.dtype.is_numeric()):
-        return pl.Series("v", to_array(values))
-    values = values.drop_nulls()
-    return values.drop_nans() if values.dtype.is_float() else values
+def sorted_values(values: ArrayLike) -> npt.NDArray[np.generic]:
+    """The values without nulls or NaNs, ascending (integers stay integers)."""
+    if isinstance(values, pl.Series) and values.dtype.is_numeric():
+        values = values.drop_nulls()
+        if values.dtype.is_float():
+            values = values.drop_nans()
+        return np.sort(values.to_numpy())
+    return np.sort(to_array(values))
 
 
-def _points(values: pl.Series, percentiles: dict[str, float]) -> dict[str, float]:
-    """Linear-interpolation percentiles (0-100) of a non-empty Series, from Polars."""
-    column = pl.col("v")
-    exprs = {
-        name: (
-            column.min()
-            if q == 0.0
-            else column.max()
-            if q == 100.0
-            else column.quantile(q / 100, interpolation="linear")
-        ).cast(pl.Float64)
-        for name, q in percentiles.items()
-    }
-    return values.rechunk().rename("v").to_frame().select(**exprs).row(0, named=True)
+def percentile_sorted(ordered: npt.NDArray[np.generic], q: float) -> float:
+    """The ``q``-th percentile (0-100) of a sorted, non-empty sample: linear interpolation
+    between the order statistics around rank ``(n − 1) · q / 100``, computed as Polars'
+    ``quantile(interpolation="linear")`` computes it (the same bits: the tests hold the
+    two equal), so a percentile is the same number whichever engine found it."""
+    n = ordered.size
+    if q <= 0.0:
+        return float(ordered[0])
+    if q >= 100.0:
+        return float(ordered[n - 1])
+    position = (n - 1) * (q / 100)
+    below = int(position)
+    lower = float(ordered[below])
+    upper = float(ordered[min(math.ceil(position), n - 1)])
+    if lower == upper:
+        return lower
+    return (position - below) * (upper - lower) + lower
+
+
+# Each percentile statistic of the report with its percentile (0-100), parsed once.
+_PERCENTILE_POINTS = tuple((name, percentile_of(name) or 0.0) for name in _PERCENTILE_STATS)
+
+
+def describe_sorted(ordered: npt.NDArray[np.generic]) -> dict[str, float | int | None]:
+    """``describe`` of a sample already sorted, without nulls or NaNs (one group's slice
+    of a sorted column: every statistic is an index, the moments exact sums)."""
+    if ordered.size == 0:
+        return _empty()
+    if ordered.dtype.kind in "iu":
+        mean, std = integer_series_moments(ordered.astype(np.int64, copy=False))
+    else:
+        mean, std = _float_moments(ordered.astype(np.float64, copy=False))
+    row: dict[str, float | int | None] = {"count": int(ordered.size), "mean": mean, "std": std}
+    for name, q in _PERCENTILE_POINTS:
+        row[name] = percentile_sorted(ordered, q)
+    return {name: row[name] for name in STATISTICS}
 
 
 def describe(values: ArrayLike) -> dict[str, float | int | None]:
     """count, mean, std (population), min, p50, p90, p95, p99, p99_9, max.
 
-    With no values, count is 0 and the rest None. Percentiles come from Polars (one
-    multi-threaded pass, no Float64 copy of a pooled ITL column of millions of gaps;
-    selection is exact, so the order of the values cannot matter), whatever the
-    container: an array is described as the Series of its values. Mean and std come
-    from ``moments``.
+    With no values, count is 0 and the rest None. Whatever the container (a Series, an
+    array, a list), the values are sorted once and described from the sort.
     """
-    series = _clean_series(values)
-    if series.len() == 0:
-        return _empty()
-    percentiles = {name: percentile_of(name) for name in _PERCENTILE_STATS}
-    row: dict[str, float | int | None] = dict(
-        _points(series, {k: v for k, v in percentiles.items() if v is not None})
-    )
-    mean, std = moments(series) or (None, None)
-    row.update(count=series.len(), mean=mean, std=std)
-    return {name: row[name] for name in STATISTICS}
+    return describe_sorted(sorted_values(values))

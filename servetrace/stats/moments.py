@@ -26,6 +26,9 @@ import polars as pl
 _HALF = 21  # bits of the low half of an integer deviation
 _MAX_SPLIT = 1 << (2 * _HALF)  # |d| below this: both halves fit 21 bits
 _BLOCK = 1 << 15  # values per int64 block sum (2^20 · 2^42 < 2^63 would still be exact)
+# A small sample's deviations are squared and summed in int64 directly: 2^10 · (2^26)^2
+# = 2^62 cannot overflow, and a group of ``--by`` is usually that small.
+_SMALL, _SMALL_SPAN = 1 << 10, 1 << 26
 
 
 def integer_moments(n: int, pivot: int, sum_d: int, sum_d2: int) -> tuple[float, float]:
@@ -49,8 +52,12 @@ def integer_sums(values: npt.NDArray[np.int64], pivot: int = 0) -> tuple[int, in
     if n == 0:
         return 0, 0, 0
     low, high = int(values.min()), int(values.max())
-    if max(abs(low - pivot), abs(high - pivot)) >= _MAX_SPLIT:
+    widest = max(abs(low - pivot), abs(high - pivot))
+    if widest >= _MAX_SPLIT:
         return _wide_integer_sums(values, pivot)
+    if n <= _SMALL and widest < _SMALL_SPAN:  # every square and their sum fit an int64
+        d = values.astype(np.int64) - np.int64(pivot)
+        return n, int(d.sum()), int(np.dot(d, d))
     mask = np.int64((1 << _HALF) - 1)
     s1 = s_hh = s_hl = s_ll = 0
     # Block by block into three buffers that stay in cache, each sum of products a dot

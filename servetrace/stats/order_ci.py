@@ -32,26 +32,14 @@ import numpy as np
 import numpy.typing as npt
 
 from servetrace.stats.binomial import pmf_pairs, width_blocks, windows
-from servetrace.stats.binomial_ranks import crossing_ranks, fast_enough
 
 IntArray = npt.NDArray[np.int64]
 TIE_TOLERANCE = 1e-12
 
 
 def _ranks_many(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, IntArray]:
-    """``(l, u)`` of each size (all ≥ 1), every size at once: the short verified sums of
-    ``stats.binomial_ranks`` where the exact window is wide, ``_exact_ranks`` for the
-    others and for any size those could not verify — the same ranks either way."""
-    low = np.zeros(sizes.size, dtype=np.int64)
-    high = np.zeros(sizes.size, dtype=np.int64)
-    exact = ~fast_enough(sizes)
-    fast = np.flatnonzero(~exact)
-    if fast.size:
-        low[fast], high[fast], verified = crossing_ranks(sizes[fast], q, tail)
-        exact[fast[~verified]] = True
-    if exact.any():
-        low[exact], high[exact] = _exact_ranks(sizes[exact], q, tail)
-    return low, high
+    """``(l, u)`` of each size (all ≥ 1), every size at once."""
+    return _exact_ranks(sizes, q, tail)
 
 
 def _exact_ranks(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, IntArray]:

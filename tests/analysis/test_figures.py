@@ -8,8 +8,8 @@ import pytest
 from servetrace.analysis.figures import (
     THROUGHPUT_KEYS,
     failed,
+    notes,
     rates,
-    summary_notes,
     window_aggregates,
 )
 from servetrace.units import NS_PER_S
@@ -66,7 +66,7 @@ def test_a_cancellation_fails_with_an_error_code_other_than_499() -> None:
 
 
 def test_notes_for_few_completed_requests_and_unknown_send_times() -> None:
-    assert summary_notes(100, True) == []
-    assert summary_notes(0, True) == []
-    assert summary_notes(99, True) == ["only 99 completed requests: p99 and p99.9 are unreliable"]
-    assert summary_notes(1, False)[1].startswith("send times are unknown in this trace")
+    assert notes(100, True) == []
+    assert notes(0, True) == []
+    assert notes(99, True) == ["only 99 completed requests: p99 and p99.9 are unreliable"]
+    assert notes(1, False)[1].startswith("send times are unknown in this trace")

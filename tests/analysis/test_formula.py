@@ -15,7 +15,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from servetrace.analysis.formula import check_formula
+from servetrace.analysis.formula import FormulaReport, formula_by_group
+from servetrace.analysis.groups import CODE, Groups
 from servetrace.analysis.memory import analyze_events
 from tests.conftest import MS, events, make_request
 
@@ -27,7 +28,16 @@ def requests() -> pl.DataFrame:
         make_request("b", admission=0, first=10, ticks=[20], tokens=[1, 3], complete=20),
         make_request("gone", admission=0, first=10, ticks=[50], cancel=60),  # not checked
     )
-    return analyze_events(trace).requests
+    return analyze_events(trace).per_request
+
+
+def check_formula(
+    requests: pl.DataFrame, abs_tol_ns: int = 1_000_000, rel_tol: float = 0.01
+) -> FormulaReport:
+    """The check of a whole trace: the formula of its one group."""
+    whole = Groups.whole(requests)
+    (report,) = formula_by_group(whole.coded(requests), whole, abs_tol_ns, rel_tol)
+    return report
 
 
 def test_per_request_residuals(requests: pl.DataFrame) -> None:
@@ -72,7 +82,7 @@ def test_tolerance_edge_is_inclusive(requests: pl.DataFrame) -> None:
 
 def test_no_fleet_itl_without_multi_token_requests() -> None:
     trace = events(make_request("one", admission=0, first=10, complete=12))
-    report = check_formula(analyze_events(trace).requests)
+    report = check_formula(analyze_events(trace).per_request)
     assert report.fleet_itl_ns is None and report.fleet.checked == 0
     assert report.notes == ("no completed request has 2 or more output tokens: no fleet ITL",)
     # one token: nothing to predict after the first, the residual is response − ttft = 0
@@ -85,7 +95,7 @@ def test_requests_without_tick_times_are_counted_apart() -> None:
         make_request("a", admission=0, first=10, ticks=[20, 30], complete=30),
         make_request("bundle", admission=0, first=10, tokens=[5], complete=10),
     )
-    report = check_formula(analyze_events(trace).requests)
+    report = check_formula(analyze_events(trace).per_request)
     assert report.per_request.checked == 1
     assert report.notes[-1].startswith("1 completed requests have no per-tick times")
     # the fleet check still covers both: ITL (20 + 0) / (2 + 4) = 3.33 ms
@@ -102,7 +112,7 @@ def test_likely_causes() -> None:
         ),
         make_request("steady", admission=0, first=10, ticks=[20, 30], complete=30),
     )
-    report = check_formula(analyze_events(trace).requests)
+    report = check_formula(analyze_events(trace).per_request)
     causes = {w["request_id"]: w["cause"] for w in report.fleet.worst}
     assert causes == {"stall": "stall", "preempted": "preempted", "steady": ""}
 
@@ -114,7 +124,7 @@ def test_request_level_import_has_no_tick_times() -> None:
         make_request("level", admission=0, first=10, complete=50, output_tokens=5),
         make_request("a", admission=0, first=10, ticks=[20, 30], complete=30),
     ).with_columns((pl.col("request_id") == "a").alias("ticks_available"))
-    report = check_formula(analyze_events(trace).requests)
+    report = check_formula(analyze_events(trace).per_request)
     assert report.fleet_itl_ns == pytest.approx(10 * MS)
     assert (report.per_request.checked, report.fleet.checked) == (1, 2)
     assert report.fleet.within_tolerance == 2
@@ -130,7 +140,7 @@ def test_worst_lists_the_five_largest_misses_largest_first() -> None:
             for k in range(1, 8)
         ]
     )
-    worst = check_formula(analyze_events(trace).requests).per_request.worst
+    worst = check_formula(analyze_events(trace).per_request).per_request.worst
     assert [w["request_id"] for w in worst] == ["k7", "k6", "k5", "k4", "k3"]
     assert [w["residual_ns"] for w in worst] == [-k * 10 * MS + 10 * MS for k in (7, 6, 5, 4, 3)]
 
@@ -143,7 +153,7 @@ def test_no_tick_times_needs_two_tokens_to_miss() -> None:
         make_request("two", admission=0, first=10, complete=40, output_tokens=2),
         make_request("a", admission=0, first=10, ticks=[20, 30], complete=30),
     ).with_columns((pl.col("request_id") != "two").alias("ticks_available"))
-    report = check_formula(analyze_events(trace).requests)
+    report = check_formula(analyze_events(trace).per_request)
     causes = {w["request_id"]: w["cause"] for w in report.fleet.worst}
     assert causes == {"one": "", "two": "no tick times", "a": ""}
 
@@ -152,13 +162,13 @@ def test_a_stall_is_a_gap_of_more_than_ten_mean_gaps() -> None:
     """19 gaps of 1 ms and one of 19 ms: mean 1.9, max exactly 10 × mean: not a stall."""
     ticks = [*range(11, 30), 48]
     edge = make_request("edge", admission=0, first=10, ticks=ticks, complete=48)
-    report = check_formula(analyze_events(events(edge)).requests)
+    report = check_formula(analyze_events(events(edge)).per_request)
     assert report.fleet.worst[0]["cause"] == ""
 
 
 def test_nothing_completed_checks_nothing() -> None:
     trace = events(make_request("gone", admission=0, first=10, ticks=[20], cancel=30))
-    report = check_formula(analyze_events(trace).requests)
+    report = check_formula(analyze_events(trace).per_request)
     for check in (report.per_request, report.fleet):
         assert (check.checked, check.within_tolerance, check.share_within) == (0, 0, None)
         assert check.residual_ns["count"] == 0 and check.worst == ()
@@ -173,7 +183,7 @@ def test_relative_tolerance_applies_per_request_too(requests: pl.DataFrame) -> N
 
 def test_two_tokens_are_enough_for_a_fleet_itl() -> None:
     trace = events(make_request("two", admission=0, first=10, ticks=[20], complete=20))
-    report = check_formula(analyze_events(trace).requests)
+    report = check_formula(analyze_events(trace).per_request)
     assert report.fleet_itl_ns == 10 * MS  # decode 10 ms over N − 1 = 1
     assert report.fleet.checked == 1 and report.notes == ()
 
@@ -213,9 +223,16 @@ def test_worst_picks_what_a_full_sort_puts_first(seed: int) -> None:
     ).with_columns(
         pl.when(pl.int_range(pl.len()) % 7 == 0).then(None).otherwise(pl.col("arrival_ns"))
     )
-    got = worst(frame, "formula_residual_ns")["request_id"].to_list()
-    assert got == _worst_by_full_sort(frame, "formula_residual_ns")
-    few = frame.head(3)
-    assert worst(few, "formula_residual_ns")["request_id"].to_list() == _worst_by_full_sort(
-        few, "formula_residual_ns"
-    )
+    frame = frame.with_columns(pl.lit(0, pl.Int64).alias(CODE))
+
+    def ids(part: pl.DataFrame) -> list[object]:
+        (found,) = worst(part, "formula_residual_ns", 1)
+        return [row["request_id"] for row in found]
+
+    assert ids(frame) == _worst_by_full_sort(frame, "formula_residual_ns")
+    assert ids(frame.head(3)) == _worst_by_full_sort(frame.head(3), "formula_residual_ns")
+    # in groups: each group's head is the full sort of its own rows
+    two = frame.with_columns((pl.int_range(pl.len()) % 2).alias(CODE))
+    for code, found in enumerate(worst(two, "formula_residual_ns", 2)):
+        alone = two.filter(pl.col(CODE) == code)
+        assert [r["request_id"] for r in found] == _worst_by_full_sort(alone, "formula_residual_ns")

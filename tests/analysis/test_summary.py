@@ -15,7 +15,7 @@ import pytest
 
 from servetrace.analysis.memory import analyze_events
 from servetrace.analysis.result import AnalysisOptions
-from servetrace.analysis.summary import GoodputTarget, Summary, latency_distributions, summarize
+from servetrace.analysis.summary import GoodputTarget, Summary, summarize
 from servetrace.errors import UsageError
 from tests.conftest import MS, events, make_request
 
@@ -200,10 +200,10 @@ def test_a_streamed_itl_distribution_is_taken_as_it_is() -> None:
     """A streamed trace hands the summary its merged ITL distribution, not a gap frame."""
     analysis = analyze_events(four_requests())
     merged = {"count": 99, "mean": 1.0}
-    completed = analysis.requests.filter(pl.col("outcome") == "completed")
-    distributions = latency_distributions(completed, merged)
-    assert distributions["itl"] is merged
-    assert distributions["ttft"] == analysis.summary.metrics["ttft"]
+    summary = summarize(analysis.timeline, analysis.per_request, merged)
+    assert summary.metrics["itl"] is merged
+    assert summary.metrics["ttft"] == analysis.summary.metrics["ttft"]
+    assert summary.intervals["itl"]["unavailable"] == "streamed"
 
 
 def test_a_target_no_request_can_have_is_refused_with_what_it_needs() -> None:
@@ -234,7 +234,7 @@ def test_goodput_of_a_trace_where_nothing_completed() -> None:
 def test_summarize_defaults_are_the_analysis_defaults() -> None:
     """``summarize`` without a tolerance checks the formula at 1 ms / 1 %, as analyze does."""
     analysis = analyze_events(four_requests())
-    alone = summarize(analysis.timeline, analysis.requests, analysis.gaps)
+    alone = summarize(analysis.timeline, analysis.per_request, analysis.gaps)
     assert (alone.formula.abs_tol_ns, alone.formula.rel_tol) == (1_000_000, 0.01)
     assert alone == analysis.summary
 

@@ -217,10 +217,3 @@ def test_sums_of_more_than_one_block_keep_every_block() -> None:
     mean, std = moments(pl.Series(values)) or (None, None)
     assert mean == (1 << 31) / n
     assert std == math.sqrt((n * (1 << 61) - (1 << 62)) / (n * n))
-
-
-def test_statistics_row_keys_are_statistics_in_order() -> None:
-    from servetrace.stats.describe import STATISTICS, statistics_row
-
-    row = statistics_row(*range(len(STATISTICS)))
-    assert list(row.items()) == [(name, i) for i, name in enumerate(STATISTICS)]

@@ -186,26 +186,6 @@ def test_ranks_are_integer_arrays() -> None:
         assert [a.dtype for a in pair] == [np.dtype(np.int64)] * 2
 
 
-def test_small_sizes_take_the_exact_sums_and_large_ones_the_short_sums(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    exact_sizes: list[int] = []
-    real = order_ci._exact_ranks
-
-    def recording(sizes: np.ndarray, q: float, tail: float) -> tuple[np.ndarray, np.ndarray]:
-        exact_sizes.extend(sizes.tolist())
-        return real(sizes, q, tail)
-
-    monkeypatch.setattr(order_ci, "_exact_ranks", recording)
-    sizes = np.array([1, 50, 99, 100, 3000, 10**6])
-    low, high = _ranks_many(sizes, 0.9, order_ci._check(0.9, 0.95))
-    assert exact_sizes == [1, 50, 99]  # the rest verified by stats.binomial_ranks
-    monkeypatch.setattr(order_ci, "_exact_ranks", real)
-    assert [low.tolist(), high.tolist()] == [
-        a.tolist() for a in _exact_ranks(sizes, 0.9, 0.025 + 1e-12)
-    ]
-
-
 def test_the_exact_sums_cover_the_window_and_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each size's tail sums run over its window [⌊nq⌋ − W, ⌈nq⌉ + W] (stats.binomial):
     a wider row costs O(n) instead of O(σ) (at n = 10^9, q = 0.5: 10^9 points)."""

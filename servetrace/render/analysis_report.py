@@ -1,0 +1,59 @@
+"""``servetrace analyze``'s report of one run in each format: the summary, the time
+options' figures, the censoring estimates and the groups of ``--by``."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from servetrace.analysis.result import Analysis
+from servetrace.render.groups import footer, groups_markdown, groups_table, one_row_each
+from servetrace.render.results_json import analysis_dict
+from servetrace.render.summary import (
+    SummaryFormat,
+    render_csv,
+    render_json,
+    render_markdown,
+    render_table,
+)
+from servetrace.render.survival import survival_lines
+from servetrace.render.time_report import lines as time_lines
+from servetrace.render.time_report import slice_csv, slice_markdown, slice_table, time_dict
+
+
+def analysis_text(
+    analysis: Analysis, fmt: SummaryFormat, naming: str, censoring: bool = False
+) -> str | list[RenderableType]:
+    """The report as text (JSON, CSV, Markdown), or the terminal table's renderables."""
+    timed = time_dict(analysis)
+    groups, by = analysis.groups, analysis.by or ""
+    summary, inputs = analysis.summary, analysis.inputs
+    if fmt is SummaryFormat.json:
+        return render_json(analysis_dict(analysis, naming)) + "\n"
+    if fmt is SummaryFormat.csv:
+        if "slices" in timed:
+            return slice_csv(timed["slices"])
+        return render_csv(groups or {None: summary}, analysis.by, naming)
+    if fmt is SummaryFormat.markdown:
+        text = render_markdown(summary, inputs, naming)
+        text += "".join(f"- {line}\n" for line in time_lines(timed))
+        if "slices" in timed:
+            text += slice_markdown(timed["slices"])
+        text += "".join(f"- {line}\n" for line in survival_lines(summary.survival, censoring))
+        if groups and one_row_each(groups):
+            return text + groups_markdown(groups, by, naming)
+        for value, group in (groups or {}).items():
+            text += "\n" + render_markdown(group, inputs, naming, title=f"{by} = {value}")
+            text += "".join(f"- {line}\n" for line in survival_lines(group.survival, censoring))
+        return text
+    parts: list[RenderableType] = [render_table(summary, inputs, naming)]
+    parts += [Text(line) for line in time_lines(timed)]
+    if "slices" in timed:
+        parts.append(Text(slice_table(timed["slices"])))
+    parts += [Text(line) for line in survival_lines(summary.survival, censoring)]
+    if groups and one_row_each(groups):
+        return [*parts, Text(""), groups_table(groups, by, naming), Text(footer(groups, by))]
+    for value, group in (groups or {}).items():
+        parts += [Text(""), render_table(group, inputs, naming, title=f"{by} = {value}")]
+        parts += [Text(line) for line in survival_lines(group.survival, censoring)]
+    return parts
