@@ -15,7 +15,8 @@ import polars as pl
 from servetrace.analysis.memory import analyze_trace
 from servetrace.analysis.partitioned import analyze_partitioned
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, NotTimeOrdered, analyze_streaming
+from servetrace.analysis.streaming import NotTimeOrdered, analyze_streaming
+from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.canonical import IngestOptions, read_events
 
 # Above this many events the batched path is both lighter and faster (benchmarks/README.md:

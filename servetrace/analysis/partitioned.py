@@ -58,9 +58,10 @@ from servetrace.analysis.memory import (
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.stream_state import KeptRequests, spill_directory
-from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS, _histogram_warning
+from servetrace.analysis.streaming import _histogram_warning
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
+from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.canonical import Trace
 
 PART = "_partition"

@@ -69,13 +69,8 @@ from servetrace.analysis.stream_state import (
 )
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
+from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.canonical import Trace
-
-# Rows per batch. 10^6, not 2·10^6: at 10^9 events the peak falls from 2.54 to 2.34 GB
-# for the same CPU (235 → 221 CPU-s), at 10^8 from 1.35 to 1.04–1.09 GB for ~1 s more
-# wall; a batch's buffers are what the allocator still holds when the summary runs
-# (session s17, docs/scale.md).
-DEFAULT_BATCH_ROWS = 1_000_000
 
 
 def _late_row_error(trace: Trace, late: pl.DataFrame, in_time_order: bool) -> NotTimeOrdered:

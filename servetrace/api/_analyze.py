@@ -28,8 +28,9 @@ from servetrace.errors import UsageError
 from servetrace.rules.grammar import parse_goodput_target
 from servetrace.runs.analyze import analyze_runs as load_runs
 from servetrace.runs.analyze import pool_runs
-from servetrace.runs.load import Engine, Settings, collected, shard_partial
+from servetrace.runs.load import Settings, collected, shard_partial
 from servetrace.runs.model import Runs
+from servetrace.settings import Engine
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.inputs import resolve
 

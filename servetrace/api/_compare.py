@@ -21,9 +21,7 @@ from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS, DEFAULT_COMPA
 from servetrace.comparison.compare import Comparison
 from servetrace.comparison.compare import compare as compare_analyses
 from servetrace.comparison.load import compare_load
-from servetrace.comparison.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
-from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
-from servetrace.stats.ratio import DEFAULT_CONFIDENCE
+from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
 
 def _analysis_of(

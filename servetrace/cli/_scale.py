@@ -9,7 +9,7 @@ import typer
 
 from servetrace.errors import UsageError
 from servetrace.outputs import check_frame_output, refuse_overwriting_inputs
-from servetrace.runs.load import Engine
+from servetrace.settings import Engine
 from servetrace.sources.objectstore import is_uri
 
 EngineOpt = Annotated[

@@ -11,7 +11,6 @@ import typer
 from servetrace import api
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.slices import parse_slice
-from servetrace.analysis.streaming import DEFAULT_BATCH_ROWS
 from servetrace.cli._app import app, emit, guarded, out_console, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._options import (
@@ -42,6 +41,7 @@ from servetrace.cli._scale import (
 )
 from servetrace.errors import ExitCode, UsageError
 from servetrace.render.analysis_report import analysis_text
+from servetrace.render.formats import SummaryFormat
 from servetrace.render.naming import Naming
 from servetrace.render.runs import (
     render_runs_csv,
@@ -49,14 +49,11 @@ from servetrace.render.runs import (
     render_runs_markdown,
     render_runs_table,
 )
-from servetrace.render.summary import (
-    SummaryFormat,
-    render_json,
-)
+from servetrace.render.summary import render_json
 from servetrace.render.validate import validate_dict, validate_text
-from servetrace.runs.load import Engine
 from servetrace.runs.model import Runs
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
+from servetrace.settings import DEFAULT_BATCH_ROWS, Engine
 
 NS_PER_MS = 1_000_000
 

@@ -20,7 +20,8 @@ from servetrace.cli._options import (
     reading,
 )
 from servetrace.errors import UsageError
-from servetrace.render.summary import SummaryFormat, render_json
+from servetrace.render.formats import SummaryFormat
+from servetrace.render.summary import render_json
 
 
 @app.command()

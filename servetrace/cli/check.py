@@ -21,8 +21,9 @@ from servetrace.cli._options import (
 )
 from servetrace.errors import ExitCode
 from servetrace.outputs import check_directory, refuse_overwriting_inputs, write_text
-from servetrace.render.check import CheckFormat, check_table, render_check
+from servetrace.render.check import check_table, render_check
 from servetrace.render.check_words import rule_line
+from servetrace.render.formats import CheckFormat
 
 
 @app.command("check")

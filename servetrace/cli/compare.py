@@ -23,12 +23,11 @@ from servetrace.cli._options import (
     in_range,
     reading,
 )
-from servetrace.comparison.workload import DEFAULT_ARRIVAL_TOLERANCE_NS
 from servetrace.errors import UsageError
-from servetrace.render.compare import CompareFormat, render_compare
+from servetrace.render.compare import render_compare
 from servetrace.render.compare_words import comparison_warnings
-from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
-from servetrace.stats.ratio import DEFAULT_CONFIDENCE
+from servetrace.render.formats import CompareFormat
+from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from servetrace.units import NS_PER_MS
 
 

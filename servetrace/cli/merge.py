@@ -18,8 +18,8 @@ from servetrace.cli._options import (
 )
 from servetrace.cli._scale import STORE_HINT, QuarantineOutUriOpt, RequestsOutUriOpt
 from servetrace.errors import InputError, UsageError
+from servetrace.render.formats import SummaryFormat
 from servetrace.render.naming import Naming
-from servetrace.render.summary import SummaryFormat
 from servetrace.sources.objectstore import is_uri
 
 

@@ -28,15 +28,11 @@ from servetrace.comparison.catalog import (
 from servetrace.comparison.caveats import Caveat, caveats
 from servetrace.comparison.load import LoadMatch
 from servetrace.comparison.measure import Measured, Skipped, context, measure_keys
-from servetrace.comparison.workload import (
-    DEFAULT_ARRIVAL_TOLERANCE_NS,
-    WorkloadMatch,
-    match_workloads,
-)
+from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
-from servetrace.stats.bootstrap import DEFAULT_MAX_RESAMPLE_SIZE, DEFAULT_RESAMPLES
+from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from servetrace.stats.bootstrap import DEFAULT_MAX_RESAMPLE_SIZE
 from servetrace.stats.describe import canonical_stat, is_statistic
-from servetrace.stats.ratio import DEFAULT_CONFIDENCE
 
 # One row per compared statistic. ``unit`` is the unit of ``baseline`` and
 # ``candidate_value``: ns for times, req/s or tok/s for rates, "" for counts/fractions.

@@ -38,9 +38,9 @@ from servetrace.comparison.catalog import (
 from servetrace.comparison.population import Population, population
 from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
+from servetrace.settings import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from servetrace.stats.bootstrap import (
     DEFAULT_MAX_RESAMPLE_SIZE,
-    DEFAULT_RESAMPLES,
     bootstrap_ratio_ci,
     bootstrap_ratio_cis,
 )
@@ -48,7 +48,7 @@ from servetrace.stats.clusters import design_effect
 from servetrace.stats.describe import PERCENTILE_METHOD, percentile_of
 from servetrace.stats.rank_tests import paired_test, unpaired_test
 from servetrace.stats.rates import rate_ratio_ci
-from servetrace.stats.ratio import DEFAULT_CONFIDENCE, RatioCI
+from servetrace.stats.ratio import RatioCI
 from servetrace.stats.verdicts import Change, assess_change
 
 

@@ -27,10 +27,9 @@ import polars as pl
 
 from servetrace.comparison.catalog import COMPLETED
 from servetrace.errors import UsageError
-from servetrace.units import NS_PER_MS
+from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS
 
 WorkloadVerdict = Literal["identical", "same_requests", "partial", "different"]
-DEFAULT_ARRIVAL_TOLERANCE_NS = 10 * NS_PER_MS
 # Position pairing needs this share of the known lengths to agree.
 POSITION_AGREEMENT = 0.99
 

@@ -7,15 +7,10 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from servetrace.analysis.result import Analysis
+from servetrace.render.formats import SummaryFormat
 from servetrace.render.groups import footer, groups_markdown, groups_table, one_row_each
 from servetrace.render.results_json import analysis_dict
-from servetrace.render.summary import (
-    SummaryFormat,
-    render_csv,
-    render_json,
-    render_markdown,
-    render_table,
-)
+from servetrace.render.summary import render_csv, render_json, render_markdown, render_table
 from servetrace.render.survival import survival_lines
 from servetrace.render.time_report import lines as time_lines
 from servetrace.render.time_report import slice_csv, slice_markdown, slice_table, time_dict

@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
-from enum import Enum
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -30,6 +29,7 @@ from servetrace.render.check_words import (
     unit_of,
     verdict_line,
 )
+from servetrace.render.formats import CheckFormat
 from servetrace.render.workload import workload_dict
 from servetrace.rules.outcome import Status
 from servetrace.rules.result import CheckResult, RuleResult
@@ -47,15 +47,6 @@ _ICON = {
     Status.SKIP: ":fast_forward:",
     Status.INCONCLUSIVE: ":grey_question:",
 }
-
-
-class CheckFormat(str, Enum):
-    """Output formats of ``servetrace check``."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    junit = "junit"
 
 
 # --------------------------------------------------------------------------- JSON

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
-from enum import Enum
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -45,17 +44,10 @@ from servetrace.render.compare_words import (
     tradeoff_text,
 )
 from servetrace.render.format import format_value, signed
+from servetrace.render.formats import CompareFormat
 from servetrace.render.load import load_dict, load_message
 from servetrace.render.workload import workload_dict, workload_message
 from servetrace.version import SCHEMA_VERSION, __version__
-
-
-class CompareFormat(str, Enum):
-    """Output formats of ``servetrace compare``."""
-
-    table = "table"
-    json = "json"
-    markdown = "markdown"
 
 
 # --------------------------------------------------------------------------- JSON

@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping, Sequence
-from enum import Enum
 from typing import Any
 
 from rich.console import Group
@@ -47,13 +46,6 @@ DECOMPOSITION_STYLES = {
     "ttft": "yellow",
     "decode": "green",
 }
-
-
-class SummaryFormat(str, Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    csv = "csv"
 
 
 def distribution_ms(

@@ -44,8 +44,7 @@ from servetrace.rules.grammar import (
     parse_slo,
 )
 from servetrace.rules.rules import Rule
-from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
-from servetrace.stats.ratio import DEFAULT_CONFIDENCE
+from servetrace.settings import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 
 if sys.version_info >= (3, 11):
     import tomllib

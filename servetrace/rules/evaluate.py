@@ -39,8 +39,7 @@ from servetrace.rules.percentile_gate import (
 )
 from servetrace.rules.result import CheckResult, RuleResult
 from servetrace.rules.rules import RegressionRule, Rule, SloRule
-from servetrace.stats.bootstrap import DEFAULT_RESAMPLES
-from servetrace.stats.ratio import DEFAULT_CONFIDENCE
+from servetrace.settings import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from servetrace.stats.verdicts import MIN_SAMPLES
 
 

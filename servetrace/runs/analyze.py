@@ -11,8 +11,9 @@ import polars as pl
 from servetrace.errors import UsageError
 from servetrace.runs.declared import declared_for
 from servetrace.runs.labels import make_labels
-from servetrace.runs.load import Engine, Settings, analyze_in_memory, collected, load
+from servetrace.runs.load import Settings, analyze_in_memory, collected, load
 from servetrace.runs.model import Run, Runs
+from servetrace.settings import Engine
 from servetrace.sources.inputs import RunSource
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +25,12 @@ from servetrace.errors import UsageError
 from servetrace.runs.declared import declared_for
 from servetrace.runs.throughput import with_declared_window
 from servetrace.runs.time import windowed
+from servetrace.settings import Engine
 from servetrace.sources import requests_table
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.canonical import read_events as scan_trace
 from servetrace.sources.inputs import RUN_FORMATS, RunSource
 from servetrace.sources.registry import import_file
-
-
-class Engine(str, Enum):
-    """Where a canonical trace is analysed: this machine, or a Ray cluster."""
-
-    local = "local"
-    ray = "ray"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from servetrace.settings import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from servetrace.stats.describe import (
     ArrayLike,
     FloatArray,
@@ -40,9 +41,8 @@ from servetrace.stats.describe import (
     statistic,
     to_array,
 )
-from servetrace.stats.ratio import DEFAULT_CONFIDENCE, RatioCI, ratio_of, ratios
+from servetrace.stats.ratio import RatioCI, ratio_of, ratios
 
-DEFAULT_RESAMPLES = 2000
 # Resamples larger than this are drawn m-out-of-n and rescaled; see the module docstring.
 DEFAULT_MAX_RESAMPLE_SIZE = 5000
 # Values gathered per bootstrap block: bounds memory whatever the sample size.

@@ -11,8 +11,9 @@ import math
 import numpy as np
 from scipy import stats as sps
 
+from servetrace.settings import DEFAULT_CONFIDENCE
 from servetrace.stats.describe import ArrayLike, to_array
-from servetrace.stats.ratio import DEFAULT_CONFIDENCE, RatioCI, ratio_of
+from servetrace.stats.ratio import RatioCI, ratio_of
 
 
 def rate_ratio_ci(

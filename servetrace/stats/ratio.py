@@ -10,7 +10,6 @@ import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
-DEFAULT_CONFIDENCE = 0.95
 
 
 def ratio_of(numerator: float, denominator: float) -> float:

@@ -19,7 +19,7 @@ from servetrace.analysis.memory import analyze_events
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.comparison.catalog import metric_value
 from servetrace.comparison.compare import ROW_SCHEMA, compare
-from servetrace.comparison.workload import DEFAULT_ARRIVAL_TOLERANCE_NS, match_workloads
+from servetrace.comparison.workload import match_workloads
 from servetrace.errors import UsageError
 from servetrace.render.compare_words import (
     comparison_notes,
@@ -28,6 +28,7 @@ from servetrace.render.compare_words import (
     tradeoff_text,
 )
 from servetrace.render.workload import workload_message
+from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS
 from tests.factories import MS, constant_trace, streamed, synthetic, synthetic_events
 
 FAST = {"resamples": 200}

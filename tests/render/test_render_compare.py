@@ -13,12 +13,7 @@ from servetrace.comparison.catalog import get_metric
 from servetrace.comparison.compare import Comparison, compare
 from servetrace.comparison.measure import Measured
 from servetrace.comparison.workload import WorkloadMatch
-from servetrace.render.compare import (
-    CompareFormat,
-    compare_dict,
-    compare_text,
-    render_compare,
-)
+from servetrace.render.compare import compare_dict, compare_text, render_compare
 from servetrace.render.compare_markdown import compare_markdown
 from servetrace.render.compare_words import (
     ROW_KEYS,
@@ -31,6 +26,7 @@ from servetrace.render.compare_words import (
     tradeoff_text,
 )
 from servetrace.render.format import display_unit, format_value, short_ms, signed, to_display
+from servetrace.render.formats import CompareFormat
 from servetrace.render.workload import workload_dict, workload_message
 from servetrace.stats.ratio import RatioCI
 from servetrace.stats.verdicts import assess_change

@@ -13,8 +13,9 @@ from hypothesis import strategies as hs
 
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.errors import InputError, UsageError
-from servetrace.render.check import CheckFormat, check_junit, render_check
+from servetrace.render.check import check_junit, render_check
 from servetrace.render.check_words import rule_line
+from servetrace.render.formats import CheckFormat
 from servetrace.rules.config import CheckConfig, find_config, load_config
 from servetrace.rules.evaluate import evaluate
 from servetrace.rules.grammar import (

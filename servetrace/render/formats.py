@@ -1,0 +1,31 @@
+"""The output formats each command offers (light: the CLI builds its options from them)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class SummaryFormat(str, Enum):
+    """Output formats of ``analyze``, ``validate``, ``capacity`` and ``merge``."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+
+
+class CheckFormat(str, Enum):
+    """Output formats of ``servetrace check``."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    junit = "junit"
+
+
+class CompareFormat(str, Enum):
+    """Output formats of ``servetrace compare``."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
