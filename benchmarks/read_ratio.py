@@ -32,8 +32,9 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.dispatch import analyze_paths
+from servetrace.dtypes import EVENT_DTYPE
 from servetrace.render.summary import report_dict
-from servetrace.schema import EVENT_DTYPE, TICK_EVENTS
+from servetrace.schema import TICK_EVENTS
 
 
 def _report(trace: str, streaming: bool) -> dict:

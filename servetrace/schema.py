@@ -1,14 +1,13 @@
 """The canonical event schema, version 1 (DESIGN §2): the single source of names.
 
 Everything else imports event kinds, column names, aliases and units from here, and the
-CLI help and README tables are generated from these definitions.
+CLI help and the tables of docs/reference.md are generated from these definitions. Plain
+Python: the CLI reads it at start-up (the Polars types are in ``servetrace.dtypes``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import polars as pl
 
 # Lifecycle order: events of one request with equal timestamps are taken in this order.
 EVENT_KINDS: tuple[str, ...] = (
@@ -22,9 +21,8 @@ EVENT_KINDS: tuple[str, ...] = (
     "error",
     "release",
 )
-EVENT_DTYPE = pl.Enum(list(EVENT_KINDS))
 # ``error``: the request failed (HTTP 429, timeout, engine error), with ``error_code`` /
-# ``error_type`` attributes; additive to schema v1 (issue 9). Not a cancellation.
+# ``error_type`` attributes; additive to schema v1. Not a cancellation.
 TERMINAL_EVENTS: tuple[str, ...] = ("completion", "cancellation", "error")
 TICK_EVENTS: tuple[str, ...] = ("first_token", "token")
 

@@ -28,3 +28,18 @@ DEFAULT_RESAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
 # Two runs' arrivals within this of each other are the same request of the same workload.
 DEFAULT_ARRIVAL_TOLERANCE_NS = 10 * NS_PER_MS
+
+# The other tools' exports ``--from`` and ``servetrace import`` read, in the order the help
+# lists them; ``sources.registry.FORMATS`` maps each to its importer.
+IMPORT_FORMATS = (
+    "aiperf",
+    "genai-perf",
+    "vllm-bench",
+    "guidellm",
+    "llmperf",
+    "otlp",
+    "sglang",
+    "trtllm",
+    "mlcommons",
+    "requests",
+)

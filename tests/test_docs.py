@@ -13,12 +13,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metrics import LATENCY_METRICS, REQUEST_COLUMNS
 from servetrace.cli import app
-from servetrace.cli._lazy import LAZY_COMMANDS
 from servetrace.errors import ExitCode
 from servetrace.render.naming import Naming
 
@@ -34,7 +34,11 @@ USER_PAGES = (
     ROOT / "benchmarks" / "README.md",
 )
 # Every command the CLI declares (a new command without a README section fails here).
-COMMANDS = tuple(LAZY_COMMANDS)
+COMMANDS = tuple(
+    info.name or typer.main.get_command_name(info.callback.__name__)
+    for info in app.registered_commands
+    if info.callback is not None
+)
 runner = CliRunner()
 
 

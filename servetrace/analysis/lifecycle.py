@@ -35,7 +35,8 @@ from servetrace.analysis.lifecycle_rules import (
 )
 from servetrace.analysis.lifecycle_side import decide, mixed_admission_warnings, server_side
 from servetrace.analysis.tick_order import packed_ticks
-from servetrace.schema import EVENT_DTYPE, TERMINAL_EVENTS, TICK_EVENTS
+from servetrace.dtypes import EVENT_DTYPE
+from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 
 # Every timestamp a timeline row carries: the latest is the request's last event.
 EVENT_TIMES = (

@@ -48,8 +48,9 @@ from servetrace.analysis.memory import attribute_columns, span_warnings
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.summary import summarize
+from servetrace.dtypes import EVENT_DTYPE
 from servetrace.errors import InputError, UsageError
-from servetrace.schema import EVENT_DTYPE, TERMINAL_EVENTS, TICK_EVENTS
+from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 
 FORMAT = "servetrace-partial"
 VERSION = 1

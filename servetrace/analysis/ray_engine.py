@@ -33,8 +33,9 @@ from servetrace.analysis.partial import combine, finish, partial_of
 from servetrace.analysis.partial_io import from_record, to_record
 from servetrace.analysis.partitioned import partition_count
 from servetrace.analysis.result import Analysis, AnalysisOptions
+from servetrace.dtypes import EVENT_DTYPE
 from servetrace.errors import ExitCode, InputError, ServetraceError, UsageError, first_line
-from servetrace.schema import EVENT_DTYPE, EVENT_KINDS
+from servetrace.schema import EVENT_KINDS
 from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.canonical import IngestOptions, normalise
 from servetrace.sources.objectstore import is_uri, named, resolve_all

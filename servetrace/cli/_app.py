@@ -12,12 +12,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from servetrace.cli._lazy import LazyGroup
 from servetrace.errors import ExitCode, ServetraceError
 
 app = typer.Typer(
     name="servetrace",
-    cls=LazyGroup,
     help="Analyze LLM inference-serving traces: queue wait, prefill, decode, TTFT, ITL.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -2,23 +2,29 @@
 
 Every numeric option of every command goes through ``in_range``: NaN, ±inf and values
 outside the option's domain are a usage error (exit 2) naming the flag, before any file is
-read — ``compare --min-change nan`` used to be accepted and silently disabled every
-verdict (issue 8, item 7).
+read: a NaN threshold would otherwise compare false with everything and silently disable
+what it guards.
+
+Light by design: ``servetrace --help`` builds every command's options from this module,
+so it imports no Polars and no engine module (the parsers load when a command runs).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from servetrace.analysis.summary import GoodputTarget
 from servetrace.render.naming import Naming
-from servetrace.rules.grammar import parse_goodput_target
-from servetrace.sources.canonical import parse_mapping
+from servetrace.settings import IMPORT_FORMATS
+
+if TYPE_CHECKING:
+    from servetrace.analysis.summary import GoodputTarget
 
 INT64_MAX = 2**63 - 1
 SEED_MAX = 2**64 - 1  # numpy's SeedSequence takes any non-negative int; keep it to 64 bits
@@ -84,10 +90,10 @@ FromOpt = Annotated[
     str | None,
     typer.Option(
         "--from",
-        help="Read another tool's export: aiperf, genai-perf, vllm-bench, "
-        "guidellm, llmperf, otlp, sglang, trtllm, mlcommons, or requests (one row per "
-        "request, columns named with --column arrival=... ttft=... e2e=...) (default: "
-        "canonical trace, or detected from content).",
+        help="Read another tool's export: "
+        + ", ".join(IMPORT_FORMATS[:-1])
+        + f", or {IMPORT_FORMATS[-1]} (one row per request, columns named with --column "
+        "arrival=... ttft=... e2e=...) (default: canonical trace, or detected from content).",
     ),
 ]
 GoodputOpt = Annotated[
@@ -118,6 +124,47 @@ TracesArg = Annotated[
 ]
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The flags that say how to read the inputs, the same in every command that reads traces.
+_READING_PARAMETERS = (
+    inspect.Parameter("column", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ColumnOpt),
+    inspect.Parameter(
+        "time_unit", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=TimeUnitOpt
+    ),
+    inspect.Parameter(
+        "event_map", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=EventMapOpt
+    ),
+    inspect.Parameter(
+        "from_format", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=FromOpt
+    ),
+)
+
+
+def reading_options(command: F) -> F:
+    """Give a command ``--column``, ``--time-unit``, ``--event-map`` and ``--from``.
+
+    The command declares one parameter ``reading: dict[str, Any]`` instead and receives
+    those flags as keyword arguments of the library API (``servetrace.analyze(...,
+    **reading)``). Typer reads the wrapper's signature, so the four options appear in the
+    command's help after its own.
+    """
+    own = inspect.signature(command, eval_str=True)
+    if "reading" not in own.parameters:
+        raise TypeError(f"{command.__name__} takes no 'reading' parameter")
+    kept = [p for name, p in own.parameters.items() if name != "reading"]
+    signature = own.replace(parameters=[*kept, *_READING_PARAMETERS])
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = [kwargs.pop(p.name, None) for p in _READING_PARAMETERS]
+        return command(*args, reading=reading(*given), **kwargs)
+
+    wrapper.__signature__ = signature  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+    return wrapper  # type: ignore[return-value]
+
+
 def reading(
     column: list[str] | None,
     time_unit: str | None,
@@ -125,15 +172,17 @@ def reading(
     from_format: str | None,
 ) -> dict[str, Any]:
     """The shared reading flags as keyword arguments of the library API."""
-    columns: Mapping[str, str] = parse_mapping(column or [], "--column")
-    events: Mapping[str, str] = parse_mapping(event_map or [], "--event-map")
+    from servetrace.sources.canonical import parse_mapping
+
     return {
-        "columns": columns,
+        "columns": parse_mapping(column or [], "--column"),
         "time_unit": time_unit,
-        "event_map": events,
+        "event_map": parse_mapping(event_map or [], "--event-map"),
         "from_format": from_format,
     }
 
 
 def goodput_targets(texts: list[str] | None) -> tuple[GoodputTarget, ...]:
+    from servetrace.rules.grammar import parse_goodput_target
+
     return tuple(parse_goodput_target(text) for text in texts or [])

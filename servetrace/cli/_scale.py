@@ -8,9 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from servetrace.errors import UsageError
-from servetrace.outputs import check_frame_output, refuse_overwriting_inputs
 from servetrace.settings import Engine
-from servetrace.sources.objectstore import is_uri
 
 EngineOpt = Annotated[
     Engine,
@@ -61,12 +59,16 @@ RequestsOutUriOpt = Annotated[
 
 def output_path(text: str | Path | None) -> Path | str | None:
     """An output option's value: a local ``Path``, or a URI kept as text."""
+    from servetrace.sources.objectstore import is_uri
+
     if text is None or isinstance(text, Path):
         return text
     return text if is_uri(text) else Path(text)
 
 
 def refuse_uri(flag: str, text: str | Path | None, why: str) -> None:
+    from servetrace.sources.objectstore import is_uri
+
     if isinstance(text, str) and is_uri(text):
         raise UsageError(f"{flag} {text}: {why}", hint=STORE_HINT)
 
@@ -86,6 +88,9 @@ def check_outputs(
 ) -> None:
     """Refuse bad outputs before reading anything (a Ray --requests-out is a directory;
     a URI is checked on its store)."""
+    from servetrace.outputs import check_frame_output, refuse_overwriting_inputs
+    from servetrace.sources.objectstore import is_uri
+
     if engine is Engine.ray and partial_out is not None:
         raise UsageError("--partial-out is for one shard on this machine, not --engine ray")
     refuse_uri("--partial-out", partial_out, "partials are directories on this machine")

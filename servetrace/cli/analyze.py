@@ -3,32 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import polars as pl
 import typer
 
-from servetrace import api
-from servetrace.analysis.result import Analysis
-from servetrace.analysis.slices import parse_slice
-from servetrace.cli._app import app, emit, guarded, out_console, warn
+from servetrace.cli._app import app, guarded, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._options import (
     ByOpt,
-    ColumnOpt,
-    EventMapOpt,
     FormulaAbsTolOpt,
     FormulaRelTolOpt,
-    FromOpt,
     GoodputOpt,
     NamingOpt,
     StrictOpt,
-    TimeUnitOpt,
     TracesArg,
     goodput_targets,
     in_range,
-    reading,
+    reading_options,
 )
+from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
 from servetrace.cli._scale import (
     EngineOpt,
     PartialOutOpt,
@@ -40,22 +33,15 @@ from servetrace.cli._scale import (
     write_requests,
 )
 from servetrace.errors import ExitCode, UsageError
-from servetrace.render.analysis_report import analysis_text
 from servetrace.render.formats import SummaryFormat
 from servetrace.render.naming import Naming
-from servetrace.render.runs import (
-    render_runs_csv,
-    render_runs_json,
-    render_runs_markdown,
-    render_runs_table,
-)
-from servetrace.render.summary import render_json
-from servetrace.render.validate import validate_dict, validate_text
-from servetrace.runs.model import Runs
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
 from servetrace.settings import DEFAULT_BATCH_ROWS, Engine
+from servetrace.units import NS_PER_MS
 
-NS_PER_MS = 1_000_000
+if TYPE_CHECKING:
+    from servetrace.analysis.result import Analysis
+    from servetrace.runs.model import Runs
 
 
 def _report_warnings(analysis: Analysis) -> None:
@@ -71,11 +57,13 @@ def _report_warnings(analysis: Analysis) -> None:
     + "."
 )
 @guarded
+@reading_options
 def analyze(
     traces: TracesArg,
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
         SummaryFormat.table
     ),
+    output: ReportOutOpt = None,
     requests_out: RequestsOutUriOpt = None,
     quarantine_out: QuarantineOutUriOpt = None,
     by: ByOpt = None,
@@ -98,10 +86,6 @@ def analyze(
         int,
         typer.Option(help="Rows per batch with --streaming.", callback=in_range(1000, 2**63 - 1)),
     ] = DEFAULT_BATCH_ROWS,
-    column: ColumnOpt = None,
-    time_unit: TimeUnitOpt = None,
-    event_map: EventMapOpt = None,
-    from_format: FromOpt = None,
     plots: PlotsOpt = None,
     label: Annotated[
         list[str] | None,
@@ -158,11 +142,17 @@ def analyze(
     partial_out: PartialOutOpt = None,
     engine: EngineOpt = Engine.local,
     ray_address: RayAddressOpt = None,
+    reading: dict[str, Any] | None = None,
 ) -> None:
     """Summarise a trace: queue wait, prefill, decode, TTFT, ITL, throughput, formula check.
 
     Several runs (tool exports, run folders, a sweep folder) give one row per run."""
+    from servetrace import api
+    from servetrace.analysis.slices import parse_slice
+    from servetrace.render.analysis_report import analysis_text
+
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
+    check_report_output(output, traces)
     requests_target = output_path(requests_out)  # a local Path, or a URI as text
     quarantine_target = output_path(quarantine_out)
     options: dict[str, Any] = {
@@ -170,7 +160,7 @@ def analyze(
         "goodput": goodput_targets(goodput),
         "formula_abs_tol_ns": round(formula_abs_tol_ms * NS_PER_MS),
         "formula_rel_tol": formula_rel_tol,
-        **reading(column, time_unit, event_map, from_format),
+        **(reading or {}),
     }
     if partial_out is not None:
         refuse_with_partial(
@@ -199,7 +189,7 @@ def analyze(
             **options,
         )
         if len(runs) > 1 or runs[0].analysis is None:
-            _runs_output(runs, fmt, requests_target, quarantine_target, plots)
+            _runs_output(runs, fmt, output, requests_target, quarantine_target, plots)
             if strict and any(
                 run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
                 for run in runs
@@ -216,11 +206,9 @@ def analyze(
         )
     links = analysis_plots(analysis, plots, traces) if plots else ""
     report = analysis_text(analysis, fmt, naming.value, censoring)
-    if isinstance(report, str):
-        emit(report + (links if fmt is SummaryFormat.markdown else ""), end="")
-    else:
-        for part in report:
-            out_console.print(part)
+    if isinstance(report, str) and fmt is SummaryFormat.markdown:
+        report += links
+    deliver(report, output)
     if strict and analysis.summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
@@ -239,11 +227,16 @@ def refuse_with_partial(**given: object) -> None:
 def _runs_output(
     runs: Runs,
     fmt: SummaryFormat,
+    output: Path | None,
     requests_out: Path | str | None,
     quarantine_out: Path | str | None,
     plots: Path | None,
 ) -> None:
     """Several runs: one row each (``render/runs``); frames get a ``run`` column."""
+    import polars as pl
+
+    from servetrace.render import runs as render
+
     if plots:
         raise UsageError(
             "--plots draws one trace; these inputs are several runs",
@@ -271,34 +264,37 @@ def _runs_output(
             raise UsageError(f"{flag}: no run has per-request rows (summaries only)")
         write_requests(pl.concat(frames, how="diagonal_relaxed"), path, Engine.local, None, flag)
     if fmt is SummaryFormat.json:
-        emit(render_runs_json(runs))
+        report = render.render_runs_json(runs) + "\n"
     elif fmt is SummaryFormat.csv:
-        emit(render_runs_csv(runs), end="")
+        report = render.render_runs_csv(runs)
     elif fmt is SummaryFormat.markdown:
-        emit(render_runs_markdown(runs), end="")
+        report = render.render_runs_markdown(runs)
     else:
-        emit(render_runs_table(runs), end="")
+        report = render.render_runs_table(runs)
+    deliver(report, output)
 
 
 @app.command()
 @guarded
+@reading_options
 def validate(
     traces: TracesArg,
     quarantine_out: QuarantineOutUriOpt = None,
     fmt: Annotated[
         SummaryFormat, typer.Option("--format", "-f", help="table or json.")
     ] = SummaryFormat.table,
-    column: ColumnOpt = None,
-    time_unit: TimeUnitOpt = None,
-    event_map: EventMapOpt = None,
-    from_format: FromOpt = None,
+    output: ReportOutOpt = None,
+    reading: dict[str, Any] | None = None,
 ) -> None:
     """Check schema and lifecycle rules only; exit 1 if any request is invalid."""
+    from servetrace import api
+    from servetrace.render.summary import render_json
+    from servetrace.render.validate import validate_dict, validate_text
+
     check_outputs(traces, Engine.local, None, quarantine_out, None)
+    check_report_output(output, traces)
     quarantine_target = output_path(quarantine_out)
-    analysis = api.analyze(
-        traces, streaming=False, **reading(column, time_unit, event_map, from_format)
-    )
+    analysis = api.analyze(traces, streaming=False, **(reading or {}))
     _report_warnings(analysis)
     summary = analysis.summary
     if quarantine_target:
@@ -306,8 +302,8 @@ def validate(
             analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
         )
     if fmt is SummaryFormat.json:
-        emit(render_json(validate_dict(summary, analysis.inputs)))
+        deliver(render_json(validate_dict(summary, analysis.inputs)) + "\n", output)
     else:
-        emit(validate_text(summary, analysis.inputs), end="")
+        deliver(validate_text(summary, analysis.inputs), output)
     if summary.accounting.requests_invalid or summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))

@@ -4,28 +4,25 @@ attainment against offered load, capacity at ``--attainment`` and the Pareto fro
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, emit, guarded, out_console, warn
+from servetrace.cli._app import app, guarded, warn
 from servetrace.cli._options import (
-    ColumnOpt,
-    EventMapOpt,
-    FromOpt,
     GoodputOpt,
-    TimeUnitOpt,
     goodput_targets,
     in_range,
-    reading,
+    reading_options,
 )
+from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
 from servetrace.errors import UsageError
 from servetrace.render.formats import SummaryFormat
-from servetrace.render.summary import render_json
 
 
 @app.command()
 @guarded
+@reading_options
 def capacity(
     runs: Annotated[
         list[str],
@@ -62,15 +59,15 @@ def capacity(
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
         SummaryFormat.table
     ),
-    column: ColumnOpt = None,
-    time_unit: TimeUnitOpt = None,
-    event_map: EventMapOpt = None,
-    from_format: FromOpt = None,
+    output: ReportOutOpt = None,
+    reading: dict[str, Any] | None = None,
 ) -> None:
     """Capacity from a sweep: the highest offered rate whose SLO attainment meets the bar."""
     from servetrace.api._capacity import capacity as sweep_capacity
     from servetrace.render import capacity as render
+    from servetrace.render.summary import render_json
 
+    check_report_output(output, runs)
     for value in rate or []:
         if math.isnan(value) or value <= 0:
             raise UsageError(
@@ -83,7 +80,7 @@ def capacity(
         goodput=goodput_targets(goodput),
         attainment=attainment,
         gpus=gpus,
-        reading=reading(column, time_unit, event_map, from_format),
+        reading=reading,
     )
     for message in report.warnings:
         warn(message)
@@ -95,10 +92,10 @@ def capacity(
             + ": give --rate once per run (the run's tool did not declare one)"
         )
     if fmt is SummaryFormat.json:
-        emit(render_json(render.report_dict(report)))
+        deliver(render_json(render.report_dict(report)) + "\n", output)
     elif fmt is SummaryFormat.csv:
-        emit(render.render_csv(report), end="")
+        deliver(render.render_csv(report), output)
     elif fmt is SummaryFormat.markdown:
-        emit(render.render_markdown(report), end="")
+        deliver(render.render_markdown(report), output)
     else:
-        out_console.print(render.render_table(report))
+        deliver([render.render_table(report)], output)

@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from servetrace.api import check, check_config
 from servetrace.cli._app import app, emit, err_console, guarded, out_console, warn
 from servetrace.cli._options import (
     RESAMPLES,
     SEED,
-    ColumnOpt,
-    EventMapOpt,
-    FromOpt,
-    TimeUnitOpt,
     in_range,
-    reading,
+    reading_options,
 )
+from servetrace.cli._report import ReportOutOpt, check_report_output
 from servetrace.errors import ExitCode
-from servetrace.outputs import check_directory, refuse_overwriting_inputs, write_text
-from servetrace.render.check import check_table, render_check
-from servetrace.render.check_words import rule_line
 from servetrace.render.formats import CheckFormat
 
 
 @app.command("check")
 @guarded
+@reading_options
 def check_command(
     trace: Annotated[str, typer.Argument(help="The trace to check.")],
     slo: Annotated[
@@ -73,13 +67,7 @@ def check_command(
     fmt: Annotated[
         CheckFormat, typer.Option("--format", "-f", help="Report format.")
     ] = CheckFormat.table,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Also write the report to this file.")
-    ] = None,
-    column: ColumnOpt = None,
-    time_unit: TimeUnitOpt = None,
-    event_map: EventMapOpt = None,
-    from_format: FromOpt = None,
+    output: ReportOutOpt = None,
     fluidity: Annotated[
         str | None,
         typer.Option(
@@ -102,16 +90,21 @@ def check_command(
             "limit); by default an inconclusive rule fails the check (exit 1).",
         ),
     ] = False,
+    reading: dict[str, Any] | None = None,
 ) -> None:
     """Check SLO rules and regression budgets; exit 0 all pass, 1 any failed."""
+    from servetrace.api import check, check_config
+    from servetrace.outputs import write_text
+    from servetrace.render.check import check_table, render_check
+    from servetrace.render.check_words import rule_line
+
     if output is not None:
         # Everything check reads: the trace, the baseline (given or configured), the rules.
         settings = check_config(config)
         chosen = baseline or settings.baseline
         read: list[str | Path] = [trace]
         read += [p for p in (chosen, settings.source) if p is not None]
-        check_directory(output, "--output")
-        refuse_overwriting_inputs([("--output", output)], read)
+        check_report_output(output, read)
     result = check(
         trace,
         [*(slo or []), *(max_regression or [])],
@@ -125,7 +118,7 @@ def check_command(
         fluidity=fluidity,
         confidence=confidence,
         allow_inconclusive=allow_inconclusive,
-        **reading(column, time_unit, event_map, from_format),
+        **(reading or {}),
     )
     for message in result.warnings:
         warn(message)

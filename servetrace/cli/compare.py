@@ -2,43 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from servetrace.analysis.result import Analysis
-from servetrace.api import analyze, compare
-from servetrace.cli._app import app, emit, guarded, warn
+from servetrace.cli._app import app, guarded, warn
 from servetrace.cli._events import PlotsOpt, compare_plots
 from servetrace.cli._options import (
     DURATION_MS,
     NON_NEGATIVE,
     RESAMPLES,
     SEED,
-    ColumnOpt,
-    EventMapOpt,
-    FromOpt,
-    TimeUnitOpt,
     goodput_targets,
     in_range,
-    reading,
+    reading_options,
 )
+from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
 from servetrace.errors import UsageError
-from servetrace.render.compare import render_compare
-from servetrace.render.compare_words import comparison_warnings
 from servetrace.render.formats import CompareFormat
 from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from servetrace.units import NS_PER_MS
 
+if TYPE_CHECKING:
+    from servetrace.analysis.result import Analysis
+
 
 @app.command("compare")
 @guarded
+@reading_options
 def compare_command(
     baseline: Annotated[str, typer.Argument(help="The reference trace (file or directory).")],
     candidates: Annotated[list[str], typer.Argument(help="One or more traces to compare.")],
     fmt: Annotated[
         CompareFormat, typer.Option("--format", "-f", help="Report format.")
     ] = CompareFormat.table,
+    output: ReportOutOpt = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show non-significant rows too.")
     ] = False,
@@ -74,10 +72,6 @@ def compare_command(
     goodput: Annotated[
         list[str] | None, typer.Option(help="Per-request SLO target for goodput, e.g. ttft<=200ms.")
     ] = None,
-    column: ColumnOpt = None,
-    time_unit: TimeUnitOpt = None,
-    event_map: EventMapOpt = None,
-    from_format: FromOpt = None,
     plots: PlotsOpt = None,
     label: Annotated[
         list[str] | None,
@@ -86,15 +80,21 @@ def compare_command(
             "(default: the shortest path parts that tell them apart); repeat once per trace."
         ),
     ] = None,
+    reading: dict[str, Any] | None = None,
 ) -> None:
     """Compare candidates with a baseline: ratio, CI, significance and a verdict per metric."""
+    from servetrace.api import analyze, compare
+    from servetrace.render.compare import render_compare
+    from servetrace.render.compare_words import comparison_warnings
+
     if label is not None and len(label) != 1 + len(candidates):
         raise UsageError(
             f"{len(label)} --label for {1 + len(candidates)} traces: give one per trace",
             hint="the baseline's label first, then one per candidate, in order",
         )
+    check_report_output(output, [baseline, *candidates])
     targets = goodput_targets(goodput)
-    read = reading(column, time_unit, event_map, from_format)
+    read = reading or {}
 
     def load(path: str) -> Analysis:
         # One trace of several: its warnings name the file they are about.
@@ -137,6 +137,5 @@ def compare_command(
         if plots
         else ""
     )
-    emit(render_compare(comparisons, fmt, verbose=verbose), end="")
-    if fmt is CompareFormat.markdown:
-        emit(links, end="")
+    report = render_compare(comparisons, fmt, verbose=verbose)
+    deliver(report + links if fmt is CompareFormat.markdown else report, output)

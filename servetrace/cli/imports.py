@@ -8,15 +8,15 @@ from typing import Annotated
 import typer
 
 from servetrace.cli._app import app, err_console, guarded, warn
-from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
-from servetrace.sources.registry import FORMATS, import_file
+from servetrace.settings import IMPORT_FORMATS
 
 
 @app.command("import")
 @guarded
 def import_command(
     fmt: Annotated[
-        str, typer.Argument(metavar="FORMAT", help="One of: " + ", ".join(FORMATS) + ", auto.")
+        str,
+        typer.Argument(metavar="FORMAT", help="One of: " + ", ".join(IMPORT_FORMATS) + ", auto."),
     ],
     file: Annotated[
         Path, typer.Argument(help="The tool's per-request export (or the engine's folder).")
@@ -25,8 +25,13 @@ def import_command(
         Path, typer.Option("--output", "-o", help="Canonical trace to write (.parquet, .csv, …).")
     ],
 ) -> None:
-    """Convert an AIPerf, GenAI-Perf, vLLM bench, GuideLLM, LLMPerf, OTLP spans, SGLang,
-    TensorRT-LLM or MLCommons endpoints export."""
+    """Convert another tool's or engine's export into a canonical trace file.
+
+    Reads AIPerf, GenAI-Perf, vLLM bench, GuideLLM, LLMPerf, OTLP spans, SGLang,
+    TensorRT-LLM and MLCommons endpoints exports."""
+    from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
+    from servetrace.sources.registry import import_file
+
     check_frame_output(output, "--output")
     refuse_overwriting_inputs([("--output", output)], [file])
     result = import_file(file, None if fmt == "auto" else fmt)

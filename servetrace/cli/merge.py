@@ -20,7 +20,6 @@ from servetrace.cli._scale import STORE_HINT, QuarantineOutUriOpt, RequestsOutUr
 from servetrace.errors import InputError, UsageError
 from servetrace.render.formats import SummaryFormat
 from servetrace.render.naming import Naming
-from servetrace.sources.objectstore import is_uri
 
 
 @app.command()
@@ -65,6 +64,7 @@ def merge(
     from servetrace.outputs import refuse_overwriting_inputs
     from servetrace.runs.load import merged_partial
     from servetrace.sources.inputs import is_partial, resolve
+    from servetrace.sources.objectstore import is_uri
     from servetrace.sources.paths import has_magic
 
     for text in partials:

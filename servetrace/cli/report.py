@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from servetrace.cli._app import app, err_console, guarded, warn
 from servetrace.cli._options import (
-    ColumnOpt,
-    EventMapOpt,
-    FromOpt,
     GoodputOpt,
-    TimeUnitOpt,
     goodput_targets,
     in_range,
-    reading,
+    reading_options,
 )
 from servetrace.errors import UsageError
-from servetrace.outputs import refuse_overwriting_inputs, write_text
 
 
 @app.command()
 @guarded
+@reading_options
 def report(
     traces: Annotated[
         list[str],
@@ -31,10 +27,6 @@ def report(
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="The .html file to write.")],
     seed: Annotated[int, typer.Option(help="Seed of the comparison's bootstrap.")] = 0,
-    column: ColumnOpt = None,
-    time_unit: TimeUnitOpt = None,
-    event_map: EventMapOpt = None,
-    from_format: FromOpt = None,
     slice_: Annotated[
         str | None,
         typer.Option("--slice", help="Add per-slice figures to the over-time charts, e.g. 10s."),
@@ -58,11 +50,13 @@ def report(
             callback=in_range(1, 2**31),
         ),
     ] = None,
+    reading: dict[str, Any] | None = None,
 ) -> None:
-    """Write an offline HTML report: summary, CDFs, load over time, slowest requests,
-    formula residuals; with two or more traces, the comparison of each with the first.
+    """Write an offline HTML report: summary, CDFs, load over time, slowest requests.
 
-    A sweep (a folder of runs, or --sweep): its latency curve and SLO attainment by load."""
+    Also the formula residuals; with two or more traces, the comparison of each with the
+    first. A sweep (a folder of runs, or --sweep): its latency curve and SLO attainment by load."""
+    from servetrace.outputs import refuse_overwriting_inputs, write_text
     from servetrace.render.report import TraceView, render_html, require_extra
 
     require_extra()
@@ -73,8 +67,8 @@ def report(
     refuse_overwriting_inputs([("--output", output)], traces)
     from servetrace.analysis.slices import parse_slice
 
-    read = reading(column, time_unit, event_map, from_format)
-    if sweep or _holds_several_runs(traces, from_format):
+    read = reading or {}
+    if sweep or _holds_several_runs(traces, read.get("from_format")):
         from servetrace.api._capacity import capacity
 
         found = capacity(

@@ -9,12 +9,7 @@ import typer
 
 from servetrace.cli._app import app, err_console, guarded
 from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED, in_range
-from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
 from servetrace.sim.config import EngineConfig, Policy
-from servetrace.sim.readers import read_workload
-from servetrace.sim.simulate import simulate
-from servetrace.sim.synthetic import synthetic_workload
-from servetrace.sim.workloads import head, scale_rate
 from servetrace.units import NS_PER_MS as MS
 
 
@@ -84,6 +79,12 @@ def simulate_command(
     seed: Annotated[int, typer.Option(help="Seed of every random draw.", callback=SEED)] = 0,
 ) -> None:
     """Simulate a continuous-batching engine and write its event log (seeded, exact)."""
+    from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
+    from servetrace.sim.readers import read_workload
+    from servetrace.sim.simulate import simulate
+    from servetrace.sim.synthetic import synthetic_workload
+    from servetrace.sim.workloads import head, scale_rate
+
     check_frame_output(output, "--output")
     refuse_overwriting_inputs([("--output", output)], [workload] if workload else [])
     if workload is not None:

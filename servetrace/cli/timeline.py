@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from servetrace.api import analyze
 from servetrace.cli._app import app, err_console, guarded, warn
-from servetrace.cli._options import ColumnOpt, EventMapOpt, FromOpt, TimeUnitOpt, reading
+from servetrace.cli._options import reading_options
 from servetrace.errors import UsageError
-from servetrace.outputs import refuse_overwriting_inputs, write_bytes
-from servetrace.render.timeline import (
-    TimelineOptions,
-    build_trace,
-    parse_ids,
-    parse_window,
-)
 
 
 @app.command()
 @guarded
+@reading_options
 def timeline(
     traces: Annotated[list[str], typer.Argument(help="Trace file(s), glob(s) or directories.")],
     output: Annotated[
@@ -40,12 +33,13 @@ def timeline(
     ticks: Annotated[
         bool, typer.Option(help="Every output tick as an instant event (large files).")
     ] = False,
-    column: ColumnOpt = None,
-    time_unit: TimeUnitOpt = None,
-    event_map: EventMapOpt = None,
-    from_format: FromOpt = None,
+    reading: dict[str, Any] | None = None,
 ) -> None:
     """Write one slice per request (queued, prefill, decode, requeued) packed into lanes."""
+    from servetrace.api import analyze
+    from servetrace.outputs import refuse_overwriting_inputs, write_bytes
+    from servetrace.render.timeline import TimelineOptions, build_trace, parse_ids, parse_window
+
     name = output.name.lower()
     if not (name.endswith(".json") or name.endswith(".json.gz")):
         raise UsageError(f"--output {output}: use a .json or .json.gz file name")
@@ -58,7 +52,7 @@ def timeline(
         slowest=slowest,
         ticks=ticks,
     )
-    analysis = analyze(traces, **reading(column, time_unit, event_map, from_format))
+    analysis = analyze(traces, **(reading or {}))
     for note in analysis.warnings:
         warn(note)
     text, info = build_trace(analysis, options)

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import polars as pl
 
+from servetrace.dtypes import EVENT_DTYPE
 from servetrace.errors import InputError, UsageError
 from servetrace.schema import (
     EVENT_ALIASES,
-    EVENT_DTYPE,
     EVENT_KINDS,
     MAX_COUNT,
     REQUIRED_COLUMNS,

@@ -10,7 +10,8 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.schema import EVENT_DTYPE, MAX_ABS_NS, MAX_COUNT
+from servetrace.dtypes import EVENT_DTYPE
+from servetrace.schema import MAX_ABS_NS, MAX_COUNT
 from servetrace.sources.ingest_options import COUNT_COLUMNS, IngestOptions
 from servetrace.sources.parquet_stats import IntegerRange, scaled_within, strictly_within
 from servetrace.units import TIME_UNITS

@@ -7,7 +7,7 @@ import pytest
 
 from servetrace.analysis.lifecycle_rules import KEY, RULES
 from servetrace.analysis.memory import analyze_events
-from servetrace.schema import EVENT_DTYPE
+from servetrace.dtypes import EVENT_DTYPE
 from tests.conftest import MS, events, make_request
 
 GOOD = make_request("good", admission=1, first=2, ticks=[3], complete=3)

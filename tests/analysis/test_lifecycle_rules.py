@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from servetrace.analysis.lifecycle_rules import KEY, run_rows, tokens_while_queued
 from servetrace.analysis.memory import analyze_events
-from servetrace.schema import EVENT_DTYPE
+from servetrace.dtypes import EVENT_DTYPE
 from tests.conftest import MS, events, make_request
 
 

@@ -337,7 +337,7 @@ def test_the_gap_frame_is_the_completed_requests_gaps_in_tick_order() -> None:
 
     from servetrace.analysis.lifecycle import KEY, build_timeline
     from servetrace.analysis.metrics import gap_frame, request_metrics
-    from servetrace.schema import EVENT_DTYPE
+    from servetrace.dtypes import EVENT_DTYPE
 
     # Interleaved: a completed request (gaps 10, 20 ms), a cancelled one between two
     # completed ones in key order, and a one-token answer (no gap).

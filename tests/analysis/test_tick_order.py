@@ -10,7 +10,7 @@ from polars.testing import assert_frame_equal
 
 from servetrace.analysis.lifecycle import KEY, grouped_ticks, with_request_key
 from servetrace.analysis.tick_order import packed_ticks
-from servetrace.schema import EVENT_DTYPE
+from servetrace.dtypes import EVENT_DTYPE
 from tests.conftest import MS
 
 

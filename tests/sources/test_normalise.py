@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from servetrace.schema import EVENT_DTYPE
+from servetrace.dtypes import EVENT_DTYPE
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.normalise import with_event_kinds
 
