@@ -53,11 +53,16 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand
         check,
         compare,
         read_events,
-        to_dict,
     )
+    from servetrace.render.to_dict import to_dict
 
 
 def __getattr__(name: str) -> object:
+    if name == "to_dict":  # a view of a result, so it is render's, not the API's
+        from servetrace.render.to_dict import to_dict
+
+        globals()[name] = to_dict
+        return to_dict
     if name in _LAZY:
         from servetrace import api
 

@@ -7,11 +7,10 @@ sweep folders, partial results — detected as the CLI detects them.
 >>> import servetrace
 >>> analysis = servetrace.analyze("sample_traces/realistic.parquet")   # doctest: +SKIP
 >>> analysis.summary.metrics["ttft"]["p99"]                            # ns  # doctest: +SKIP
->>> servetrace.to_dict(analysis)  # the JSON of `analyze --format json`  # doctest: +SKIP
 
-Numbers are integer ns (or plain ratios); ``to_dict`` gives the JSON report of any result,
-in its units. Each name is imported from its module on first use, so that ``analyze``
-does not pay for ``compare``'s and ``check``'s SciPy (half a second of start-up).
+Numbers are integer ns (or plain ratios); ``servetrace.to_dict`` (``render.to_dict``)
+gives the JSON report of any result, in its units. Each name is imported from its module
+on first use, so that ``analyze`` does not pay for ``compare``'s and ``check``'s SciPy.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ _HOME = {
     "Comparison": "servetrace.comparison.compare",
     "compare": "servetrace.api._compare",
     "capacity": "servetrace.api._capacity",
-    "to_dict": "servetrace.api._json",
 }
 
 if TYPE_CHECKING:
@@ -42,7 +40,6 @@ if TYPE_CHECKING:
     from servetrace.api._capacity import capacity
     from servetrace.api._check import check, check_config
     from servetrace.api._compare import compare
-    from servetrace.api._json import to_dict
     from servetrace.comparison.compare import Comparison
     from servetrace.rules.result import CheckResult
     from servetrace.runs.model import Run, Runs
@@ -61,7 +58,6 @@ __all__ = [
     "check_config",
     "compare",
     "read_events",
-    "to_dict",
 ]
 
 

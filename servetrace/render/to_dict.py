@@ -1,4 +1,8 @@
-"""``servetrace.to_dict``: the JSON report of any result, as ``--format json`` prints it."""
+"""``servetrace.to_dict``: the JSON report of any result, as ``--format json`` prints it.
+
+Built here, with the other formats, from the result's plain numbers: the library's
+results know nothing of how they are written.
+"""
 
 from __future__ import annotations
 
