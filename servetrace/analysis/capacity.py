@@ -1,4 +1,4 @@
-"""Capacity from a sweep (issue 9, item 7): runs at rising offered load, one SLO.
+"""Capacity from a sweep: runs at rising offered load, one SLO.
 
 Input is a plain list of ``RunPoint(label, offered_rate, analysis)``: one analysed run
 and the request rate it was offered (declared by the benchmark client, req/s). From it:

@@ -1,4 +1,4 @@
-"""Errored requests (issue 9): a terminal ``error`` event, counted by its code.
+"""Errored requests: a terminal ``error`` event, counted by its code.
 
 An errored request failed (HTTP 429, a timeout, an engine error); it is not a
 cancellation, which is what the client or the server chose to end. Its code is the

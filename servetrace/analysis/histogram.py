@@ -22,7 +22,7 @@ least ``m = R − 2`` ns and ``|x̂ − x| ≤ (e^δ − 1)(1 + 1/m) · x = ε �
 is a convex combination ``(1 − f)·x_j + f·x_{j+1}`` of two non-negative order statistics;
 the same combination of their estimates is off by at most ``(1 − f)·ε·x_j + f·ε·x_{j+1}
 = ε · P``. With ``R = 4096``: ε = 1.2211e-4, every streamed percentile is within ±0.01222 %
-of the in-memory one (so within the ±0.0125 % the README promises), on every input.
+of the in-memory one (so within the ±0.0123 % the docs state), on every input.
 """
 
 from __future__ import annotations

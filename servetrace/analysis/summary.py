@@ -102,7 +102,7 @@ class Summary:
     # Kaplan–Meier estimates (analysis.survival) and percentile intervals (analysis.intervals)
     survival: dict[str, dict[str, Any]] | None = None
     intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # issue 9: failed requests by code, and what they delivered before failing
+    # failed requests by code, and what they delivered before failing
     errors: dict[str, int] = field(default_factory=dict)
     errored: dict[str, Any] = field(default_factory=dict)
     # Completed requests whose output-token count the trace does not know

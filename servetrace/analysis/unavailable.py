@@ -1,4 +1,4 @@
-"""Metrics a trace cannot express (issue 9, item 5): *unavailable*, with the reason.
+"""Metrics a trace cannot express: *unavailable*, with the reason.
 
 A client sees no admission (no ``queue_wait``/``prefill``) and no preemption (no
 ``requeued``/``preemptions``); a request-level export has no per-token times (no

@@ -77,7 +77,7 @@ def analyze(
         typer.Option(
             "--streaming/--no-streaming",
             help="Read in batches (Polars streaming engine), for traces larger than memory; "
-            "ITL percentiles then come from a ±0.0125% histogram. Default: stream traces of "
+            "ITL percentiles then come from a ±0.0123% histogram. Default: stream traces of "
             "30 million events or more.",
             show_default=False,
         ),

@@ -96,9 +96,9 @@ class Comparison:
     measured: tuple[Measured, ...] = field(repr=False, default=())
     # Did both runs declare the same offered load (comparison.load)? None: not asked.
     load: LoadMatch | None = None
-    # issue 9: metrics a side cannot express, with the reason (``analysis/unavailable.py``)
+    # metrics a side cannot express, with the reason (``analysis/unavailable.py``)
     unavailable: dict[str, str] = field(default_factory=dict)
-    # issue 9: errored requests by code (``Summary.errors``) of the baseline, the candidate
+    # errored requests by code (``Summary.errors``) of the baseline, the candidate
     errors: tuple[dict[str, int], dict[str, int]] = field(default_factory=lambda: ({}, {}))
 
     @property

@@ -43,7 +43,7 @@ ROW_KEYS = (
     "method",
     "n_baseline",
     "n_candidate",
-    "unavailable",  # issue 9: why a side cannot express the metric, else null
+    "unavailable",  # why a side cannot express the metric, else null
 )
 DECOMPOSITION_KEYS = (
     "baseline_mean",
@@ -88,7 +88,7 @@ def display_rows(comparison: Comparison) -> list[dict[str, Any]]:
             "unavailable": reason_for(comparison.unavailable, row["metric"], row["stat"]),
         }
         if shown["unavailable"] is not None and not row["significant"]:
-            # not "no significant change": the trace cannot say (issue 9, item 5)
+            # not "no significant change": the trace cannot say
             shown["verdict"] = "unavailable"
             shown["words"] = f"unavailable: {shown['unavailable']}"
 

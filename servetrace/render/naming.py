@@ -42,7 +42,7 @@ TOOL_NAMES: dict[str, dict[str, str]] = {
     "mlperf": {"ttft": "TTFT", "tpot": "TPOT", "e2e": "latency"},
 }
 
-# How each tool treats a streamed chunk carrying several tokens (README table).
+# How each tool treats a streamed chunk carrying several tokens (docs/reference.md table).
 CHUNK_HANDLING: dict[str, str] = {
     "servetrace": "itl = gap between chunks; tpot = decode / (tokens - 1)",
     "vllm": "itl = gap between chunks; tpot = (e2el - ttft) / (tokens - 1)",

@@ -1,4 +1,4 @@
-"""Wording and JSON of errored requests and unavailable metrics (issue 9, items 4 and 5).
+"""Wording and JSON of errored requests and unavailable metrics.
 
 Kept apart from ``render/summary.py`` so each report form (table, Markdown, JSON, CSV)
 takes the same words from one place.
@@ -23,7 +23,8 @@ from servetrace.units import NS_PER_MS
 
 
 def outcome_keys(summary: Summary) -> dict[str, Any]:
-    """JSON keys added by issue 9: ``errors`` by code, ``errored`` details, ``unavailable``."""
+    """JSON keys of failed requests and unavailable metrics: ``errors`` by code,
+    ``errored`` details, ``unavailable``."""
     errored = dict(summary.errored)
     time_to_error = errored.pop("time_to_error_ns", None)
     if time_to_error is not None:

@@ -133,7 +133,7 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
             delay_ns=_message_delay_ns(pl.col("error")),
         )
         .with_columns(
-            # The code decides (issue 9): 499 is the client closing the request, any
+            # The code decides: 499 is the client closing the request, any
             # other code a failure, whatever metadata.was_cancelled says.
             terminal=pl.when(pl.col("error_code").is_not_null() & (pl.col("error_code") != 499))
             .then(pl.lit("error"))

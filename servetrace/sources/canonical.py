@@ -71,7 +71,7 @@ SUFFIX_FORMATS: dict[str, str] = {
 
 # Below this size a Parquet file's checks read its rows: importing pyarrow.parquet for
 # its footer (0.14 s, 40 MB) costs more than the checks of ~10⁶ rows, and the start-up
-# of a small analysis is what a CI job feels (issue 13).
+# of a small analysis is what a CI job feels.
 FOOTER_MIN_BYTES = 16 * 2**20
 
 
