@@ -97,6 +97,28 @@ def worked_example() -> pl.DataFrame:
     return events(worked_example_rows())
 
 
+# ----------------------------------------------------------------- what the default run skips
+# A test that needs one of these fixtures gets its marker, and every such test is ``slow``:
+# the default ``pytest`` deselects them (``-m "not slow"`` in pyproject.toml) and CI runs
+# them with ``pytest -m slow``. Keyed on fixtures so a new Ray, S3 or browser test is
+# marked without anyone remembering to.
+MARKER_OF_FIXTURE = {
+    "ray_session": "ray",
+    "s3_server": "objectstore",
+    "browser": "browser",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in MARKER_OF_FIXTURE.items():
+            if fixture in fixtures:
+                item.add_marker(marker)
+        if any(item.get_closest_marker(m) for m in {*MARKER_OF_FIXTURE.values(), "slow"}):
+            item.add_marker("slow")
+
+
 # ----------------------------------------------------------------- a local object store
 class S3:
     """A moto S3 server on 127.0.0.1 (one per session) and how a user points at it."""

@@ -56,7 +56,8 @@ def test_quick_start_is_a_user_install_then_the_ci_test_command() -> None:
     assert (ROOT / run.split()[-1]).is_file()
     dev_install, command = tests.strip().splitlines()
     assert dev_install == "pip install -e '.[test]'"
-    assert command.endswith("python -m pytest")
+    # The core, then what the default run deselects: together, every test.
+    assert command.endswith("python -m pytest && python -m pytest -m slow")
     assert "ruff check" in command and "ruff format --check" in command
     assert "mypy servetrace" in command
     ci = (ROOT / ".ci" / "run").read_text()
