@@ -45,10 +45,9 @@ frees the request's blocks there. With ``release_delay_ns`` set, a ``release`` e
 follows when the engine frees the request (completion, or noticing a cancellation),
 plus that delay, except for a ``leak_fraction`` of requests that never get one.
 
-``horizon_ns`` cuts the log (`servetrace.sim.eventlog`).
-
-Every random draw comes from ``numpy.random.SeedSequence(config.seed)``
-(`servetrace.sim.draws`): the same workload and config give a byte-identical event log.
+``horizon_ns`` cuts the log (`servetrace.sim.eventlog`). Every random draw comes from
+``numpy.random.SeedSequence(config.seed)`` (`servetrace.sim.draws`): the same workload and
+config give a byte-identical event log.
 """
 
 from __future__ import annotations
