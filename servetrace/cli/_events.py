@@ -22,6 +22,14 @@ PlotsOpt = Annotated[
 ]
 
 
+def check_plots_dir(directory: Path | None, inputs: list[str]) -> None:
+    """Refuse a ``--plots`` directory that is an input or inside one, before any work."""
+    if directory is not None:
+        from servetrace.outputs import refuse_overwriting_inputs
+
+        refuse_overwriting_inputs([("--plots", directory)], inputs)
+
+
 def analysis_plots(analysis: Analysis, directory: Path, traces: list[str]) -> str:
     """``analyze --plots DIR``: the charts, with the trace's ticks scanned again lazily
     (reduced to bins, never held: the analysis may have streamed a huge trace)."""

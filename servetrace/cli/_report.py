@@ -49,10 +49,12 @@ def deliver(report: str | Sequence[RenderableType], output: Path | None) -> None
 
 def plain_text(parts: Sequence[RenderableType]) -> str:
     """Rich renderables as the plain text a terminal of ``FILE_WIDTH`` columns shows."""
+    import io
+
     from rich.console import Console
 
-    console = Console(width=FILE_WIDTH, record=True, color_system=None, soft_wrap=True)
-    with console.capture():
-        for part in parts:
-            console.print(part)
-    return console.export_text()
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=FILE_WIDTH, color_system=None, soft_wrap=True)
+    for part in parts:
+        console.print(part)
+    return buffer.getvalue()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from servetrace.cli._app import app, guarded, warn
-from servetrace.cli._events import PlotsOpt, analysis_plots
+from servetrace.cli._events import PlotsOpt, analysis_plots, check_plots_dir
 from servetrace.cli._options import (
     ByOpt,
     FormulaAbsTolOpt,
@@ -153,6 +153,7 @@ def analyze(
 
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
     check_report_output(output, traces)
+    check_plots_dir(plots, traces)
     requests_target = output_path(requests_out)  # a local Path, or a URI as text
     quarantine_target = output_path(quarantine_out)
     options: dict[str, Any] = {

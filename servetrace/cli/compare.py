@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from servetrace.cli._app import app, guarded, warn
-from servetrace.cli._events import PlotsOpt, compare_plots
+from servetrace.cli._events import PlotsOpt, check_plots_dir, compare_plots
 from servetrace.cli._options import (
     DURATION_MS,
     NON_NEGATIVE,
@@ -93,6 +93,7 @@ def compare_command(
             hint="the baseline's label first, then one per candidate, in order",
         )
     check_report_output(output, [baseline, *candidates])
+    check_plots_dir(plots, [baseline, *candidates])
     targets = goodput_targets(goodput)
     read = reading or {}
 
