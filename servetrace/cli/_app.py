@@ -19,8 +19,16 @@ app = typer.Typer(
     help="Analyze LLM inference-serving traces: queue wait, prefill, decode, TTFT, ITL.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     add_completion=False,
 )
+
+
+def examples(*commands: str, before: str = "") -> str:
+    """A command's help epilog: ``before`` as a paragraph, then the example command lines
+    kept as written (click's ``\b`` stops it from re-flowing them)."""
+    lines = "\n".join(f"  {command}" for command in commands)
+    return (f"{before}\n\n" if before else "") + f"Examples:\n\n\b\n{lines}"
 
 
 def _version(value: bool) -> None:

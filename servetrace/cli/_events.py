@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 PlotsOpt = Annotated[
     Path | None,
     typer.Option(
+        metavar="DIR",
         help="Also write the charts of the HTML report as SVG and PNG into this directory "
-        "(with plots.md linking them); needs servetrace[report]."
+        "(with plots.md linking them); needs servetrace[report].",
     ),
 ]
 

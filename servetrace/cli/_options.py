@@ -76,20 +76,30 @@ RESAMPLES = in_range(100, MAX_RESAMPLES)  # fewer than 100 cannot give a 95 % in
 
 ColumnOpt = Annotated[
     list[str] | None,
-    typer.Option(help="Map a canonical column to yours, e.g. 'ts=time_ms'; repeatable."),
+    typer.Option(
+        metavar="COLUMN=YOURS",
+        help="Map a canonical column to yours, e.g. 'ts=time_ms'; repeatable.",
+    ),
 ]
 TimeUnitOpt = Annotated[
     str | None,
-    typer.Option(help="Unit of numeric timestamps: ns, us, ms or s (default: ints ns, floats s)."),
+    typer.Option(
+        metavar="UNIT",
+        help="Unit of numeric timestamps: ns, us, ms or s (default: ints ns, floats s).",
+    ),
 ]
 EventMapOpt = Annotated[
     list[str] | None,
-    typer.Option(help="Map your event name to a kind, e.g. 'enqueue=arrival'; repeatable."),
+    typer.Option(
+        metavar="YOURS=KIND",
+        help="Map your event name to a kind, e.g. 'enqueue=arrival'; repeatable.",
+    ),
 ]
 FromOpt = Annotated[
     str | None,
     typer.Option(
         "--from",
+        metavar="FORMAT",
         help="Read another tool's export: "
         + ", ".join(IMPORT_FORMATS[:-1])
         + f", or {IMPORT_FORMATS[-1]} (one row per request, columns named with --column "
@@ -98,7 +108,9 @@ FromOpt = Annotated[
 ]
 GoodputOpt = Annotated[
     list[str] | None,
-    typer.Option(help="Per-request SLO target, e.g. 'ttft<=200ms'; repeat for several."),
+    typer.Option(
+        metavar="TARGET", help="Per-request SLO target, e.g. 'ttft<=200ms'; repeat for several."
+    ),
 ]
 # Options analyze, validate and merge share (one trace's report), declared once.
 RequestsOutOpt = Annotated[
@@ -108,19 +120,31 @@ QuarantineOutOpt = Annotated[
     Path | None,
     typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
 ]
-ByOpt = Annotated[str | None, typer.Option(help="One summary per value of this column.")]
+ByOpt = Annotated[
+    str | None, typer.Option(metavar="COLUMN", help="One summary per value of this column.")
+]
 StrictOpt = Annotated[bool, typer.Option(help="Exit 1 if any request breaks a rule.")]
 NamingOpt = Annotated[Naming, typer.Option(help="Show metrics under the names this tool uses.")]
 FormulaAbsTolOpt = Annotated[
-    float, typer.Option(help="Formula check: absolute tolerance (ms).", callback=DURATION_MS)
+    float,
+    typer.Option(
+        metavar="MS", help="Formula check: absolute tolerance (ms).", callback=DURATION_MS
+    ),
 ]
 FormulaRelTolOpt = Annotated[
     float,
-    typer.Option(help="Formula check: tolerance relative to response time.", callback=NON_NEGATIVE),
+    typer.Option(
+        metavar="FRACTION",
+        help="Formula check: tolerance relative to response time.",
+        callback=NON_NEGATIVE,
+    ),
 ]
 TracesArg = Annotated[
     list[str],
-    typer.Argument(help="Trace file(s), glob(s) or directory(ies) of parts; read as one trace."),
+    typer.Argument(
+        metavar="TRACE...",
+        help="Trace file(s), glob(s) or directory(ies) of parts; read as one trace.",
+    ),
 ]
 
 

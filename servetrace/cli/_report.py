@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 ReportOutOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Also write the report to this file."),
+    typer.Option("--output", "-o", metavar="FILE", help="Also write the report to this file."),
 ]
 # The width a table is drawn at in a file: what a terminal of 100 columns shows.
 FILE_WIDTH = 100

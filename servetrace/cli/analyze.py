@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, guarded, warn
+from servetrace.cli._app import app, examples, guarded, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots, check_plots_dir
 from servetrace.cli._options import (
     ByOpt,
@@ -50,11 +50,16 @@ def _report_warnings(analysis: Analysis) -> None:
 
 
 @app.command(
-    epilog="Event kinds: "
-    + ", ".join(EVENT_KINDS)
-    + ". Aliases: "
-    + ", ".join(f"{k}→{v}" for k, v in sorted(EVENT_ALIASES.items()))
-    + "."
+    epilog=examples(
+        "servetrace analyze trace.parquet",
+        "servetrace analyze result.json --goodput 'ttft<=200ms' -f json -o report.json",
+        "servetrace analyze logs/ --by policy --window 60s:600s",
+        before="Event kinds: "
+        + ", ".join(EVENT_KINDS)
+        + ". Aliases: "
+        + ", ".join(f"{k}→{v}" for k, v in sorted(EVENT_ALIASES.items()))
+        + ".",
+    )
 )
 @guarded
 @reading_options
@@ -84,14 +89,19 @@ def analyze(
     ] = None,
     batch_rows: Annotated[
         int,
-        typer.Option(help="Rows per batch with --streaming.", callback=in_range(1000, 2**63 - 1)),
+        typer.Option(
+            metavar="ROWS",
+            help="Rows per batch with --streaming.",
+            callback=in_range(1000, 2**63 - 1),
+        ),
     ] = DEFAULT_BATCH_ROWS,
     plots: PlotsOpt = None,
     label: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="LABEL",
             help="Name the runs (repeat, one per run, in the order found); default: the "
-            "parts of their paths that differ."
+            "parts of their paths that differ.",
         ),
     ] = None,
     pool: Annotated[
@@ -104,8 +114,9 @@ def analyze(
     window: Annotated[
         str | None,
         typer.Option(
+            metavar="START:END",
             help="Analyse only requests arriving in START:END (seconds from the trace start, "
-            "e.g. 60:600 or 1m:10m, or ISO timestamps; an empty side is open)."
+            "e.g. 60:600 or 1m:10m, or ISO timestamps; an empty side is open).",
         ),
     ] = None,
     steady_state: Annotated[
@@ -120,6 +131,7 @@ def analyze(
         str | None,
         typer.Option(
             "--slice",
+            metavar="DURATION",
             help="Per-slice throughput, goodput, TTFT/TPOT p50/p99, queued and running, "
             "e.g. 10s (with --format csv: the CSV is the per-slice table).",
         ),
@@ -127,7 +139,8 @@ def analyze(
     fluidity: Annotated[
         str | None,
         typer.Option(
-            help="Etalon's fluidity-index for per-token deadlines, e.g. 'ttft=500ms,tbt=50ms'."
+            metavar="DEADLINES",
+            help="Etalon's fluidity-index for per-token deadlines, e.g. 'ttft=500ms,tbt=50ms'.",
         ),
     ] = None,
     censoring: Annotated[
@@ -275,7 +288,7 @@ def _runs_output(
     deliver(report, output)
 
 
-@app.command()
+@app.command(epilog=examples("servetrace validate trace.parquet --quarantine-out invalid.parquet"))
 @guarded
 @reading_options
 def validate(

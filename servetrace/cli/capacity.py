@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, guarded, warn
+from servetrace.cli._app import app, examples, guarded, warn
 from servetrace.cli._options import (
     GoodputOpt,
     goodput_targets,
@@ -20,7 +20,12 @@ from servetrace.errors import UsageError
 from servetrace.render.formats import SummaryFormat
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "servetrace capacity sweep/ --goodput 'ttft<=200ms' --attainment 90%",
+        "servetrace capacity qps_*.json --goodput 'ttft<=200ms' --goodput 'tpot<=50ms' -f csv",
+    )
+)
 @guarded
 @reading_options
 def capacity(

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, emit, err_console, guarded, out_console, warn
+from servetrace.cli._app import app, emit, err_console, examples, guarded, out_console, warn
 from servetrace.cli._options import (
     RESAMPLES,
     SEED,
@@ -19,7 +19,15 @@ from servetrace.errors import ExitCode
 from servetrace.render.formats import CheckFormat
 
 
-@app.command("check")
+@app.command(
+    "check",
+    epilog=examples(
+        "servetrace check trace.parquet --slo 'ttft.p99<=500ms' --slo 'itl.p50<=30ms'",
+        "servetrace check new.parquet --baseline old.json --max-regression 'ttft.p99:+10%'",
+        "servetrace check trace.parquet --slo 'e2e.p90<=20s' -f junit -o check.xml",
+        "servetrace check trace.parquet   # the rules of servetrace.toml",
+    ),
+)
 @guarded
 @reading_options
 def check_command(

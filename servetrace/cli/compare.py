@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, guarded, warn
+from servetrace.cli._app import app, examples, guarded, warn
 from servetrace.cli._events import PlotsOpt, check_plots_dir, compare_plots
 from servetrace.cli._options import (
     DURATION_MS,
@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from servetrace.analysis.result import Analysis
 
 
-@app.command("compare")
+@app.command(
+    "compare",
+    epilog=examples(
+        "servetrace compare fcfs.parquet chunked.parquet",
+        "servetrace compare fcfs.parquet chunked.parquet sjf.parquet --metric ttft --metric e2e",
+        "servetrace compare base/ candidate/ -f markdown -o comparison.md",
+    ),
+)
 @guarded
 @reading_options
 def compare_command(

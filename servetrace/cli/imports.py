@@ -7,11 +7,17 @@ from typing import Annotated
 
 import typer
 
-from servetrace.cli._app import app, err_console, guarded, warn
+from servetrace.cli._app import app, err_console, examples, guarded, warn
 from servetrace.settings import IMPORT_FORMATS
 
 
-@app.command("import")
+@app.command(
+    "import",
+    epilog=examples(
+        "servetrace import aiperf profile_export.jsonl -o trace.parquet",
+        "servetrace import auto metrics_dir/ -o sglang.parquet",
+    ),
+)
 @guarded
 def import_command(
     fmt: Annotated[

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from servetrace.cli._app import app, guarded
+from servetrace.cli._app import app, examples, guarded
 from servetrace.cli._options import (
     ByOpt,
     FormulaAbsTolOpt,
@@ -22,7 +22,12 @@ from servetrace.render.formats import SummaryFormat
 from servetrace.render.naming import Naming
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "servetrace merge 'partials/*'",
+        "servetrace merge partials/0 partials/1 -o partials/all -f json",
+    )
+)
 @guarded
 def merge(
     partials: Annotated[

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, err_console, guarded, warn
+from servetrace.cli._app import app, err_console, examples, guarded, warn
 from servetrace.cli._options import (
     GoodputOpt,
     goodput_targets,
@@ -17,7 +17,13 @@ from servetrace.cli._options import (
 from servetrace.errors import UsageError
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "servetrace report trace.parquet -o report.html",
+        "servetrace report fcfs.parquet chunked.parquet -o comparison.html",
+        "servetrace report sweep/ --goodput 'ttft<=200ms' -o sweep.html",
+    )
+)
 @guarded
 @reading_options
 def report(

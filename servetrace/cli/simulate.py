@@ -7,13 +7,20 @@ from typing import Annotated
 
 import typer
 
-from servetrace.cli._app import app, err_console, guarded
+from servetrace.cli._app import app, err_console, examples, guarded
 from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED, in_range
 from servetrace.sim.config import EngineConfig, Policy
 from servetrace.units import NS_PER_MS as MS
 
 
-@app.command("simulate")
+@app.command(
+    "simulate",
+    epilog=examples(
+        "servetrace simulate -o trace.parquet",
+        "servetrace simulate --policy chunked --requests 2000 --rate 8 -o chunked.parquet",
+        "servetrace simulate --workload azure_conv.csv --limit 5000 -o azure.parquet",
+    ),
+)
 @guarded
 def simulate_command(
     output: Annotated[

@@ -7,12 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, err_console, guarded, warn
+from servetrace.cli._app import app, err_console, examples, guarded, warn
 from servetrace.cli._options import reading_options
 from servetrace.errors import UsageError
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "servetrace timeline trace.parquet -o timeline.json.gz",
+        "servetrace timeline trace.parquet --slowest 50 --ticks -o slowest.json",
+    )
+)
 @guarded
 @reading_options
 def timeline(

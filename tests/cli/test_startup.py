@@ -76,7 +76,7 @@ def test_help_lists_every_command_and_loads_no_heavy_module() -> None:
     shown, loaded = _loaded_after(["--help"], tuple(f"{name}." for name in HEAVY) + HEAVY)
     assert loaded == []
     for name in COMMANDS:
-        assert f"│ {name} " in shown, name
+        assert f"\n  {name} " in shown, name
 
 
 def test_each_commands_help_loads_no_heavy_module() -> None:
