@@ -64,6 +64,7 @@ def _orders(frame: pl.DataFrame, seed: int) -> dict[str, pl.DataFrame]:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+@pytest.mark.slow  # several seconds: run by `pytest -m slow`
 @given(frame=traces(), seed=st.integers(0, 2**32), parts=st.integers(1, 6), rows=st.integers(1, 9))
 def test_any_row_order_gives_the_in_memory_answers(
     frame: pl.DataFrame, seed: int, parts: int, rows: int, tmp_path: Path

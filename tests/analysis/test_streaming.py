@@ -147,6 +147,7 @@ def gap_traces(draw: st.DrawFn) -> pl.DataFrame:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+@pytest.mark.slow  # several seconds: run by `pytest -m slow`
 @given(frame=gap_traces(), batch_rows=st.integers(1, 9))
 def test_every_streamed_statistic_meets_its_bound(
     frame: pl.DataFrame, batch_rows: int, tmp_path: Path

@@ -166,6 +166,7 @@ def test_check_without_rules_is_a_usage_error(tmp_path, monkeypatch) -> None:
     assert result.exit_code == 2 and "no rules to check" in result.stderr
 
 
+@pytest.mark.slow  # several seconds: run by `pytest -m slow`
 def test_same_seed_same_report_across_processes() -> None:
     """Seeded means reproducible: two fresh processes give the same comparison (string
     request ids get process-dependent internal keys, which must not leak into resamples).

@@ -101,6 +101,7 @@ def test_report_bad_paths(tmp_path: Path, small: Path) -> None:
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow  # several seconds: run by `pytest -m slow`
 @needs_extra
 def test_analyze_plots_writes_svg_png_and_markdown_links(tmp_path: Path, small: Path) -> None:
     plots = tmp_path / "plots"
@@ -134,6 +135,7 @@ def test_analyze_plots_writes_svg_png_and_markdown_links(tmp_path: Path, small: 
     assert json.loads(plain.stdout) == json.loads(with_plots.stdout)
 
 
+@pytest.mark.slow  # several seconds: run by `pytest -m slow`
 @needs_extra
 def test_compare_plots(tmp_path: Path) -> None:
     plots = tmp_path / "cmp"
@@ -161,6 +163,7 @@ def test_compare_plots(tmp_path: Path) -> None:
     assert f"({plots.as_posix()}/cmp-ratios.png)" in result.stdout
 
 
+@pytest.mark.slow  # several seconds: run by `pytest -m slow`
 @needs_extra
 def test_compare_plots_name_the_traces_by_their_labels(tmp_path: Path) -> None:
     plots = tmp_path / "cmp"

@@ -153,6 +153,7 @@ def test_single_trace_page_is_offline_and_light(realistic: TraceView) -> None:
     assert reports[REALISTIC]["metrics"]["ttft"]["count"] == 2733
 
 
+@pytest.mark.slow  # several seconds: run by `pytest -m slow`
 def test_comparison_page_is_offline_and_light() -> None:
     base, cand = _view(FCFS), _view(CHUNKED)
     comparison = compare(base.analysis, cand.analysis, baseline_label=FCFS, candidate_label=CHUNKED)

@@ -196,6 +196,7 @@ def _column_lookups_for_wide(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n:
     return calls
 
 
+@pytest.mark.slow  # several seconds: run by `pytest -m slow`
 def test_wide_csv_is_not_quadratic_in_columns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
