@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import traceback
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -66,6 +67,47 @@ def emit(text: str, end: str = "\n") -> None:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def with_parameters(
+    command: F,
+    added: Sequence[inspect.Parameter],
+    receive: Callable[[dict[str, Any]], dict[str, Any]],
+    replaces: Sequence[str] = (),
+) -> F:
+    """``command`` with more options, declared once for several commands.
+
+    Typer reads the wrapper's signature, so the ``added`` options appear in the command's
+    help after its own; on a call they are taken out of the arguments and ``receive``
+    turns them into what the command gets instead: keyword arguments, for the command's
+    own parameters named in ``replaces`` (which the options stand in for).
+    """
+    own = inspect.signature(command, eval_str=True)
+    names = {p.name for p in added} | set(replaces)
+    kept = [p for p in own.parameters.values() if p.name not in names]
+    signature = own.replace(parameters=[*kept, *added])
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = {p.name: kwargs.pop(p.name, p.default) for p in added}
+        return command(*args, **receive(given), **kwargs)
+
+    wrapper.__signature__ = signature  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+    return wrapper  # type: ignore[return-value]
+
+
+QUIET_PARAMETER = inspect.Parameter(
+    "quiet",
+    inspect.Parameter.KEYWORD_ONLY,
+    default=False,
+    annotation=Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print no warnings (errors still show).")
+    ],
+)
+# Set by a command's -q for the length of that command (and the commands it calls).
+_quiet = False
+_depth = 0
+
+
 def report_error(error: ServetraceError) -> None:
     # User text (paths, rules) may contain [brackets]: never let Rich read it as markup.
     err_console.print(f"[bold red]error:[/] {escape(error.message)}")
@@ -74,6 +116,8 @@ def report_error(error: ServetraceError) -> None:
 
 
 def warn(message: str) -> None:
+    if _quiet:
+        return
     err_console.print(f"[bold yellow]warning:[/] {escape(message)}")
 
 
@@ -84,10 +128,19 @@ def guarded(command: F) -> F:
     a bug in servetrace: a short traceback, a request to report it, exit 4.
     """
 
-    @functools.wraps(command)
+    def quieted(given: dict[str, Any]) -> dict[str, Any]:
+        global _quiet
+        _quiet = _quiet or bool(given["quiet"])
+        return {}
+
+    quietable = with_parameters(command, [QUIET_PARAMETER], quieted)
+
+    @functools.wraps(quietable)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        global _depth, _quiet
+        _depth += 1
         try:
-            return command(*args, **kwargs)
+            return quietable(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
         except ServetraceError as error:
@@ -102,5 +155,9 @@ def guarded(command: F) -> F:
                 "the command line and the traceback above."
             )
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
+        finally:
+            _depth -= 1
+            if _depth == 0:
+                _quiet = False
 
     return wrapper  # type: ignore[return-value]

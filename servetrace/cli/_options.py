@@ -11,7 +11,6 @@ so it imports no Polars and no engine module (the parsers load when a command ru
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from servetrace.cli._app import with_parameters
 from servetrace.render.naming import Naming
 from servetrace.settings import IMPORT_FORMATS
 
@@ -170,23 +170,16 @@ def reading_options(command: F) -> F:
 
     The command declares one parameter ``reading: dict[str, Any]`` instead and receives
     those flags as keyword arguments of the library API (``servetrace.analyze(...,
-    **reading)``). Typer reads the wrapper's signature, so the four options appear in the
-    command's help after its own.
+    **reading)``).
     """
-    own = inspect.signature(command, eval_str=True)
-    if "reading" not in own.parameters:
+    if "reading" not in inspect.signature(command).parameters:
         raise TypeError(f"{command.__name__} takes no 'reading' parameter")
-    kept = [p for name, p in own.parameters.items() if name != "reading"]
-    signature = own.replace(parameters=[*kept, *_READING_PARAMETERS])
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        given = [kwargs.pop(p.name, None) for p in _READING_PARAMETERS]
-        return command(*args, reading=reading(*given), **kwargs)
-
-    wrapper.__signature__ = signature  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
-    return wrapper  # type: ignore[return-value]
+    return with_parameters(
+        command,
+        _READING_PARAMETERS,
+        lambda given: {"reading": reading(**given)},
+        replaces=("reading",),
+    )
 
 
 def reading(

@@ -256,13 +256,20 @@ def _runs_output(
             "--plots draws one trace; these inputs are several runs",
             hint="name one run, or --pool them",
         )
+    from servetrace.render.warnings import grouped_warnings
+
+    notes = []
     for run in runs:
-        for message in run.notes:
-            warn(message)
+        files = [str(path) for path in run.source.paths]
+        notes += [("", message, files) for message in run.notes]
         if run.analysis is not None:
-            for message in run.analysis.warnings:
-                if message not in run.notes:
-                    warn(f"{run.label}: {message}")
+            notes += [
+                (run.label, message, files)
+                for message in run.analysis.warnings
+                if message not in run.notes
+            ]
+    for line in grouped_warnings(notes):
+        warn(line)
     for flag, path, frame_of in (
         ("--requests-out", requests_out, lambda a: a.requests),
         ("--quarantine-out", quarantine_out, lambda a: a.quarantine),

@@ -23,7 +23,7 @@ from servetrace.analysis.window import Window, WindowSpec
 from servetrace.analysis.window import restrict as restrict_to
 from servetrace.errors import UsageError
 from servetrace.runs.declared import declared_for
-from servetrace.runs.throughput import with_declared_window
+from servetrace.runs.throughput import DECLARED_DURATION_NOTE, with_declared_window
 from servetrace.runs.time import windowed
 from servetrace.settings import Engine
 from servetrace.sources import requests_table
@@ -205,14 +205,23 @@ def analyze_in_memory(
     if declared is not None:
         result = with_declared_window(result, declared)
         if result.summary.window_source == "declared":  # the importer could not know
-            notes = tuple(
+            told = tuple(
                 n.replace(
                     "throughput and concurrency are unavailable",
                     "throughput uses the run's declared duration, concurrency is unavailable",
                 )
                 for n in notes
             )
+            if told != notes:  # the importer's note now says it: say it once
+                result = _without_warning(result, DECLARED_DURATION_NOTE)
+            notes = told
     return _finish(result, settings, chosen, scan, notes, declared)
+
+
+def _without_warning(result: Analysis, message: str) -> Analysis:
+    summary = result.summary
+    kept = tuple(w for w in summary.warnings if w != message)
+    return replace(result, summary=replace(summary, warnings=kept))
 
 
 def _refuse_restricted(settings: Settings, what: str) -> None:

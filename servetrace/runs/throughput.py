@@ -23,6 +23,11 @@ from servetrace.analysis.result import Analysis as EngineAnalysis
 from servetrace.analysis.summary import Summary
 
 _NO_SEND_TIMES = "send times are unknown in this trace"
+# Said without the duration, so that a sweep's runs share one line (the JSON has it).
+DECLARED_DURATION_NOTE = (
+    "per-request send times are missing: throughput is over the run's declared duration, "
+    "as the tool computed it; concurrency is not computed"
+)
 
 
 def _declared_duration(declared: Mapping[str, Any]) -> float | None:
@@ -60,13 +65,8 @@ def with_declared_summary(
     if duration is None:
         return summary
     met = summary.goodput["requests_met"] if summary.goodput else None
-    where = (declared.get("sources") or {}).get("duration_s") or "the export"
     notes = [w for w in summary.warnings if not w.startswith(_NO_SEND_TIMES)]
-    notes.append(
-        f"per-request send times are missing: throughput is over the run's declared "
-        f"duration ({duration:.3f} s, from {where}), as the tool computed it; "
-        "concurrency is not computed"
-    )
+    notes.append(DECLARED_DURATION_NOTE)
     return replace(
         summary,
         throughput=declared_throughput(requests, duration, met),
