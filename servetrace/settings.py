@@ -19,6 +19,13 @@ class Engine(str, Enum):
     ray = "ray"
 
 
+class PercentileGate(str, Enum):
+    """How ``check`` decides an SLO on a latency percentile."""
+
+    interval = "interval"
+    point = "point"
+
+
 # Rows per batch of the streaming engine. 10^6, not 2·10^6: the peak memory falls (at 10^9
 # events 2.54 → 2.34 GB) for the same CPU; a batch's buffers are what the allocator still
 # holds when the summary runs (docs/scale.md).

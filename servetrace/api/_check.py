@@ -25,6 +25,7 @@ from servetrace.rules.evaluate import evaluate
 from servetrace.rules.grammar import parse_rules
 from servetrace.rules.result import CheckResult
 from servetrace.rules.rules import Rule
+from servetrace.settings import PercentileGate
 
 
 def check_config(config: str | os.PathLike[str] | None) -> CheckConfig:
@@ -50,6 +51,7 @@ def check(
     fluidity: str | None = None,
     confidence: float | None = None,
     allow_inconclusive: bool = False,
+    gate: PercentileGate | str = PercentileGate.interval,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on a trace (the CI gate).
 
@@ -60,7 +62,8 @@ def check(
     ``confidence`` (default: the config's, else 0.95) is that of every interval: the
     bootstrap of budgets and the percentile interval of SLOs. An SLO on a latency
     percentile whose interval contains the limit is INCONCLUSIVE and fails the check
-    unless ``allow_inconclusive``.
+    unless ``allow_inconclusive``; ``gate="point"`` decides it on the observed percentile
+    instead (the interval is still reported).
     """
     settings = check_config(config)
     checked = list(settings.rules)
@@ -119,7 +122,7 @@ def check(
                 reference = read_report(Path(texts[0]))
             if reference is None:
                 reference = load(chosen)
-    gate = evaluate(
+    result = evaluate(
         analysis,
         checked,
         reference,
@@ -130,5 +133,6 @@ def check(
         resamples=settings.resamples if resamples is None else int(resamples),
         confidence=settings.confidence if confidence is None else float(confidence),
         allow_inconclusive=allow_inconclusive,
+        gate=gate,
     )
-    return replace(gate, trace=label_of(trace), baseline_file=label, warnings=tuple(notes))
+    return replace(result, trace=label_of(trace), baseline_file=label, warnings=tuple(notes))

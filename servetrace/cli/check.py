@@ -17,6 +17,7 @@ from servetrace.cli._options import (
 from servetrace.cli._report import ReportOutOpt, check_report_output
 from servetrace.errors import ExitCode
 from servetrace.render.formats import CheckFormat
+from servetrace.settings import PercentileGate
 
 
 @app.command(
@@ -98,6 +99,16 @@ def check_command(
             "limit); by default an inconclusive rule fails the check (exit 1).",
         ),
     ] = False,
+    gate: Annotated[
+        PercentileGate,
+        typer.Option(
+            help="How an SLO on a latency percentile is decided. interval: its whole 95% "
+            "interval must meet the limit (a small run can be INCONCLUSIVE: ~200 requests "
+            "cannot bound a p99 from above); point: the observed percentile must, as "
+            "vLLM, AIPerf and GenAI-Perf gate, the interval reported beside it. Use point "
+            "for small benchmark runs, interval to know the SLO holds beyond this sample.",
+        ),
+    ] = PercentileGate.interval,
     reading: dict[str, Any] | None = None,
 ) -> None:
     """Check SLO rules and regression budgets; exit 0 all pass, 1 any failed."""
@@ -126,6 +137,7 @@ def check_command(
         fluidity=fluidity,
         confidence=confidence,
         allow_inconclusive=allow_inconclusive,
+        gate=gate.value,
         **(reading or {}),
     )
     for message in result.warnings:

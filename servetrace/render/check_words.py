@@ -9,12 +9,15 @@ or JUnit.
 
 from __future__ import annotations
 
+from servetrace.comparison.catalog import OPERATORS
 from servetrace.render.compare_words import skipped_text
 from servetrace.render.format import display_unit, format_value, to_display
 from servetrace.render.workload import workload_message
 from servetrace.rules.outcome import Reason, Status
 from servetrace.rules.result import CheckResult, RuleResult
 from servetrace.rules.rules import RegressionRule, SloRule
+from servetrace.stats.describe import canonical_stat, percentile_of
+from servetrace.stats.order_ci import needed_for_bound
 from servetrace.stats.verdicts import MIN_SAMPLES
 
 _NEGATION = {"<=": ">", "<": ">=", ">=": "<", ">": "<="}
@@ -86,31 +89,61 @@ def rule_line(result: RuleResult) -> str:
         if result.value is None:
             return f"{word} {key}: no value: {_no_value(result, 'this trace')} {_CANNOT_PASS}"
         relation = rule.op if result.passed else _NEGATION[rule.op]
-        return f"{word} {key}: {fmt(result, result.value)} {relation} {fmt(result, result.limit)}"
+        line = f"{word} {key}: {fmt(result, result.value)} {relation} {fmt(result, result.limit)}"
+        return line + (_interval_beside(result) if result.point_gate else "")
     return _regression_line(result, rule, word)
 
 
 def inconclusive_line(result: RuleResult, rule: SloRule) -> str:
-    """``INCONCLUSIVE ttft.p99: 1349 ms, 95% interval 1210–1480 ms contains 1400 ms …``."""
+    """What was observed first, then what keeps it from deciding, e.g. ``INCONCLUSIVE
+    ttft.p99: observed 67.6 ms meets 100 ms, but 200 requests cannot bound a p99 from above
+    at 95% (that needs at least 299 requests)``."""
     low, high = result.interval or (None, None)
     n = result.interval_samples or 0
-    noun = "gap" if result.spec.source == "gaps" else "request"
-    samples = noun + "s"
+    confidence = result.interval_confidence or 0.95
+    samples = "gaps" if result.spec.source == "gaps" else "requests"
+    given = f"{n:,} {samples[:-1] if n == 1 else samples}"
+    value, limit = result.value, result.limit
+    meets = value is not None and limit is not None and OPERATORS[rule.op](value, limit)
+    observed = (
+        f"INCONCLUSIVE {rule.key}: observed {fmt(result, value)} "
+        f"{'meets' if meets else 'breaks'} {fmt(result, limit)}, but "
+    )
+    # The bound that would decide: above the limit for a rule met from below, and so on.
+    upper = meets == (rule.op in ("<=", "<"))
+    missing = high is None if upper else low is None
+    q = (percentile_of(canonical_stat(rule.stat)) or 50.0) / 100.0
+    if missing:
+        needed = needed_for_bound(q, confidence, upper)
+        return observed + (
+            f"{given} cannot bound a {rule.stat} from {'above' if upper else 'below'} "
+            f"at {confidence:.0%} (that needs at least {needed:,} {samples}; --gate point "
+            "decides on the observed value)"
+        )
     span = (
         f"{fmt(result, low) if low is not None else 'unbounded'} to "
         f"{fmt(result, high) if high is not None else 'unbounded'}"
     )
-    text = (
-        f"INCONCLUSIVE {rule.key}: {fmt(result, result.value)}, "
-        f"{result.interval_confidence or 0.95:.0%} interval {span} contains "
-        f"{fmt(result, result.limit)} "
-        f"({n:,} {noun if n == 1 else samples})"
-    )
+    text = observed + f"its {confidence:.0%} interval {span} contains the limit ({given})"
     if result.more_samples is None:
         return text + "; no sample size decides it while the limit sits at this percentile"
     return text + (
         f"; about {result.more_samples:,} more {samples} would decide it (if the limit "
         "keeps its place in the distribution)"
+    )
+
+
+def _interval_beside(result: RuleResult) -> str:
+    """`` (observed; 95% interval 65.3 ms to unbounded, 200 requests)`` of a point gate."""
+    low, high = result.interval or (None, None)
+    samples = "gaps" if result.spec.source == "gaps" else "requests"
+    span = (
+        f"{fmt(result, low) if low is not None else 'unbounded'} to "
+        f"{fmt(result, high) if high is not None else 'unbounded'}"
+    )
+    return (
+        f" (the observed value; {result.interval_confidence or 0.95:.0%} interval {span}, "
+        f"{result.interval_samples or 0:,} {samples})"
     )
 
 
@@ -129,19 +162,26 @@ def _regression_line(result: RuleResult, rule: RegressionRule, word: str) -> str
     relation = (
         (">" if worse_is_higher else "<") if exceeded else ("<=" if worse_is_higher else ">=")
     )
-    text = (
-        f"{word} {key}: {fmt(result, value)} {relation} {fmt(result, limit)} "
-        f"(baseline {fmt(result, base)} {rule.budget}; {_change(result, value, base)}"
-    )
-    if result.significant is None:
-        return text + ")"
-    if result.samples is not None:
-        # Say why a large change still passes: it could not be tested, not that it held.
-        return text + (
-            f", not testable: {result.samples} requests, {MIN_SAMPLES} needed; "
-            "use --no-significance to gate on the budget alone)"
+    budget = f"(baseline {fmt(result, base)} {rule.budget})"
+    change = _change(result, value, base)
+    if exceeded and result.passed:
+        # Over the budget yet passing: lead with why, so the line does not read as a failure.
+        if result.samples is not None:
+            why = (
+                f"is not testable ({result.samples} requests, {MIN_SAMPLES} needed; "
+                "--no-significance gates on the budget alone)"
+            )
+        else:
+            why = "is not significant"
+        return (
+            f"{word} {key}: {fmt(result, value)} is beyond the budget {fmt(result, limit)} "
+            f"{budget}, but the {change} change {why}"
         )
-    return text + (", significant)" if result.significant else ", not significant)")
+    text = f"{word} {key}: {fmt(result, value)} {relation} {fmt(result, limit)} {budget[:-1]}"
+    if result.significant is None or not exceeded:
+        # Within the budget the test has nothing to say (it asks: significantly worse?).
+        return text + f"; {change})"
+    return text + f"; {change}, {'significant' if result.significant else 'not significant'})"
 
 
 def _change(result: RuleResult, value: float, base: float) -> str:
@@ -164,7 +204,8 @@ def verdict_line(result: CheckResult) -> str:
     if undecided and not result.allow_inconclusive:
         return (
             f"check failed: {undecided} of {total} rules inconclusive (an interval that "
-            "contains the limit does not pass; --allow-inconclusive lets it)"
+            "contains the limit does not pass; --gate point decides on the observed value, "
+            "--allow-inconclusive passes it)"
         )
     if not result.passed:
         return (

@@ -39,7 +39,7 @@ from servetrace.rules.percentile_gate import (
 )
 from servetrace.rules.result import CheckResult, RuleResult
 from servetrace.rules.rules import RegressionRule, Rule, SloRule
-from servetrace.settings import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
+from servetrace.settings import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, PercentileGate
 from servetrace.stats.verdicts import MIN_SAMPLES
 
 
@@ -70,6 +70,7 @@ def evaluate(
     confidence: float = DEFAULT_CONFIDENCE,
     pair_on: str | None = None,
     allow_inconclusive: bool = False,
+    gate: PercentileGate | str = PercentileGate.interval,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on one trace.
 
@@ -80,7 +81,15 @@ def evaluate(
     (``servetrace.rules.outcome``). Usage mistakes (no rules, a budget without a
     baseline, goodput rules without targets, a statistic a JSON baseline cannot hold,
     options out of range) are one UsageError naming all of them.
+
+    ``gate`` decides SLOs on a latency percentile: ``"interval"`` by the percentile's whole
+    confidence interval (INCONCLUSIVE when it contains the limit), ``"point"`` by the
+    observed percentile alone, as the benchmark tools gate, with the interval reported.
     """
+    if gate not in {g.value for g in PercentileGate}:
+        choices = ", ".join(g.value for g in PercentileGate)
+        raise UsageError(f"gate {gate!r}: choose one of {choices}")
+    point = PercentileGate(gate) is PercentileGate.point
     checked = parse_rules(rules) if isinstance(rules, str) else tuple(rules)
     if not checked:
         raise UsageError(
@@ -147,7 +156,7 @@ def evaluate(
     for rule in checked:
         if isinstance(rule, SloRule):
             band = percentile_interval(analysis, rule, confidence)
-            results.append(_slo_result(rule, observed[rule.key], band))
+            results.append(_slo_result(rule, observed[rule.key], band, point=point))
         else:
             results.append(
                 _regression_result(
@@ -173,7 +182,7 @@ def evaluate(
 
 
 def _slo_result(
-    rule: SloRule, observed: Observed, band: PercentileInterval | None = None
+    rule: SloRule, observed: Observed, band: PercentileInterval | None = None, point: bool = False
 ) -> RuleResult:
     value, limit = observed.value, rule.limit
     if value is None:
@@ -182,7 +191,8 @@ def _slo_result(
     reason = Reason.WITHIN if OPERATORS[rule.op](value, limit) else Reason.BEYOND
     if band is None:
         return RuleResult(rule, reason.status, reason, value, limit)
-    reason = decide(rule, band)  # decisive: the point rule's answer, else UNDECIDED
+    if not point:
+        reason = decide(rule, band)  # decisive: the point rule's answer, else UNDECIDED
     return RuleResult(
         rule,
         reason.status,
@@ -193,6 +203,7 @@ def _slo_result(
         interval_samples=band.n,
         more_samples=more_samples(band) if reason is Reason.UNDECIDED else None,
         interval_confidence=band.confidence,
+        point_gate=point,
     )
 
 

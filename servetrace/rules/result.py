@@ -46,6 +46,8 @@ class RuleResult:
     interval_samples: int | None = None
     more_samples: int | None = None
     interval_confidence: float | None = None
+    # Decided on the observed percentile (``gate="point"``), the interval shown beside it.
+    point_gate: bool = False
 
     @property
     def kind(self) -> RuleKind:

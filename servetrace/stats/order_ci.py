@@ -219,8 +219,13 @@ def smallest_decisive_n(n: int, q: float, share_below: float, confidence: float)
     return None
 
 
-def needed_for_bounds(q: float, confidence: float) -> int:
-    """The smallest n that gives both bounds: ``(1−q)^n ≤ α/2`` and ``q^n ≤ α/2``."""
+def needed_for_bound(q: float, confidence: float, upper: bool) -> int:
+    """The smallest n whose interval has an upper bound (``q^n ≤ α/2``: the top order
+    statistic is then beyond the α/2 tail) or a lower one (``(1−q)^n ≤ α/2``)."""
     tail = (1.0 - confidence) / 2.0
-    worst = max(q, 1.0 - q)
-    return max(1, math.ceil(math.log(tail) / math.log(worst)))
+    return max(1, math.ceil(math.log(tail) / math.log(q if upper else 1.0 - q)))
+
+
+def needed_for_bounds(q: float, confidence: float) -> int:
+    """The smallest n that gives both bounds."""
+    return max(needed_for_bound(q, confidence, True), needed_for_bound(q, confidence, False))

@@ -248,11 +248,12 @@ def test_slo_failure_message_by_hand() -> None:
     assert rule_line(failed) == "FAIL ttft.p99: 208 ms > 200 ms"
     assert (failed.value, failed.limit) == (208 * MS, 200 * MS)  # ns until rendered
     assert failed.baseline is None and failed.significant is None
-    # one request cannot bound a median: INCONCLUSIVE (6 give both bounds: 0.5^6 <= 0.025)
+    # one request cannot bound a median from above: INCONCLUSIVE, led by what was observed
+    # (6 give the bound: 0.5^6 = 0.0156 <= 0.025 < 0.5^5)
     assert rule_line(passed) == (
-        "INCONCLUSIVE ttft.p50: 208 ms, 95% interval unbounded to unbounded contains "
-        "1000 ms (1 request); about 5 more requests would decide it (if the limit keeps "
-        "its place in the distribution)"
+        "INCONCLUSIVE ttft.p50: observed 208 ms meets 1000 ms, but 1 request cannot bound a "
+        "p50 from above at 95% (that needs at least 6 requests; --gate point decides on the "
+        "observed value)"
     )
 
 
@@ -400,9 +401,9 @@ def test_check_text_golden() -> None:
     result = evaluate(one_request(208), "ttft.p99<=200ms, e2e.p50<=1s")
     assert render_check(result, "table") == (
         "FAIL ttft.p99: 208 ms > 200 ms\n"
-        "INCONCLUSIVE e2e.p50: 208 ms, 95% interval unbounded to unbounded contains 1000 ms "
-        "(1 request); about 5 more requests would decide it (if the limit keeps its place in "
-        "the distribution)\n"
+        "INCONCLUSIVE e2e.p50: observed 208 ms meets 1000 ms, but 1 request cannot bound a "
+        "p50 from above at 95% (that needs at least 6 requests; --gate point decides on the "
+        "observed value)\n"
         "\n"
         "check failed: 1 of 2 rules, 1 inconclusive\n"
     )
