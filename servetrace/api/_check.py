@@ -23,7 +23,7 @@ from servetrace.rules.baseline import ReportBaseline, read_report
 from servetrace.rules.config import CheckConfig, load_config
 from servetrace.rules.evaluate import evaluate
 from servetrace.rules.grammar import parse_rules
-from servetrace.rules.result import CheckResult
+from servetrace.rules.result import GIVEN_RULES, CheckResult
 from servetrace.rules.rules import Rule
 from servetrace.settings import PercentileGate
 
@@ -69,6 +69,15 @@ def check(
     checked = list(settings.rules)
     for item in [rules] if isinstance(rules, str) else rules:
         checked.extend(parse_rules(item) if isinstance(item, str) else [item])
+    given = len(checked) - len(settings.rules)
+    sources = tuple(
+        (where, count)
+        for where, count in (
+            (str(settings.source), len(settings.rules)),
+            (GIVEN_RULES, given),
+        )
+        if count
+    )
     if not checked:
         raise UsageError(
             "no rules to check",
@@ -135,4 +144,12 @@ def check(
         allow_inconclusive=allow_inconclusive,
         gate=gate,
     )
-    return replace(result, trace=label_of(trace), baseline_file=label, warnings=tuple(notes))
+    configured = baseline is None and settings.baseline is not None
+    return replace(
+        result,
+        trace=label_of(trace),
+        baseline_file=label,
+        warnings=tuple(notes),
+        rule_sources=sources,
+        baseline_from=str(settings.source) if configured else None,
+    )

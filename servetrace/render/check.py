@@ -26,6 +26,7 @@ from servetrace.render.check_words import (
     notes,
     rule_line,
     shown,
+    sources_line,
     unit_of,
     verdict_line,
 )
@@ -107,6 +108,10 @@ def check_dict(
             "baseline": result.baseline_kind,
             "workload": None if result.workload is None else workload_dict(result.workload),
             "notes": notes(result),
+            "rule_sources": [
+                {"from": where, "rules": count} for where, count in result.rule_sources
+            ],
+            "baseline_from": result.baseline_from,
             "require_all": result.require_all,
             "skipped": len(result.skipped),
             **(
@@ -147,6 +152,9 @@ def check_table(result: CheckResult) -> Group:
     method = method_line(result)
     if method:
         parts.append(Text("method: " + method, style="dim"))
+    sources = sources_line(result)
+    if sources:
+        parts.append(Text(sources, style="dim"))
     for note in notes(result):
         parts.append(Text("note: " + note, style="yellow"))
     return Group(*parts)
@@ -191,6 +199,10 @@ def check_markdown(result: CheckResult) -> str:
     method = method_line(result)
     if method:
         lines.append(f"<sub>{method}</sub>")
+        lines.append("")
+    sources = sources_line(result)
+    if sources:
+        lines.append(f"<sub>{sources}</sub>")
         lines.append("")
     for note in notes(result):
         lines.append(f"> :warning: {note}")

@@ -14,7 +14,7 @@ from servetrace.render.compare_words import skipped_text
 from servetrace.render.format import display_unit, format_value, to_display
 from servetrace.render.workload import workload_message
 from servetrace.rules.outcome import Reason, Status
-from servetrace.rules.result import CheckResult, RuleResult
+from servetrace.rules.result import GIVEN_RULES, CheckResult, RuleResult
 from servetrace.rules.rules import RegressionRule, SloRule
 from servetrace.stats.describe import canonical_stat, percentile_of
 from servetrace.stats.order_ci import needed_for_bound
@@ -231,6 +231,18 @@ def method_line(result: CheckResult) -> str | None:
         f"{result.confidence:.0%} bootstrap CI of candidate/baseline on the worse side "
         f"of 1 ({result.resamples} resamples, seed {result.seed})"
     )
+
+
+def sources_line(result: CheckResult) -> str | None:
+    """``rules: 2 from servetrace.toml, 1 from the command line; baseline from …``, when a
+    configuration file gave any of them (otherwise the command line says it all)."""
+    configured = [where for where, _ in result.rule_sources if where != GIVEN_RULES]
+    if not configured and result.baseline_from is None:
+        return None
+    text = "rules: " + ", ".join(f"{count} from {where}" for where, count in result.rule_sources)
+    if result.baseline_from is not None:
+        text += f"; baseline from {result.baseline_from}"
+    return text
 
 
 def notes(result: CheckResult) -> list[str]:

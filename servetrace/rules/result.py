@@ -62,6 +62,10 @@ class RuleResult:
         return self.status is Status.PASS
 
 
+# Where the rules given to ``check`` itself (the CLI's --slo, --max-regression) come from.
+GIVEN_RULES = "the command line"
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """Every rule's result. It passes when no rule failed and, under ``require_all``,
@@ -81,6 +85,10 @@ class CheckResult:
     trace: str | None = None
     baseline_file: str | None = None
     warnings: tuple[str, ...] = ()
+    # Where the rules and the baseline came from: (a config file or "command line", how
+    # many rules), and the file the baseline was configured in (None: given or none).
+    rule_sources: tuple[tuple[str, int], ...] = ()
+    baseline_from: str | None = None
 
     @property
     def failures(self) -> tuple[RuleResult, ...]:
