@@ -22,6 +22,13 @@ ReportOutOpt = Annotated[
 FILE_WIDTH = 100
 
 
+def terminal_width() -> int:
+    """The width a table must fit: the terminal's (``COLUMNS`` when set), else 100."""
+    import shutil
+
+    return shutil.get_terminal_size((FILE_WIDTH, 24)).columns
+
+
 def check_report_output(output: Path | None, inputs: Sequence[str | Path]) -> None:
     """Refuse a report file that cannot be written, or that is an input, before any work."""
     if output is None:

@@ -21,7 +21,7 @@ from servetrace.cli._options import (
     in_range,
     reading_options,
 )
-from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
+from servetrace.cli._report import ReportOutOpt, check_report_output, deliver, terminal_width
 from servetrace.cli._scale import (
     EngineOpt,
     PartialOutOpt,
@@ -291,7 +291,7 @@ def _runs_output(
     elif fmt is SummaryFormat.markdown:
         report = render.render_runs_markdown(runs)
     else:
-        report = render.render_runs_table(runs)
+        report = render.render_runs_table(runs, width=None if output else terminal_width())
     deliver(report, output)
 
 

@@ -1,7 +1,8 @@
 """One row per run: the runs table (text, Markdown, CSV) and its JSON.
 
 Columns: label, tool, declared rate and concurrency, completed, errored, req/s,
-output tok/s, TTFT p50/p99, TPOT p50/p99, ITL p99 (ms), goodput (req/s), SLO attainment.
+output tok/s, TTFT p50/p99, TPOT p50/p99, ITL p99 (ms), goodput (req/s), SLO attainment;
+a terminal's table leaves out what does not fit, and says so.
 A run given only as its tool's summary shows the tool's numbers, marked ``*``; a value a
 run cannot have is ``n/a``. Rows come sorted by declared load (``Runs``).
 """
@@ -27,13 +28,13 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("errored", "errored"),
     ("requests_per_s", "req/s"),
     ("output_tokens_per_s", "output tok/s"),
-    ("ttft_p50", "TTFT p50 (ms)"),
-    ("ttft_p99", "TTFT p99 (ms)"),
-    ("tpot_p50", "TPOT p50 (ms)"),
-    ("tpot_p99", "TPOT p99 (ms)"),
-    ("itl_p99", "ITL p99 (ms)"),
-    ("goodput_requests_per_s", "goodput (req/s)"),
-    ("slo_attainment", "SLO attainment"),
+    ("ttft_p50", "TTFT p50"),
+    ("ttft_p99", "TTFT p99"),
+    ("tpot_p50", "TPOT p50"),
+    ("tpot_p99", "TPOT p99"),
+    ("itl_p99", "ITL p99"),
+    ("goodput_requests_per_s", "goodput/s"),
+    ("slo_attainment", "attainment"),
 )
 _LATENCIES = (("ttft", "p50"), ("ttft", "p99"), ("tpot", "p50"), ("tpot", "p99"), ("itl", "p99"))
 REPORTED_MARK = "*"
@@ -97,15 +98,15 @@ def _text(key: str, value: Any, reported: bool) -> str:
     return text + (REPORTED_MARK if reported and numeric else "")
 
 
-def _cells(runs: Sequence[Run]) -> list[list[str]]:
+def _cells(runs: Sequence[Run], keys: Sequence[str]) -> list[list[str]]:
     rows = []
     for run in runs:
         values = row_values(run)
-        rows.append([_text(key, values.get(key), values["reported"]) for key, _ in COLUMNS])
+        rows.append([_text(key, values.get(key), values["reported"]) for key in keys])
     return rows
 
 
-def _footer(runs: Runs) -> list[str]:
+def _footer(runs: Runs, grouped: bool) -> list[str]:
     lines = []
     if any(run.analysis is None for run in runs):
         lines.append(
@@ -119,34 +120,99 @@ def _footer(runs: Runs) -> list[str]:
         lines.append(
             "req/s and tok/s of runs without send times are over the run's declared duration"
         )
-    if all(run.analysis is None or "errored" not in run.analysis.summary.outcomes for run in runs):
-        lines.append("errored: n/a (failed requests are not told apart from cancelled ones yet)")
-    lines.append("sorted by declared request rate, then concurrency; percentiles: linear")
+    order = "sorted by declared request rate, then concurrency; latencies in ms, percentiles linear"
+    lines.append(("grouped by folder, each " if grouped else "") + order)
     return lines
 
 
-def render_runs_table(runs: Runs) -> str:
-    heads = [head for _, head in COLUMNS]
-    rows = _cells(runs)
+def by_configuration(runs: Sequence[Run]) -> list[Run]:
+    """The runs grouped by the folder they came from (a sweep's configuration), the
+    folders in the order first met; within each, the load order ``Runs`` gave them."""
+    folders: dict[str, list[Run]] = {}
+    for run in runs:
+        first = run.source.paths[0] if run.source.paths else None
+        folders.setdefault(str(first.parent) if first is not None else "", []).append(run)
+    return [run for group in folders.values() for run in group]
+
+
+# Columns left out, in this order, when the table is wider than the terminal.
+_DROP_ORDER = (
+    "tool",
+    "errored",
+    "tpot_p50",
+    "concurrency",
+    "ttft_p50",
+    "output_tokens_per_s",
+    "goodput_requests_per_s",
+    "itl_p99",
+    "tpot_p99",
+)
+_HEAD = dict(COLUMNS)
+
+
+def _fit(runs: Sequence[Run], width: int | None) -> tuple[list[str], list[str]]:
+    """The columns shown, and lines that say which were left out and why."""
+    values = [row_values(run) for run in runs]
+    keys = [key for key, _ in COLUMNS]
+    said = []
+    empty = [k for k in keys if k != "label" and all(v.get(k) is None for v in values)]
+    if empty:
+        keys = [k for k in keys if k not in empty]
+        said.append("n/a in every run, left out: " + ", ".join(_HEAD[k] for k in empty))
+    tools = {v.get("tool") for v in values}
+    if len(tools) == 1 and "tool" in keys:
+        keys.remove("tool")
+        said.append(f"tool: {tools.pop()}")
+    if width is None:
+        return keys, said
+
+    def wide(shown: list[str]) -> int:
+        cells = _cells(runs, shown)
+        widths = [max(len(_HEAD[k]), *(len(r[i]) for r in cells)) for i, k in enumerate(shown)]
+        return sum(widths) + 2 * (len(widths) - 1)
+
+    cut = []
+    for key in _DROP_ORDER:
+        if wide(keys) <= width:
+            break
+        if key in keys:
+            keys.remove(key)
+            cut.append(_HEAD[key])
+    if cut:
+        said.append(
+            f"left out to fit {width} columns: {', '.join(cut)} (every column: -f csv or json)"
+        )
+    return keys, said
+
+
+def render_runs_table(runs: Runs, width: int | None = None) -> str:
+    """The runs, one row each, within ``width`` columns when given (a terminal's)."""
+    ordered = by_configuration(runs)
+    grouped = [r.label for r in ordered] != [r.label for r in runs]
+    keys, said = _fit(ordered, width)
+    heads = [_HEAD[k] for k in keys]
+    rows = _cells(ordered, keys)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
 
     def line(cells: list[str]) -> str:
         return "  ".join(
-            c.ljust(w) if i < 2 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.ljust(w) if key in ("label", "tool") else c.rjust(w)
+            for c, w, key in zip(cells, widths, keys, strict=True)
         ).rstrip()
 
-    out = [f"{len(runs)} runs", line(heads), *(line(r) for r in rows), *_footer(runs)]
-    return "\n".join(out) + "\n"
+    out = [f"{len(runs)} runs", line(heads), *(line(r) for r in rows)]
+    return "\n".join([*out, *said, *_footer(runs, grouped)]) + "\n"
 
 
 def render_runs_markdown(runs: Runs) -> str:
-    heads = [head for _, head in COLUMNS]
+    ordered = by_configuration(runs)
+    grouped = [r.label for r in ordered] != [r.label for r in runs]
+    keys = [key for key, _ in COLUMNS]
     out = [f"## {len(runs)} runs", ""]
-    out.append("| " + " | ".join(heads) + " |")
-    out.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(heads))) + "|")
-    out += ["| " + " | ".join(r) + " |" for r in _cells(runs)]
-    out += ["", *(f"- {line}" for line in _footer(runs))]
+    out.append("| " + " | ".join(_HEAD[k] for k in keys) + " |")
+    out.append("|" + "|".join("---" if k in ("label", "tool") else "---:" for k in keys) + "|")
+    out += ["| " + " | ".join(r) + " |" for r in _cells(ordered, keys)]
+    out += ["", *(f"- {line}" for line in _footer(runs, grouped))]
     return "\n".join(out) + "\n"
 
 
