@@ -27,7 +27,7 @@ TOOL_NAMES: dict[str, dict[str, str]] = {
         "ttft": "time_to_first_token",
         "itl": "inter_chunk_latency",
         "tpot": "inter_token_latency",
-        "e2e": "request_latency",
+        "response": "request_latency",
     },
     "genai-perf": {
         "ttft": "time_to_first_token",
