@@ -83,8 +83,9 @@ class CurvePoint:
 @dataclass(frozen=True)
 class Capacity:
     """``rate``: req/s, or None (unavailable, ``reason`` says why). ``bound``: "exact" (a run
-    sits at the threshold), "interpolated" (between ``bracket``), "lower" (even the highest
-    run meets it: capacity is at least ``rate``)."""
+        sits at the threshold), "interpolated" (between ``bracket``), "lower" (even the highest
+        run meets it: capacity is at least ``rate``), "achieved" (capped at what ``limited_by``
+    achieved: a capacity is never above a rate the server was seen to serve)."""
 
     required: float
     rate: float | None
@@ -92,6 +93,9 @@ class Capacity:
     bracket: tuple[str, str] | None
     reason: str | None
     notes: tuple[str, ...] = ()
+    # bound "achieved": the run whose achieved rate caps the capacity (it never reached
+    # the offered rate the SLO was met at, so the SLO is shown to hold only up to that).
+    limited_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,20 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
+# A run that completed less than this share of its offered rate did not reach it.
+REACHED = 0.9
+
+
+def _short_of_offered(point: CurvePoint) -> bool:
+    offered, achieved = point.offered_rate, point.requests_per_s
+    return (
+        offered is not None
+        and math.isfinite(offered)
+        and achieved is not None
+        and achieved < REACHED * offered
+    )
+
+
 def capacity(points: Sequence[CurvePoint], required: float) -> Capacity:
     """The highest offered rate whose attainment is ≥ ``required`` (DistServe)."""
     placed = [
@@ -232,6 +250,11 @@ def capacity(points: Sequence[CurvePoint], required: float) -> Capacity:
                 "the unbounded-rate run(s) " + ", ".join(unbounded) + " miss the SLO: capacity "
                 "lies between the highest finite rate and saturation"
             )
+        if _short_of_offered(hit):
+            assert hit.requests_per_s is not None
+            return Capacity(
+                required, hit.requests_per_s, "achieved", None, None, tuple(notes), hit.label
+            )
         return Capacity(required, hit.offered_rate, "lower", None, None, tuple(notes))
     if hit.attainment == required:
         return Capacity(required, hit.offered_rate, "exact", None, None, tuple(notes))
@@ -239,6 +262,12 @@ def capacity(points: Sequence[CurvePoint], required: float) -> Capacity:
     assert nxt.offered_rate is not None and nxt.attainment is not None
     share = (hit.attainment - required) / (hit.attainment - nxt.attainment)
     rate = hit.offered_rate + share * (nxt.offered_rate - hit.offered_rate)
+    if nxt.requests_per_s is not None and rate > nxt.requests_per_s:
+        # DistServe's interpolation is over offered rates; say when no run served that much.
+        notes.append(
+            f"the interpolated {rate:.2f} req/s is above what {nxt.label} achieved "
+            f"({nxt.requests_per_s:.2f} req/s at {nxt.offered_rate:g} offered)"
+        )
     return Capacity(required, rate, "interpolated", (hit.label, nxt.label), None, tuple(notes))
 
 
@@ -318,10 +347,7 @@ def sweep(
     saturated = [
         f"{p.label} ({p.requests_per_s:.2f} of {p.offered_rate:g} req/s)"
         for p in points
-        if p.offered_rate is not None
-        and math.isfinite(p.offered_rate)
-        and p.requests_per_s is not None
-        and p.requests_per_s < 0.9 * p.offered_rate
+        if p.offered_rate is not None and math.isfinite(p.offered_rate) and _short_of_offered(p)
     ]
     if saturated:
         notes.append(

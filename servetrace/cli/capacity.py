@@ -15,7 +15,13 @@ from servetrace.cli._options import (
     in_range,
     reading_options,
 )
-from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
+from servetrace.cli._report import (
+    FILE_WIDTH,
+    ReportOutOpt,
+    check_report_output,
+    deliver,
+    terminal_width,
+)
 from servetrace.errors import UsageError
 from servetrace.render.formats import SummaryFormat
 
@@ -103,4 +109,5 @@ def capacity(
     elif fmt is SummaryFormat.markdown:
         deliver(render.render_markdown(report), output)
     else:
-        deliver([render.render_table(report)], output)
+        width = FILE_WIDTH if output else terminal_width()
+        deliver([render.render_table(report, width)], output)

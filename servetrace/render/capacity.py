@@ -15,6 +15,7 @@ from rich.text import Text
 from servetrace.analysis.capacity import CURVE_METRICS, Capacity, CapacityReport, CurvePoint
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
+from servetrace.render.fit import boxed_frame, fit_columns, left_out_line
 from servetrace.units import NS_PER_MS
 from servetrace.version import SCHEMA_VERSION, __version__
 
@@ -73,6 +74,7 @@ def capacity_dict(cap: Capacity | None) -> dict[str, Any] | None:
         "requests_per_s": clean(cap.rate),
         "bound": cap.bound,
         "bracket": list(cap.bracket) if cap.bracket else None,
+        "limited_by": cap.limited_by,
         "unavailable": cap.reason,
         "notes": list(cap.notes),
     }
@@ -141,6 +143,13 @@ def capacity_line(
             f"at least {cap.rate:,.2f} req/s (even the highest offered rate meets the SLO; "
             "sweep higher to find the limit)"
         )
+    if cap.bound == "achieved" and cap.limited_by is not None:
+        run = by[cap.limited_by]
+        return head + (
+            f"at most {cap.rate:,.2f} req/s, what {run.label} achieved: its offered "
+            f"{_rate(run.offered_rate)} req/s was not reached, so the SLO is shown to hold "
+            "only up to the rate served"
+        )
     return head + f"{cap.rate:,.2f} req/s (a run sits exactly at the threshold)"
 
 
@@ -193,18 +202,39 @@ def _rows(report: CapacityReport) -> list[list[str]]:
     return rows
 
 
-def render_table(report: CapacityReport) -> Group:
+# Columns a narrow terminal loses first (the run, rates, TTFT p99 and attainment stay).
+_DROP_ORDER = (
+    "errored",
+    "tpot p50",
+    "ttft p50",
+    "e2e p99",
+    "itl p99",
+    "pareto",
+    "tok/s/user",
+    "tok/s/GPU",
+    "out tok/s",
+    "tpot p99",
+)
+
+
+def render_table(report: CapacityReport, width: int | None = None) -> Group:
+    """The curve as a boxed table, within ``width`` columns when given (a terminal's)."""
+    heads, rows = _header(report), _rows(report)
+    kept, cut = list(range(len(heads))), list[str]()
+    if width is not None:
+        kept, cut = fit_columns(heads, rows, width, _DROP_ORDER, boxed_frame)
     table = Table(
         title="throughput–latency curve by offered load",
         caption="latencies in ms over completed requests; attainment over completed + errored",
         title_justify="left",
         caption_justify="left",
     )
-    for i, name in enumerate(_header(report)):
-        table.add_column(name, justify="left" if i == 0 else "right", style="bold" if not i else "")
-    for row in _rows(report):
-        table.add_row(*map(Text, row))  # labels are the user's: never markup
-    return Group(table, Text("\n".join(_lines(report))))
+    for i in kept:
+        table.add_column(heads[i], justify="left" if i == 0 else "right", style="" if i else "bold")
+    for row in rows:
+        table.add_row(*(Text(row[i]) for i in kept))  # labels are the user's: never markup
+    lines = ([left_out_line(cut, width)] if cut and width else []) + _lines(report)
+    return Group(table, Text("\n".join(lines)))
 
 
 def render_markdown(report: CapacityReport) -> str:

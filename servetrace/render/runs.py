@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from servetrace.render._csv import rows_writer
+from servetrace.render.fit import fit_columns, left_out_line
 from servetrace.render.summary import render_json
 from servetrace.runs.model import Run, Runs
 from servetrace.units import NS_PER_MS
@@ -165,24 +166,11 @@ def _fit(runs: Sequence[Run], width: int | None) -> tuple[list[str], list[str]]:
         said.append(f"tool: {tools.pop()}")
     if width is None:
         return keys, said
-
-    def wide(shown: list[str]) -> int:
-        cells = _cells(runs, shown)
-        widths = [max(len(_HEAD[k]), *(len(r[i]) for r in cells)) for i, k in enumerate(shown)]
-        return sum(widths) + 2 * (len(widths) - 1)
-
-    cut = []
-    for key in _DROP_ORDER:
-        if wide(keys) <= width:
-            break
-        if key in keys:
-            keys.remove(key)
-            cut.append(_HEAD[key])
+    heads = [_HEAD[k] for k in keys]
+    kept, cut = fit_columns(heads, _cells(runs, keys), width, [_HEAD[k] for k in _DROP_ORDER])
     if cut:
-        said.append(
-            f"left out to fit {width} columns: {', '.join(cut)} (every column: -f csv or json)"
-        )
-    return keys, said
+        said.append(left_out_line(cut, width))
+    return [keys[i] for i in kept], said
 
 
 def render_runs_table(runs: Runs, width: int | None = None) -> str:
