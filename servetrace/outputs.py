@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import ServetraceError, UsageError
-from servetrace.sources.canonical import resolve_paths
+from servetrace.sources.file_scan import resolve_paths
 
 FRAME_SUFFIXES = (".parquet", ".csv", ".arrow", ".ipc", ".jsonl", ".ndjson")
 
