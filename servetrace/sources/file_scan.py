@@ -153,6 +153,8 @@ def _read_problem(path: Path, error: Exception) -> InputError:
         if fmt == "csv":
             found = textcheck.csv_problem(path, sniff.read_all(path), _separator(path))
         elif fmt == "ndjson":
+            # bytes.splitlines splits at LF and CR only (as ``reading.json_lines``), never
+            # inside a UTF-8 U+2028, so the line numbers are Polars' own.
             found = textcheck.json_lines_problem(path, sniff.read_all(path).splitlines())
     except InputError as unreadable:
         found = unreadable

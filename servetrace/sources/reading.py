@@ -67,11 +67,21 @@ def load_json(path: Path) -> Any:
     return parse_json_text(read_text(path), path)
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of JSON text, split at LF, CR LF and a lone CR only.
+
+    Not ``str.splitlines``: it also splits at U+2028, U+2029, U+0085 (and a few control
+    characters), and JSON allows the first three raw inside a string, so a record holding
+    one would be cut in two. A CR is never raw inside a JSON string, so splitting at it
+    only keeps old-Mac line ends readable."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def iter_json_lines(path: Path, text: str | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)`` for every non-blank line of a JSON Lines file."""
     if text is None:
         text = read_text(path)
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         if not line.strip():
             continue
         try:
