@@ -15,7 +15,7 @@ from typing import TypeVar
 import polars as pl
 
 from servetrace.errors import InputError, first_line
-from servetrace.sources import parsed, paths, sniff, textcheck
+from servetrace.sources import limits, parsed, paths, sniff, textcheck
 from servetrace.sources.normalise import IngestOptions
 from servetrace.sources.paths import with_partition_columns
 
@@ -105,6 +105,7 @@ def _scan_csv(path: Path, text_columns: Sequence[str]) -> pl.LazyFrame:
             data = data.replace(b"\r", b"\n")
         frame = pl.read_csv(data, **options).lazy()  # type: ignore[arg-type]
     else:
+        limits.check_lines(path)
         scan = pl.scan_csv(path, glob=False, **options)  # type: ignore[arg-type]
         frame = parsed.parse_once(scan, path)
     return _drop_blank_lines(frame, text_columns)
@@ -141,6 +142,7 @@ def _scan_ndjson(path: Path) -> pl.LazyFrame:
     if sniff.is_gzip(path) or sniff.has_bom(head) or paths.has_magic(str(path)):
         data = sniff.read_all(path).removeprefix(sniff.UTF8_BOM)
         return pl.read_ndjson(data, infer_schema_length=None).lazy()
+    limits.check_lines(path)
     return parsed.parse_once(pl.scan_ndjson(path, infer_schema_length=None), path)
 
 
