@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from servetrace.cli._lazy import LazyGroup
-from servetrace.errors import ExitCode, ServetraceError
+from servetrace.errors import FULL_DEVICE, ExitCode, ServetraceError, unwritable
 
 app = typer.Typer(
     name="servetrace",
@@ -89,12 +90,26 @@ def guarded(command: F) -> F:
             raise typer.Exit(int(error.exit_code)) from None
         except BrokenPipeError:
             raise typer.Exit(int(ExitCode.OK)) from None
+        except OSError as error:
+            if error.errno not in FULL_DEVICE:
+                _internal()
+            # Every file output is written by ``outputs``, which names its path: what is
+            # left is the report on stdout (``> /dev/full``). Point stdout at /dev/null so
+            # the interpreter's last flush does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            report_error(unwritable("stdout", error))
+            raise typer.Exit(int(ExitCode.USAGE)) from None
         except Exception:
-            err_console.print(traceback.format_exc(limit=4), markup=False)
-            err_console.print(
-                "[bold red]error:[/] internal error in servetrace; please report it with "
-                "the command line and the traceback above."
-            )
-            raise typer.Exit(int(ExitCode.INTERNAL)) from None
+            _internal()
 
     return wrapper  # type: ignore[return-value]
+
+
+def _internal() -> NoReturn:
+    """A bug in servetrace: a short traceback, a request to report it, exit 4."""
+    err_console.print(traceback.format_exc(limit=4), markup=False)
+    err_console.print(
+        "[bold red]error:[/] internal error in servetrace; please report it with "
+        "the command line and the traceback above."
+    )
+    raise typer.Exit(int(ExitCode.INTERNAL)) from None
