@@ -7,6 +7,7 @@ code attached to the exception class. Anything else reaching the CLI is a bug (e
 
 from __future__ import annotations
 
+import errno
 from enum import IntEnum
 
 
@@ -39,6 +40,16 @@ class UsageError(ServetraceError):
     """A flag or rule is malformed (exit 2)."""
 
     exit_code = ExitCode.USAGE
+
+
+# What a write reports when the device, not servetrace, is the problem.
+FULL_DEVICE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def unwritable(where: str, error: OSError) -> UsageError:
+    """The one-line error for an output that cannot be written (exit 2, as an output in a
+    missing directory): ``where`` is the flag and path, or ``stdout``."""
+    return UsageError(f"{where}: cannot write: {error.strerror or error}")
 
 
 def first_line(error: BaseException, fallback: str | None = None) -> str:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import polars as pl
 
-from servetrace.errors import ServetraceError, UsageError
-from servetrace.sources.canonical import resolve_paths
+from servetrace.errors import ServetraceError, UsageError, unwritable
+from servetrace.sources.file_scan import resolve_paths
 
 FRAME_SUFFIXES = (".parquet", ".csv", ".arrow", ".ipc", ".jsonl", ".ndjson")
 
@@ -41,8 +41,10 @@ def check_frame_output(path: Path | None, flag: str) -> None:
 
 
 def check_directory(path: Path, flag: str) -> None:
-    if not path.parent.is_dir():
-        raise UsageError(f"{flag} {path}: directory {path.parent} does not exist")
+    # Where the file goes: a symlink's target, which may point into a missing directory.
+    parent = Path(os.path.realpath(path)).parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: directory {parent} does not exist")
     if path.is_dir():
         raise UsageError(f"{flag} {path}: is a directory, not a file")
 
@@ -99,11 +101,13 @@ def refuse_overwriting_inputs(
 def _atomic(path: Path, write: Callable[[Path], object]) -> None:
     """Write through a temporary sibling and rename it onto ``path`` (same filesystem)."""
     target = Path(os.path.realpath(path))  # replace the file a symlink names, keep the link
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-    )
-    os.close(handle)
+    temporary = ""
     try:
+        # Inside the try: an unwritable directory fails here already (read-only, /proc).
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+        )
+        os.close(handle)
         write(Path(temporary))
         with contextlib.suppress(OSError):
             # mkstemp creates 0600; give the file the mode a plain open() would.
@@ -112,13 +116,17 @@ def _atomic(path: Path, write: Callable[[Path], object]) -> None:
             os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, target)
     except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise UsageError(f"{path}: cannot write: {error.strerror or error}") from None
+        _remove(temporary)
+        raise unwritable(str(path), error) from None
     except BaseException:
+        _remove(temporary)
+        raise
+
+
+def _remove(temporary: str) -> None:
+    if temporary:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        raise
 
 
 def write_frame(frame: pl.DataFrame, path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from servetrace.analysis.lifecycle import TraceFacts, trace_facts
-from servetrace.sources.canonical import Trace
+from servetrace.sources.trace import Trace
 
 
 def whole_trace_facts(trace: Trace) -> TraceFacts:

@@ -24,7 +24,8 @@ from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.summary import Summary, summarize, summarize_groups
 from servetrace.errors import InputError, UsageError, first_line
 from servetrace.schema import CANONICAL_COLUMNS
-from servetrace.sources.canonical import IngestOptions, Trace, normalise
+from servetrace.sources.canonical import IngestOptions, normalise
+from servetrace.sources.trace import Trace
 from servetrace.units import NS_PER_DAY
 
 MAX_PLAUSIBLE_SPAN_NS = 30 * NS_PER_DAY

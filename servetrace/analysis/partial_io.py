@@ -24,7 +24,7 @@ import polars as pl
 
 from servetrace.analysis.histogram import RESOLUTION, LogHistogram
 from servetrace.analysis.partial import FORMAT, TIMELINE_COLUMNS, VERSION, Partial
-from servetrace.errors import InputError, UsageError, first_line
+from servetrace.errors import InputError, UsageError, first_line, unwritable
 from servetrace.sources.inputs import PARTIAL_MANIFEST as MANIFEST
 from servetrace.sources.inputs import is_partial
 
@@ -196,19 +196,23 @@ def _replace_directory(target: Path, write: Callable[[Path], None]) -> None:
     """Write a directory beside ``target``, then swap it in (a reader never sees half)."""
     check_partial_output(target, "output")
     target = Path(os.path.realpath(target))
-    fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    fresh: Path | None = None
     old: Path | None = None
     try:
+        # Inside the try: an unwritable directory fails here already (read-only, /proc).
+        fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         write(fresh)
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
             os.replace(target, old / "partial")
         os.replace(fresh, target)
     except OSError as error:
-        shutil.rmtree(fresh, ignore_errors=True)
-        raise UsageError(f"{target}: cannot write: {error.strerror or error}") from None
+        if fresh is not None:
+            shutil.rmtree(fresh, ignore_errors=True)
+        raise unwritable(str(target), error) from None
     except BaseException:
-        shutil.rmtree(fresh, ignore_errors=True)
+        if fresh is not None:
+            shutil.rmtree(fresh, ignore_errors=True)
         raise
     finally:
         if old is not None:

@@ -62,7 +62,7 @@ from servetrace.analysis.streaming import _histogram_warning
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
 from servetrace.settings import DEFAULT_BATCH_ROWS
-from servetrace.sources.canonical import Trace
+from servetrace.sources.trace import Trace
 
 PART = "_partition"
 

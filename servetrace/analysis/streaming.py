@@ -70,7 +70,7 @@ from servetrace.analysis.stream_state import (
 from servetrace.analysis.summary import summarize
 from servetrace.errors import InputError, UsageError
 from servetrace.settings import DEFAULT_BATCH_ROWS
-from servetrace.sources.canonical import Trace
+from servetrace.sources.trace import Trace
 
 
 def _late_row_error(trace: Trace, late: pl.DataFrame, in_time_order: bool) -> NotTimeOrdered:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from servetrace.errors import ExitCode, ServetraceError
+from servetrace.errors import FULL_DEVICE, ExitCode, ServetraceError, unwritable
 
 app = typer.Typer(
     name="servetrace",
@@ -148,16 +149,30 @@ def guarded(command: F) -> F:
             raise typer.Exit(int(error.exit_code)) from None
         except BrokenPipeError:
             raise typer.Exit(int(ExitCode.OK)) from None
+        except OSError as error:
+            if error.errno not in FULL_DEVICE:
+                _internal()
+            # Every file output is written by ``outputs``, which names its path: what is
+            # left is the report on stdout (``> /dev/full``). Point stdout at /dev/null so
+            # the interpreter's last flush does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            report_error(unwritable("stdout", error))
+            raise typer.Exit(int(ExitCode.USAGE)) from None
         except Exception:
-            err_console.print(traceback.format_exc(limit=4), markup=False)
-            err_console.print(
-                "[bold red]error:[/] internal error in servetrace; please report it with "
-                "the command line and the traceback above."
-            )
-            raise typer.Exit(int(ExitCode.INTERNAL)) from None
+            _internal()
         finally:
             _depth -= 1
             if _depth == 0:
                 _quiet = False
 
     return wrapper  # type: ignore[return-value]
+
+
+def _internal() -> NoReturn:
+    """A bug in servetrace: a short traceback, a request to report it, exit 4."""
+    err_console.print(traceback.format_exc(limit=4), markup=False)
+    err_console.print(
+        "[bold red]error:[/] internal error in servetrace; please report it with "
+        "the command line and the traceback above."
+    )
+    raise typer.Exit(int(ExitCode.INTERNAL)) from None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from servetrace.errors import InputError, UsageError
-from servetrace.sources.canonical import resolve_paths
+from servetrace.sources.file_scan import resolve_paths
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.registry import detect_format, engine_inputs
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from servetrace.errors import InputError, UsageError
 from servetrace.sources import detect
+from servetrace.sources.file_scan import resolve_paths
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.paths import has_magic
 from servetrace.sources.reading import read_text, strip_suffixes
@@ -296,8 +297,6 @@ def _expand(text: str) -> list[Path]:
     path = Path(text)
     if path.exists() or not has_magic(text) or is_uri(text):  # a URI is resolved when read
         return [path]
-    from servetrace.sources.canonical import resolve_paths
-
     return resolve_paths([text])
 
 

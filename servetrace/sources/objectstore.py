@@ -9,7 +9,10 @@ engine (the local one, ``--engine ray`` and its workers, ``--requests-out``):
   (``s3://bucket/key?endpoint_override=host:9000&scheme=http``);
 - **how hard to try**: ``AWS_MAX_ATTEMPTS`` (the AWS SDKs' standard variable, which Arrow
   itself does not read) bounds the retries, so an unreachable endpoint fails in a moment
-  instead of after the default retries' seconds.
+  instead of after the default retries' seconds; an S3 connection is given up after
+  ``CONNECT_TIMEOUT_S``, and a GCS call, whose client retries for 15 minutes by default
+  (a ``gs://`` URI without network gave no answer in a minute), after
+  ``GCS_RETRY_LIMIT_S`` of retries unless the URI sets ``retry_limit_seconds``.
 
 A URI names an object (always taken), a prefix (every trace file below it, hidden and
 ``_``-prefixed keys skipped, ``key=value`` folders added as columns: a local directory of
@@ -25,6 +28,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -43,6 +47,10 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 READABLE = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".ipc": "ipc"}
 READABLE |= {".feather": "ipc"}
 BUCKETED = ("S3FileSystem", "GcsFileSystem")  # the first path segment is a bucket
+CONNECT_TIMEOUT_S = 5.0
+"""An S3 endpoint that does not accept the connection by then is unreachable."""
+GCS_RETRY_LIMIT_S = 5
+"""How long a GCS call retries (credentials, connection, transient errors) before failing."""
 
 
 def is_uri(text: str | os.PathLike[str]) -> bool:
@@ -87,21 +95,43 @@ def reason(error: BaseException) -> str:
         return f"cannot reach the endpoint: {detail}"
     if "ACCESS_DENIED" in text or "AccessDenied" in text:
         return f"access denied: {text}"
+    if "google::cloud::Status(" in text:
+        return _gcs_reason(text)
     return text
 
 
+def _gcs_reason(text: str) -> str:
+    """A GCS client status (a paragraph, repeated in its metadata) cut to what happened."""
+    detail = text.split(" error_info=", 1)[0]
+    underlying = detail.rpartition("The underlying error message was: ")[2]
+    curl = re.search(r"CURL error \[\d+\]=(.+)", underlying)
+    if curl:
+        return f"cannot reach the store: {curl.group(1).strip()}"
+    if "OAuth2 access token" in detail:
+        return f"no credentials for the store: {underlying.strip()}"
+    return detail
+
+
 def _configured(filesystem: Any) -> Any:
-    """An S3 filesystem made self-contained, so that a Ray worker on another node reaches
-    the same store as this process: the region resolved here, the credentials of this
-    process's ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN`` when
-    set (else each node's own chain, e.g. its instance role), and ``AWS_MAX_ATTEMPTS``
-    as the retry budget (Arrow itself ignores that variable)."""
-    if type(filesystem).__name__ != "S3FileSystem":
-        return filesystem
+    """A filesystem that fails in seconds when its store cannot be reached (module
+    docstring); an S3 one also made self-contained, so that a Ray worker on another node
+    reaches the same store as this process: the region resolved here, the credentials of
+    this process's ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``
+    when set (else each node's own chain, e.g. its instance role), and
+    ``AWS_MAX_ATTEMPTS`` as the retry budget (Arrow itself ignores that variable)."""
     from pyarrow import fs
 
+    kind = type(filesystem).__name__
+    if kind not in BUCKETED:
+        return filesystem
     options = dict(filesystem.__reduce__()[1][0])  # the constructor's arguments, as pickled
+    if kind == "GcsFileSystem":
+        if options.get("retry_time_limit") is None:
+            options["retry_time_limit"] = timedelta(seconds=GCS_RETRY_LIMIT_S)
+        return fs.GcsFileSystem(**options)
     options["region"] = options.get("region") or filesystem.region
+    if options.get("connect_timeout", -1) < 0:
+        options["connect_timeout"] = CONNECT_TIMEOUT_S
     key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
     if key and secret and not options.get("access_key") and not options.get("anonymous"):
         options.update(
@@ -138,6 +168,14 @@ def guarded(uri: str, work: Callable[[], _T]) -> _T:
     except FileNotFoundError:
         raise InputError(f"{uri}: no such object") from None
     except (OSError, ValueError, pl.exceptions.PolarsError) as error:
+        raise InputError(f"{uri}: cannot read: {reason(error)}") from None
+    except Exception as error:
+        # pyarrow's own base class (a GCS "permanent error") is none of the above; pyarrow
+        # is imported by then, as every store call goes through it.
+        from pyarrow.lib import ArrowException
+
+        if not isinstance(error, ArrowException):
+            raise
         raise InputError(f"{uri}: cannot read: {reason(error)}") from None
 
 

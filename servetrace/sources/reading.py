@@ -7,15 +7,14 @@ readable but is not what the chosen importer reads is a `FormatMismatch`.
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError
-from servetrace.sources.sniff import GZIP_MAGIC, gzip_error, unreadable
+from servetrace.sources import limits
+from servetrace.sources.sniff import read_all
 
 
 class FormatMismatch(InputError):
@@ -23,17 +22,9 @@ class FormatMismatch(InputError):
 
 
 def read_bytes(path: Path) -> bytes:
-    """The file's content, decompressed when it is gzip (by magic number, not by name)."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise unreadable(path, error) from None
-    if data[:2] == GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise gzip_error(path, error) from None
-    return data
+    """The file's content, decompressed when it is gzip (by magic number, not by name),
+    within the decompression cap (``limits``); one JSON document may be one long line."""
+    return read_all(path, lines=False)
 
 
 def read_text(path: Path) -> str:
@@ -67,13 +58,27 @@ def load_json(path: Path) -> Any:
     return parse_json_text(read_text(path), path)
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of JSON text, split at LF, CR LF and a lone CR only.
+
+    Not ``str.splitlines``: it also splits at U+2028, U+2029, U+0085 (and a few control
+    characters), and JSON allows the first three raw inside a string, so a record holding
+    one would be cut in two. A CR is never raw inside a JSON string, so splitting at it
+    only keeps old-Mac line ends readable."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def iter_json_lines(path: Path, text: str | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, object)`` for every non-blank line of a JSON Lines file."""
     if text is None:
         text = read_text(path)
-    for number, line in enumerate(text.splitlines(), start=1):
+    cap = limits.max_record_bytes()
+    for number, line in enumerate(json_lines(text), start=1):
         if not line.strip():
             continue
+        # A character is 1 to 4 bytes: only a line that may pass the cap is measured.
+        if len(line) > cap // 4 and len(line.encode("utf-8")) > cap:
+            raise limits.record_too_long(path, number, cap)
         try:
             yield number, json.loads(line)
         except json.JSONDecodeError as error:

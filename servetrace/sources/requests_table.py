@@ -43,7 +43,8 @@ import polars as pl
 
 from servetrace.errors import InputError, UsageError
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
-from servetrace.sources.reading import read_text
+from servetrace.sources.reading import json_lines, read_text
+from servetrace.sources.sniff import read_all
 from servetrace.sources.workload_files import workload_error
 from servetrace.units import TIME_UNITS
 
@@ -77,7 +78,9 @@ def _load(path: Path) -> pl.DataFrame:
             return pl.read_ipc(path)
         if suffixes.endswith((".csv", ".tsv")):
             return pl.read_csv(
-                path, separator="\t" if suffixes.endswith(".tsv") else ",", infer_schema_length=None
+                read_all(path),
+                separator="\t" if suffixes.endswith(".tsv") else ",",
+                infer_schema_length=None,
             )
     except (pl.exceptions.PolarsError, OSError) as error:
         raise InputError(f"{path}: cannot read the table: {error}") from None
@@ -86,7 +89,7 @@ def _load(path: Path) -> pl.DataFrame:
         doc: Any = json.loads(text)
     except json.JSONDecodeError:
         try:
-            doc = [json.loads(line) for line in text.splitlines() if line.strip()]
+            doc = [json.loads(line) for line in json_lines(text) if line.strip()]
         except json.JSONDecodeError as error:
             raise InputError(
                 f"{path}: neither one JSON document nor JSON Lines ({error.msg}, line "

@@ -20,13 +20,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from servetrace.errors import InputError
+from servetrace.sources import limits
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 HEAD_BYTES = 1 << 16
-# A first JSON Lines record longer than this is read line by line until it ends: an AIPerf
-# record with many chunk timestamps can be long, but it is still one line.
-MAX_FIRST_LINE = 1 << 26
 
 
 def is_gzip(path: Path) -> bool:
@@ -67,21 +65,47 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
             raise gzip_error(path, error) from None
 
 
-def read_all(path: Path) -> bytes:
-    """The whole (decompressed) content: only for files that must be read in memory."""
+def read_all(path: Path, *, lines: bool = True) -> bytes:
+    """The whole (decompressed) content: only for files that must be read in memory.
+
+    Read against the caps (``limits``): gzip data that expands past the ratio cap, and
+    (``lines``: text read line by line, not one JSON document) a line past the record
+    cap, are refused as soon as they are seen, before the rest is decompressed."""
+    try:
+        compressed = path.stat().st_size
+    except OSError as error:
+        raise unreadable(path, error) from None
+    watch = limits.LineWatch(path) if lines else None
     with _open(path) as handle:
         try:
-            return bytes(handle.read())
+            if not isinstance(handle, gzip.GzipFile):
+                data = bytes(handle.read())
+                if watch is not None and len(data) > watch.cap and watch.over(data):
+                    raise watch.refused([data])
+                return data
+            expansion = limits.GzipWatch(path, compressed)
+            chunks = []
+            while chunk := handle.read(limits.CHUNK_BYTES):
+                expansion.feed(chunk)
+                chunks.append(chunk)
+                if watch is not None and watch.over(chunk):
+                    raise watch.refused(chunks)
+            return b"".join(chunks)
         except (OSError, EOFError, zlib.error) as error:
             raise gzip_error(path, error) from None
 
 
-def named_json(path: Path) -> bool:
-    """True when the name says JSON (``.json``, ``.jsonl``, ``.ndjson``, also ``.gz``)."""
+def _suffix(path: Path) -> str:
+    """The last suffix of the name, a final ``.gz`` looked through (lower case)."""
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
-    return bool(suffixes) and suffixes[-1] in (".json", ".jsonl", ".ndjson")
+    return suffixes[-1] if suffixes else ""
+
+
+def named_json(path: Path) -> bool:
+    """True when the name says JSON (``.json``, ``.jsonl``, ``.ndjson``, also ``.gz``)."""
+    return _suffix(path) in (".json", ".jsonl", ".ndjson")
 
 
 def has_bom(head: bytes) -> bool:
@@ -109,14 +133,19 @@ class JsonHead:
 
 def json_head(path: Path) -> JsonHead:
     """Classify ``path`` from its first line (gzip allowed) without reading the rest."""
+    cap = limits.max_record_bytes()
     with _open(path) as handle:
         try:
-            first = _first_line(handle)
+            number, first = _first_line(handle, cap)
             second = b"" if first is None else _next_content_line(handle)
         except (OSError, EOFError, zlib.error) as error:
             raise gzip_error(path, error) from None
     if first is None:
-        return JsonHead("document")  # a first line too long to sniff: let the parser judge
+        # Longer than a record may be: a JSON Lines file by its name is refused now, before
+        # the rest is decompressed; else it may be one minified document, for the parser.
+        if _suffix(path) in (".jsonl", ".ndjson"):
+            raise limits.record_too_long(path, number, cap)
+        return JsonHead("document")
     text = first.removeprefix(UTF8_BOM).lstrip()
     if not text.startswith((b"{", b"[")):
         return JsonHead("other")
@@ -129,16 +158,19 @@ def json_head(path: Path) -> JsonHead:
     return JsonHead("document")
 
 
-def _first_line(handle: Any) -> bytes | None:
-    """The first line that is not blank, or None when it is longer than MAX_FIRST_LINE."""
+def _first_line(handle: Any, cap: int) -> tuple[int, bytes | None]:
+    """The number and bytes of the first line that is not blank, its bytes None when it is
+    longer than ``cap`` (only ``cap + 1`` bytes of it are read)."""
+    number = 0
     while True:
-        line = handle.readline(MAX_FIRST_LINE + 1)
+        number += 1
+        line = handle.readline(cap + 1)
         if not line:
-            return b""
-        if len(line) > MAX_FIRST_LINE:
-            return None
+            return number, b""
+        if len(line.rstrip(b"\r\n")) > cap:
+            return number, None
         if line.strip():
-            return bytes(line)
+            return number, bytes(line)
 
 
 def _next_content_line(handle: Any) -> bytes:

@@ -14,13 +14,15 @@ from pathlib import Path
 
 import polars as pl
 
-from servetrace.sources import canonical, objectstore
+from servetrace.sources import objectstore
+from servetrace.sources.file_scan import format_of, guarded, raw_scan, resolve_parts, row_count
 from servetrace.sources.normalise import IngestOptions
+from servetrace.sources.trace import Trace, assemble, canonical_events
 
 
 def is_trace_object(relative: str) -> bool:
-    """What a prefix or a glob contributes: the objects canonical reads by name."""
-    return canonical._format_of(Path(relative)) is not None
+    """What a prefix or a glob contributes: the objects a local read takes by name."""
+    return format_of(Path(relative)) is not None
 
 
 def _object(part: objectstore.Part) -> tuple[str, pl.LazyFrame, int]:
@@ -30,13 +32,13 @@ def _object(part: objectstore.Part) -> tuple[str, pl.LazyFrame, int]:
 def _local(
     path: Path, hive: dict[str, str], options: IngestOptions
 ) -> tuple[str, pl.LazyFrame, int]:
-    raw = canonical._guarded(path, partial(canonical._raw_scan, path, options, hive))
-    return str(path), raw, canonical._guarded(path, partial(canonical._row_count, raw))
+    raw = guarded(path, partial(raw_scan, path, options, hive))
+    return str(path), raw, guarded(path, partial(row_count, raw))
 
 
 def read_uri_events(
     inputs: Sequence[str], options: IngestOptions, load_below: int | None = None
-) -> canonical.Trace:
+) -> Trace:
     """One trace of every object (and local file) the inputs name."""
     sources: list[tuple[str, pl.LazyFrame, int]] = []
     for text in inputs:
@@ -44,19 +46,19 @@ def read_uri_events(
             parts = objectstore.resolve_parts(text, is_trace_object)
             sources += [_object(part) for part in parts]
         else:
-            sources += [_local(p, h, options) for p, h in canonical.resolve_parts([text])]
+            sources += [_local(p, h, options) for p, h in resolve_parts([text])]
     load = load_below is not None and sum(rows for _, _, rows in sources) < load_below
     frames = [_canonical(uri, raw, options, load) for uri, raw, _ in sources]
-    return canonical.assemble(inputs, [uri for uri, _, _ in sources], frames, load)
+    return assemble(inputs, [uri for uri, _, _ in sources], frames, load)
 
 
 def _canonical(uri: str, raw: pl.LazyFrame, options: IngestOptions, load: bool) -> pl.LazyFrame:
-    """As ``canonical._canonical``, its failures named by the URI (or the local path)."""
+    """One source's canonical events, its failures named by the URI (or the local path)."""
     label = objectstore.named(uri)
 
     def work() -> pl.LazyFrame:
-        return canonical.canonical_events(raw, label, options, load)[0]
+        return canonical_events(raw, label, options, load)[0]
 
     if objectstore.is_uri(uri):
         return objectstore.guarded(uri, work)
-    return canonical._guarded(label, work)
+    return guarded(label, work)

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
-from servetrace.sources.canonical import resolve_paths
+from servetrace.sources.file_scan import resolve_paths
 from tests.conftest import events, make_request
 
 runner = CliRunner()
