@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from servetrace.analysis.summary import GoodputTarget
+from servetrace.render._csv import write_text_raw
 from servetrace.render.naming import Naming
 from servetrace.rules.grammar import parse_goodput_target
 from servetrace.sources.canonical import parse_mapping
@@ -101,6 +102,16 @@ RequestsOutOpt = Annotated[
 QuarantineOutOpt = Annotated[
     Path | None,
     typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
+]
+CsvRawTextOpt = Annotated[
+    bool,
+    typer.Option(
+        "--csv-raw-text",
+        help="Write CSV text cells as they are. By default a text cell starting with =, +, "
+        "-, @, tab or CR gets a leading ' so a spreadsheet does not run it as a formula "
+        "(numbers are never changed; Parquet, Arrow and JSON Lines never are).",
+        callback=write_text_raw,
+    ),
 ]
 ByOpt = Annotated[str | None, typer.Option(help="One summary per value of this column.")]
 StrictOpt = Annotated[bool, typer.Option(help="Exit 1 if any request breaks a rule.")]

@@ -16,6 +16,7 @@ from servetrace.cli._events import PlotsOpt, analysis_plots
 from servetrace.cli._options import (
     ByOpt,
     ColumnOpt,
+    CsvRawTextOpt,
     EventMapOpt,
     FormulaAbsTolOpt,
     FormulaRelTolOpt,
@@ -78,6 +79,7 @@ def analyze(
     ),
     requests_out: RequestsOutUriOpt = None,
     quarantine_out: QuarantineOutUriOpt = None,
+    csv_raw_text: CsvRawTextOpt = False,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,
@@ -285,6 +287,7 @@ def _runs_output(
 def validate(
     traces: TracesArg,
     quarantine_out: QuarantineOutUriOpt = None,
+    csv_raw_text: CsvRawTextOpt = False,
     fmt: Annotated[
         SummaryFormat, typer.Option("--format", "-f", help="table or json.")
     ] = SummaryFormat.table,

@@ -11,6 +11,7 @@ import typer
 from servetrace.cli._app import app, emit, guarded, out_console, warn
 from servetrace.cli._options import (
     ColumnOpt,
+    CsvRawTextOpt,
     EventMapOpt,
     FromOpt,
     GoodputOpt,
@@ -62,6 +63,7 @@ def capacity(
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
         SummaryFormat.table
     ),
+    csv_raw_text: CsvRawTextOpt = False,
     column: ColumnOpt = None,
     time_unit: TimeUnitOpt = None,
     event_map: EventMapOpt = None,
