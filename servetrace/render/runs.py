@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from servetrace.render._csv import rows_writer
+from servetrace.render.markdown_text import md_text
 from servetrace.render.summary import render_json
 from servetrace.runs.model import Run, Runs
 from servetrace.units import NS_PER_MS
@@ -145,8 +146,8 @@ def render_runs_markdown(runs: Runs) -> str:
     out = [f"## {len(runs)} runs", ""]
     out.append("| " + " | ".join(heads) + " |")
     out.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(heads))) + "|")
-    out += ["| " + " | ".join(r) + " |" for r in _cells(runs)]
-    out += ["", *(f"- {line}" for line in _footer(runs))]
+    out += ["| " + " | ".join(map(md_text, r)) + " |" for r in _cells(runs)]
+    out += ["", *(f"- {md_text(line, cell=False)}" for line in _footer(runs))]
     return "\n".join(out) + "\n"
 
 
