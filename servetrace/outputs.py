@@ -7,9 +7,9 @@ Every output (``--requests-out``, ``--quarantine-out``, ``check --output``, ``im
   inputs — same real path (through symlinks, ``..`` and relative paths), the same file
   under another name (hard link), or a file inside an input directory — as a usage error
   (exit 2), so nothing is written;
-- ``write_frame`` / ``write_text`` write a temporary file in the target's directory and
-  ``os.replace`` it onto the target: a crash or a full disk leaves the old file whole, and
-  a reader never sees half a file.
+- ``write_frame`` / ``write_table`` / ``write_text`` write a temporary file in the
+  target's directory and ``os.replace`` it onto the target: a crash or a full disk leaves
+  the old file whole, and a reader never sees half a file.
 """
 
 from __future__ import annotations
@@ -148,6 +148,18 @@ def write_frame(frame: pl.DataFrame, path: Path) -> None:
         ".ndjson": frame.write_ndjson,
     }
     _atomic(path, writers[suffix])
+
+
+def write_table(frame: pl.DataFrame, path: Path) -> None:
+    """Write a table of results (``--requests-out``, ``--quarantine-out``) as
+    ``write_frame`` does; as CSV, a text cell that would run as a spreadsheet formula is
+    neutralised (``render._csv``). Traces (``import -o``, ``simulate -o``) are data for
+    servetrace to read back, so they go through ``write_frame`` as they are."""
+    if path.suffix.lower() == ".csv":
+        from servetrace.render._csv import neutral_frame
+
+        frame = neutral_frame(frame)
+    write_frame(frame, path)
 
 
 def write_text(text: str, path: Path) -> None:

@@ -100,12 +100,12 @@ def write_frame_uri(frame: pl.DataFrame, uri: str, flag: str = "--requests-out")
     """Write ``frame`` by the suffix of ``uri`` (the local writers), then upload it."""
     from pyarrow import fs
 
-    from servetrace.outputs import write_frame
+    from servetrace.outputs import write_table
 
     store, path = _store(uri, flag)
     with tempfile.TemporaryDirectory(prefix="servetrace-") as folder:
         local = Path(folder) / Path(path).name
-        write_frame(frame, local)
+        write_table(frame, local)
         try:
             fs.copy_files(str(local), path, destination_filesystem=store)
         except (OSError, ValueError) as error:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from servetrace.cli._app import with_parameters
+from servetrace.render._csv import write_text_raw
 from servetrace.render.naming import Naming
 from servetrace.settings import IMPORT_FORMATS
 
@@ -119,6 +120,16 @@ RequestsOutOpt = Annotated[
 QuarantineOutOpt = Annotated[
     Path | None,
     typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
+]
+CsvRawTextOpt = Annotated[
+    bool,
+    typer.Option(
+        "--csv-raw-text",
+        help="Write CSV text cells as they are. By default a text cell starting with =, +, "
+        "-, @, tab or CR gets a leading ' so a spreadsheet does not run it as a formula "
+        "(numbers are never changed; Parquet, Arrow and JSON Lines never are).",
+        callback=write_text_raw,
+    ),
 ]
 ByOpt = Annotated[
     str | None, typer.Option(metavar="COLUMN", help="One summary per value of this column.")

@@ -172,6 +172,6 @@ def write_requests(
 
         write_dataset(frame, str(path), ray_address)
         return
-    from servetrace.outputs import write_frame
+    from servetrace.outputs import write_table
 
-    write_frame(frame, Path(path))
+    write_table(frame, Path(path))

@@ -11,6 +11,7 @@ from servetrace.cli._app import app, examples, guarded, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots, check_plots_dir
 from servetrace.cli._options import (
     ByOpt,
+    CsvRawTextOpt,
     FormulaAbsTolOpt,
     FormulaRelTolOpt,
     GoodputOpt,
@@ -71,6 +72,7 @@ def analyze(
     output: ReportOutOpt = None,
     requests_out: RequestsOutUriOpt = None,
     quarantine_out: QuarantineOutUriOpt = None,
+    csv_raw_text: CsvRawTextOpt = False,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,
@@ -301,6 +303,7 @@ def _runs_output(
 def validate(
     traces: TracesArg,
     quarantine_out: QuarantineOutUriOpt = None,
+    csv_raw_text: CsvRawTextOpt = False,
     fmt: Annotated[
         SummaryFormat, typer.Option("--format", "-f", help="table or json.")
     ] = SummaryFormat.table,

@@ -10,6 +10,7 @@ import typer
 
 from servetrace.cli._app import app, examples, guarded, warn
 from servetrace.cli._options import (
+    CsvRawTextOpt,
     GoodputOpt,
     goodput_targets,
     in_range,
@@ -70,6 +71,7 @@ def capacity(
     fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
         SummaryFormat.table
     ),
+    csv_raw_text: CsvRawTextOpt = False,
     output: ReportOutOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:

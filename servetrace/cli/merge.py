@@ -10,6 +10,7 @@ import typer
 from servetrace.cli._app import app, examples, guarded
 from servetrace.cli._options import (
     ByOpt,
+    CsvRawTextOpt,
     FormulaAbsTolOpt,
     FormulaRelTolOpt,
     GoodputOpt,
@@ -48,6 +49,7 @@ def merge(
     ] = None,
     requests_out: RequestsOutUriOpt = None,
     quarantine_out: QuarantineOutUriOpt = None,
+    csv_raw_text: CsvRawTextOpt = False,
     by: ByOpt = None,
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,

@@ -1,7 +1,9 @@
-"""Plain JSON values for every report: one place that says how numbers are written."""
+"""Plain JSON values for every report: one place that says how numbers are written, and
+how JSON is embedded in an HTML page."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -23,3 +25,19 @@ def clean(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]
     return value
+
+
+# Inside a <script> element the HTML parser sees "<!--", "<script" and "</script" before
+# any JSON parser does: one "<!--<script>" in a string puts it in the script
+# double-escaped state and the rest of the page becomes script text. With "<", ">" and
+# "&" as \u escapes no markup survives; U+2028 and U+2029 are escaped too, as older
+# JavaScript engines end a line at them even inside a string. JSON.parse reads all five
+# back as the characters they were.
+_SCRIPT_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def script_json(data: Any) -> str:
+    """``data`` as JSON text that can sit inside an HTML ``<script>`` element as it is."""
+    return json.dumps(data, ensure_ascii=False, default=str).translate(_SCRIPT_ESCAPES)

@@ -202,13 +202,18 @@ def waterfall_chart(slices: pl.DataFrame) -> Spec:
         _ms("to_ns", "to_ms"),
         _ms("e2e_ns", "e2e_ms"),
     ).with_columns((pl.col("to_ms") - pl.col("from_ms")).alias("duration_ms"))
+    # Rows sorted by a rank field, not by a list of ids: Vega-Lite turns a sort list into a
+    # Vega expression, whose parser rejects ids holding U+2028 or control characters.
     order = frame.sort("e2e_ms", descending=True)["request_id"].unique(maintain_order=True)
+    frame = frame.join(
+        pl.DataFrame({"request_id": order, "row": range(order.len())}), on="request_id"
+    )
     phases = [p for p in PHASE_COLORS if p in set(frame["phase"].to_list())]
     chart = (
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            y=alt.Y("request_id:N", sort=order.to_list(), title=None),
+            y=alt.Y("request_id:N", sort=alt.EncodingSortField("row", op="min"), title=None),
             x=alt.X("from_ms:Q", title="ms since arrival"),
             x2="to_ms:Q",
             color=alt.Color(

@@ -31,6 +31,7 @@ from servetrace.render.check_words import (
     verdict_line,
 )
 from servetrace.render.formats import CheckFormat
+from servetrace.render.markdown_text import md_code, md_text
 from servetrace.render.workload import workload_dict
 from servetrace.rules.outcome import Status
 from servetrace.rules.result import CheckResult, RuleResult
@@ -186,26 +187,26 @@ def check_markdown(result: CheckResult) -> str:
     ]
     for rule in result.results:
         lines.append(
-            f"| {_ICON[rule.status]} | `{rule.rule}` | "
+            f"| {_ICON[rule.status]} | {md_code(rule.rule)} | "
             f"{fmt(rule, rule.value)} | {fmt(rule, rule.limit)} | "
             f"{fmt(rule, rule.baseline) if rule.kind == 'regression' else ''} | "
             f"{_significant(rule)} |"
         )
     lines.append("")
     for rule in (*result.skipped, *result.inconclusive):
-        lines.append(f"> {_ICON[rule.status]} {rule_line(rule)}")
+        lines.append(f"> {_ICON[rule.status]} {md_text(rule_line(rule), cell=False)}")
     if result.skipped or result.inconclusive:
         lines.append("")
     method = method_line(result)
     if method:
-        lines.append(f"<sub>{method}</sub>")
+        lines.append(f"<sub>{md_text(method, cell=False)}</sub>")
         lines.append("")
     sources = sources_line(result)
     if sources:
         lines.append(f"<sub>{sources}</sub>")
         lines.append("")
     for note in notes(result):
-        lines.append(f"> :warning: {note}")
+        lines.append(f"> :warning: {md_text(note, cell=False)}")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.comparison.compare import Comparison
+from servetrace.render.markdown_text import md_code, md_text
 from servetrace.runs.labels import make_labels
 
 
@@ -89,11 +90,11 @@ def overview_markdown(comparisons: Sequence[Comparison]) -> str:
     names = [comparisons[0].baseline_label, *(c.candidate_label for c in comparisons)]
     lines = [
         f"### servetrace compare: {len(comparisons)} candidates vs "
-        f"`{make_labels([Path(n) for n in names])[0]}`",
+        f"{md_code(make_labels([Path(n) for n in names])[0])}",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "|".join("---" for _ in head) + "|",
-        *("| " + " | ".join(row) + " |" for row in body),
+        *("| " + " | ".join(map(md_text, row)) + " |" for row in body),
         "",
     ]
     return "\n".join(lines) + "\n"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from servetrace.analysis.unavailable import reason_for
 from servetrace.comparison.compare import Comparison
@@ -26,11 +25,8 @@ from servetrace.render.compare_words import (
 )
 from servetrace.render.format import format_value, signed
 from servetrace.render.load import load_message
+from servetrace.render.markdown_text import md_code, md_text
 from servetrace.render.workload import workload_message
-
-
-def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|")
 
 
 def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False) -> str:
@@ -38,16 +34,16 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
     lines: list[str] = []
     for comparison in comparisons:
         lines.append(
-            f"### servetrace compare: `{_md(comparison.candidate_label)}` vs "
-            f"`{_md(comparison.baseline_label)}`"
+            f"### servetrace compare: {md_code(comparison.candidate_label)} vs "
+            f"{md_code(comparison.baseline_label)}"
         )
         lines.append("")
         marker = "" if comparison.workload.paired else ":warning: "
-        lines.append(f"**Workload:** {marker}{_md(workload_message(comparison.workload))}")
+        lines.append(f"**Workload:** {marker}{md_text(workload_message(comparison.workload))}")
         lines.append("")
         if comparison.load is not None and comparison.load.verdict != "unknown":
             mark = ":warning: " if comparison.load.verdict == "differs" else ""
-            lines.append(f"**Load:** {mark}{_md(load_message(comparison.load))}")
+            lines.append(f"**Load:** {mark}{md_text(load_message(comparison.load))}")
             lines.append("")
         rows = rows_of(comparison)
         gone = comparison.unavailable
@@ -74,15 +70,15 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             lines.append(hidden_line([f"`{h}`" for h in hidden], len(rows)))
             lines.append("")
         if gone:
-            lines.append(unavailable_line(comparison))
+            lines.append(md_text(unavailable_line(comparison)))
             lines.append("")
         errored = errored_line(comparison)
         if errored:
-            lines.append(_md(errored))
+            lines.append(md_text(errored))
             lines.append("")
         tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
         if tradeoff:
-            lines.append(f"**{_md(tradeoff)}**")
+            lines.append(f"**{md_text(tradeoff)}**")
             lines.append("")
         if comparison.decomposition.height:
             lines.append("<details><summary>Where the e2e difference comes from</summary>")
@@ -99,11 +95,11 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             lines.append("")
             lines.append("</details>")
             lines.append("")
-        lines.append(f"<sub>{_md(method_line(comparison))}</sub>")
+        lines.append(f"<sub>{md_text(method_line(comparison))}</sub>")
         lines.append("")
         warnings = comparison_warnings(comparison)
         for warning in warnings:
-            lines.append(f"> :warning: {_md(warning)}")
+            lines.append(f"> :warning: {md_text(warning)}")
         if warnings:
             lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from servetrace.analysis.summary import Summary
 from servetrace.render.format import table_number
+from servetrace.render.markdown_text import md_text
 from servetrace.render.naming import display_name
 from servetrace.units import NS_PER_MS
 
@@ -73,17 +74,13 @@ def groups_table(groups: Mapping[object, Summary], by: str, naming: str) -> Tabl
     return table
 
 
-def _escaped(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
-
-
 def groups_markdown(groups: Mapping[object, Summary], by: str, naming: str) -> str:
     head = [by, *_header(naming)]
     lines = [
-        f"\n### by {_escaped(by)}\n",
-        "| " + " | ".join(_escaped(h) for h in head) + " |",
+        f"\n### by {md_text(by, cell=False)}\n",
+        "| " + " | ".join(md_text(h) for h in head) + " |",
         "|" + "---|" * len(head),
     ]
     for value, summary in groups.items():
-        lines.append("| " + " | ".join([_escaped(str(value)), *_cells(summary)]) + " |")
+        lines.append("| " + " | ".join([md_text(str(value)), *_cells(summary)]) + " |")
     return "\n".join(lines) + f"\n\n{footer(groups, by)}\n"

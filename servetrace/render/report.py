@@ -10,7 +10,6 @@ inside functions, and a missing extra is a usage error that says how to install 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from servetrace.analysis.capacity import CapacityReport
 from servetrace.comparison.compare import Comparison
 from servetrace.errors import UsageError
+from servetrace.render._json import script_json
 from servetrace.render.compare import compare_dict
 from servetrace.render.report_compare import comparison_sections
 from servetrace.render.report_sections import TRACE_SECTIONS, Section, TraceView
@@ -54,11 +54,6 @@ def report_sections(
     return groups
 
 
-def _script_json(data: Any) -> str:
-    # JSON inside <script>: "</" would end the element early.
-    return json.dumps(data, ensure_ascii=False, default=str).replace("</", "<\\/")
-
-
 def render_html(
     views: Sequence[TraceView],
     comparisons: Sequence[Comparison] = (),
@@ -80,7 +75,7 @@ def render_html(
         resources.files("servetrace.render").joinpath("templates/report.html.j2").read_text()
     )
     env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["script_json"] = lambda d: jinja2.utils.markupsafe.Markup(_script_json(d))
+    env.filters["script_json"] = lambda d: jinja2.utils.markupsafe.Markup(script_json(d))
     reports = {view.label: view.json for view in views}
     if comparisons:
         reports["comparison"] = compare_dict(comparisons)

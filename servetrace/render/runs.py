@@ -16,6 +16,7 @@ from typing import Any
 
 from servetrace.render._csv import rows_writer
 from servetrace.render.fit import fit_columns, left_out_line
+from servetrace.render.markdown_text import md_text
 from servetrace.render.summary import render_json
 from servetrace.runs.model import Run, Runs
 from servetrace.units import NS_PER_MS
@@ -199,8 +200,8 @@ def render_runs_markdown(runs: Runs) -> str:
     out = [f"## {len(runs)} runs", ""]
     out.append("| " + " | ".join(_HEAD[k] for k in keys) + " |")
     out.append("|" + "|".join("---" if k in ("label", "tool") else "---:" for k in keys) + "|")
-    out += ["| " + " | ".join(r) + " |" for r in _cells(ordered, keys)]
-    out += ["", *(f"- {line}" for line in _footer(runs, grouped))]
+    out += ["| " + " | ".join(map(md_text, r)) + " |" for r in _cells(ordered, keys)]
+    out += ["", *(f"- {md_text(line, cell=False)}" for line in _footer(runs, grouped))]
     return "\n".join(out) + "\n"
 
 

@@ -21,6 +21,7 @@ from servetrace.analysis.summary import Summary
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.render.format import table_number
+from servetrace.render.markdown_text import md_text
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
     delivered_phrase,
@@ -354,15 +355,15 @@ def render_markdown(
     summary: Summary, inputs: tuple[str, ...], naming: str = "servetrace", title: str | None = None
 ) -> str:
     out = io.StringIO()
-    out.write(f"### servetrace: {title or ', '.join(inputs)}\n\n")
-    out.write(_accounting_line(summary) + "\n\n")
+    out.write(f"### servetrace: {md_text(title or ', '.join(inputs), cell=False)}\n\n")
+    out.write(md_text(_accounting_line(summary), cell=False) + "\n\n")
     out.write("| metric (ms) | " + " | ".join(TABLE_STATS) + " |\n")
     out.write("|---|" + "---:|" * len(TABLE_STATS) + "\n")
     for row in _metric_rows(summary, naming):
         out.write("| " + " | ".join(row) + " |\n")
     out.write("\n" + _decomposition_text(summary).plain.splitlines()[0] + "\n\n")
     for line in _lines(summary):
-        out.write(f"- {line}\n")
+        out.write(f"- {md_text(line, cell=False)}\n")
     return out.getvalue()
 
 

@@ -89,7 +89,9 @@ def _us(ns: pl.Expr, origin: int) -> pl.Expr:
 
 
 def _ndjson(frame: pl.DataFrame) -> list[str]:
-    return frame.write_ndjson().splitlines() if frame.height else []
+    # Rows end at "\n" only: str.splitlines() would also cut at U+2028, U+2029 and U+0085,
+    # which JSON writes unescaped inside strings (an id holding one broke the file).
+    return frame.write_ndjson().removesuffix("\n").split("\n") if frame.height else []
 
 
 def _marker_name() -> pl.Expr:

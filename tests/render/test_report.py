@@ -200,3 +200,13 @@ def test_lazy_events_give_the_same_series() -> None:
     assert series.slowest_requests(analysis, frame)[1].equals(
         series.slowest_requests(analysis, frame.lazy())[1]
     )
+
+
+def test_embedded_json_holds_no_markup_and_reads_back() -> None:
+    # Without a browser: what the report puts inside <script> cannot end or comment it out.
+    from servetrace.render._json import script_json
+
+    data = {"<!--<script>": ["</script>", "a & b > c", "\u2028\u2029", "🚀"]}
+    text = script_json(data)
+    assert not set("<>&\u2028\u2029") & set(text)
+    assert json.loads(text) == data

@@ -9,9 +9,6 @@ both so CI always runs these.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,44 +16,13 @@ import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
+from tests.render.browser import assert_rendered, open_report
 
 ROOT = Path(__file__).parents[2]
 REALISTIC = str(ROOT / "sample_traces/realistic.parquet")
 FCFS = str(ROOT / "sample_traces/policy_fcfs.parquet")
 CHUNKED = str(ROOT / "sample_traces/policy_chunked.parquet")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 runner = CliRunner()
-
-
-def _chromium() -> str | None:
-    for candidate in (os.environ.get("SERVETRACE_CHROMIUM"), "/usr/bin/chromium"):
-        if candidate and Path(candidate).exists():
-            return candidate
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    playwright_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
-    )
-    pytest.importorskip("altair", reason="the report extra is not installed")
-    executable = _chromium()
-    if executable is None:
-        pytest.skip("no Chromium found (apt-get install chromium, or set SERVETRACE_CHROMIUM)")
-    with playwright_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 def _report(tmp: Path, *traces: str) -> Path:
@@ -64,51 +30,6 @@ def _report(tmp: Path, *traces: str) -> Path:
     result = runner.invoke(app, ["report", *traces, "-o", str(out)])
     assert result.exit_code == 0, result.output
     return out
-
-
-def _open(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
-    """The page after every chart rendered, its console errors and outside requests."""
-    page = browser.new_page()
-    errors: list[str] = []
-    outside: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith("file:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.goto(path.as_uri())
-    page.wait_for_function("document.body.dataset.rendered === 'true'", timeout=120_000)
-    return page, errors, outside
-
-
-MARKS_PER_CHART = """
-() => Array.from(document.querySelectorAll("section.report-section")).map((s) => ({
-  id: s.id,
-  expected: Number(s.dataset.charts),
-  charts: Array.from(s.querySelectorAll("div.chart")).map((c) => ({
-    id: c.id,
-    svg: c.querySelectorAll("svg").length,
-    marks: c.querySelectorAll("svg .role-mark > *").length,
-  })),
-}))
-"""
-
-
-def _assert_rendered(page: Any) -> list[dict[str, Any]]:
-    sections = page.evaluate(MARKS_PER_CHART)
-    assert sections
-    for section in sections:
-        assert len(section["charts"]) == section["expected"] >= 1, section["id"]
-        for chart in section["charts"]:
-            assert chart["svg"] == 1 and chart["marks"] > 0, chart
-    assert page.evaluate("window.servetraceFailed") == []
-    return sections
 
 
 def _cli_json(*args: str) -> dict[str, Any]:
@@ -141,8 +62,9 @@ def _value(doc: dict[str, Any], path: str) -> Any:
 
 
 def test_single_trace_report_renders_offline(browser: Any, tmp_path: Path) -> None:
-    page, errors, outside = _open(browser, _report(tmp_path, REALISTIC))
-    sections = _assert_rendered(page)
+    opened = open_report(browser, _report(tmp_path, REALISTIC))
+    page, errors, outside = opened.page, opened.errors, opened.outside
+    sections = assert_rendered(page)
     assert [s["id"] for s in sections] == [
         "t0-summary",
         "t0-cdfs",
@@ -171,8 +93,9 @@ def test_single_trace_report_renders_offline(browser: Any, tmp_path: Path) -> No
 
 
 def test_comparison_report_renders_offline(browser: Any, tmp_path: Path) -> None:
-    page, errors, outside = _open(browser, _report(tmp_path, FCFS, CHUNKED))
-    sections = _assert_rendered(page)
+    opened = open_report(browser, _report(tmp_path, FCFS, CHUNKED))
+    page, errors, outside = opened.page, opened.errors, opened.outside
+    sections = assert_rendered(page)
     ids = [s["id"] for s in sections]
     assert ids[:2] == ["cmp-cdfs", "cmp-decomposition"] and "t1-waterfall" in ids
     assert errors == [] and outside == []
@@ -190,8 +113,9 @@ def test_a_client_trace_page_shows_no_placeholder_numbers(browser: Any, tmp_path
     """An AIPerf run folder (a client: no admissions, no preemptions): the page draws, and
     says unavailable wherever the JSON does, never a zero queue or requeue time."""
     folder = str(ROOT / "tests/data/peers/aiperf_s1_conc8")
-    page, errors, outside = _open(browser, _report(tmp_path, folder))
-    _assert_rendered(page)
+    opened = open_report(browser, _report(tmp_path, folder))
+    page, errors, outside = opened.page, opened.errors, opened.outside
+    assert_rendered(page)
     assert errors == [] and outside == []
     expected = _cli_json("analyze", folder)
     assert {"queue_wait", "prefill", "requeued"} <= set(expected["unavailable"])

@@ -13,15 +13,14 @@ from typer.testing import CliRunner
 
 import servetrace
 from servetrace.cli import app
-from tests.render.test_report_browser import _assert_rendered, _assert_same, _open, browser
+from tests.render.browser import assert_rendered, open_report
+from tests.render.test_report_browser import _assert_same
 
 ROOT = Path(__file__).parents[2]
 LLAMA = ROOT / "tests/data/real/vllm-bench-llama33-70b-a100"
 TP8 = LLAMA / "01_tp8_pp1"
 SLO = ["--goodput", "ttft<=60ms", "--attainment", "80%"]
 runner = CliRunner()
-
-__all__ = ["browser"]  # the Chromium fixture, shared with test_report_browser
 
 
 def _report(tmp: Path, *args: str) -> Path:
@@ -61,8 +60,9 @@ def test_a_canonical_trace_is_still_a_trace_report(tmp_path: Path) -> None:
 
 
 def test_sweep_report_renders_offline(browser: Any, tmp_path: Path) -> None:
-    page, errors, outside = _open(browser, _report(tmp_path, str(TP8), *SLO))
-    sections = _assert_rendered(page)
+    opened = open_report(browser, _report(tmp_path, str(TP8), *SLO))
+    page, errors, outside = opened.page, opened.errors, opened.outside
+    sections = assert_rendered(page)
     assert [s["id"] for s in sections] == ["sweep-curve", "sweep-attainment"]
     assert errors == [] and outside == []
     result = runner.invoke(app, ["capacity", str(TP8), *SLO, "--format", "json"])
@@ -79,8 +79,9 @@ def test_sweep_report_renders_offline(browser: Any, tmp_path: Path) -> None:
 
 
 def test_configurations_side_by_side_render_one_sweep_each(browser: Any, tmp_path: Path) -> None:
-    page, errors, outside = _open(browser, _report(tmp_path, str(LLAMA), *SLO))
-    _assert_rendered(page)
+    opened = open_report(browser, _report(tmp_path, str(LLAMA), *SLO))
+    page, errors, outside = opened.page, opened.errors, opened.outside
+    assert_rendered(page)
     assert errors == [] and outside == []
     embedded = json.loads(page.locator("#servetrace-reports").text_content())["sweep"]
     assert [c["sweep"] for c in embedded["capacity_by_sweep"]] == ["01_tp8_pp1", "04_tp4_pp2_IB"]

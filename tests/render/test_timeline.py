@@ -224,3 +224,14 @@ def test_epoch_timestamps_stay_exact_to_the_ns() -> None:
     assert doc["otherData"]["trace_start_ns"] == t0
     names = [(n, lo, hi) for n, lo, hi, _ in requests["e"]["phases"]]
     assert names == [("queued", 0, 1), ("prefill", 1, 1_000_003)]
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085", "\x1c", "\v\f"])
+def test_ids_holding_line_separators_give_valid_json(separator: str) -> None:
+    # Only "\n" ends an NDJSON row: Unicode line separators inside an id are part of it.
+    rid = f"a{separator}b"
+    frame = events(make_request(rid, admission=1, first=2, ticks=[3], complete=3))
+    text, _ = build_trace(analyze_events(frame), TimelineOptions(ticks=True))
+    doc = json.loads(text)
+    named = {e["args"]["request_id"] for e in doc["traceEvents"] if "request_id" in e["args"]}
+    assert named == {rid}
