@@ -46,7 +46,7 @@ import polars as pl
 
 from servetrace.sources._engine import ADMISSION, NS_PER_S, agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
-from servetrace.sources.otlp import FORMAT, Span, count, finish_reasons, seconds
+from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds
 from servetrace.sources.times import float_to_ns
 
 DIALECT = "vLLM llm_request"

@@ -35,10 +35,11 @@ from pathlib import Path
 
 import polars as pl
 
+from servetrace.errors import InputError
 from servetrace.schema import SOURCE_CLIENT, SOURCE_SERVER
 from servetrace.sources._engine import NS_PER_S, agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
-from servetrace.sources.otlp import FORMAT, Span, count, finish_reasons, seconds
+from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds
 from servetrace.sources.times import float_to_ns
 
 DIALECT = "OpenTelemetry GenAI"
@@ -152,9 +153,7 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
     )
 
 
-def _missing_end(span: Span) -> Exception:
-    from servetrace.errors import InputError
-
+def _missing_end(span: Span) -> InputError:
     return InputError(
         f"{span.where}: missing field 'endTimeUnixNano': a GenAI span ends when the "
         "response does, and this one has no end"
