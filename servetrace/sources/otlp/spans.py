@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError
+from servetrace.schema import MAX_ABS_NS
 from servetrace.sources._engine import describe_keys, sniff_head
 from servetrace.sources.reading import FormatMismatch, iter_json_lines, read_bytes
 
@@ -146,10 +147,21 @@ def _unix_ns(value: Any, where: str, field: str, *, required: bool) -> int | Non
     if isinstance(value, bool):
         raise InputError(f"{where}: field '{field}' must be Unix ns, got {value!r}")
     if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, int):
-        return value
-    raise InputError(f"{where}: field '{field}' must be Unix ns as a decimal string, got {value!r}")
+        ns = int(value)
+    elif isinstance(value, int):
+        ns = value
+    else:
+        raise InputError(
+            f"{where}: field '{field}' must be Unix ns as a decimal string, got {value!r}"
+        )
+    # fixed64 holds up to 1.8e19; a time must stay within the canonical range, in which
+    # any later difference or sum still fits Int64.
+    if abs(ns) >= MAX_ABS_NS:
+        raise InputError(
+            f"{where}: field '{field}' is {ns:.4g} ns, beyond the ±4.6e18 ns (±146 years "
+            "around 1970) a time may span"
+        )
+    return ns
 
 
 def _attributes(raw: Any, where: str) -> dict[str, Any]:
@@ -190,14 +202,29 @@ def any_value(value: Any, where: str) -> Any:
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "arrayValue" in value:
-        items = (value["arrayValue"] or {}).get("values", [])
+        items = _values(value, "arrayValue", where)
         return [any_value(item, where) for item in items]
     if "kvlistValue" in value:
-        pairs = (value["kvlistValue"] or {}).get("values", [])
+        pairs = _values(value, "kvlistValue", where)
+        if not all(type(p) is dict for p in pairs):
+            raise InputError(f"{where}: kvlistValue.values must hold {{'key', 'value'}} objects")
         return {p.get("key"): any_value(p.get("value"), where) for p in pairs}
     if "bytesValue" in value:
         return str(value["bytesValue"])
     raise InputError(f"{where}: unknown attribute value type ({', '.join(map(str, value))})")
+
+
+def _values(value: dict[str, Any], kind: str, where: str) -> list[Any]:
+    """The ``values`` list of an ``arrayValue`` / ``kvlistValue`` (an object, may be empty)."""
+    body = value[kind]
+    if body is None:
+        return []
+    if type(body) is not dict or type(body.get("values", [])) is not list:
+        raise InputError(
+            f"{where}: {kind} must be an object with a 'values' list, got {body!r:.60}"
+        )
+    values: list[Any] = body.get("values", [])
+    return values
 
 
 def _require(value: Any, kind: type, where: str, field: str) -> None:
