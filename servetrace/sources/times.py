@@ -60,8 +60,9 @@ def checked_ns(
     field: str | None = None,
     resolution_ns: int = 1,
 ) -> pl.Series:
-    """Float times (or lists of them) in a unit of ``unit_ns`` ns (one for all values, or
-    one per row) → Int64 ns, each rounded once to ``resolution_ns``.
+    """Times (floats, whole numbers, or lists of floats) in a unit of ``unit_ns`` ns (one
+    for all values, or one per row) → Int64 ns, floats rounded once to ``resolution_ns``,
+    whole numbers converted exactly.
 
     Nulls stay null. A value that is NaN, infinite, or ±``MAX_ABS_NS`` or more once in ns
     raises ``InputError`` naming ``where_of(row)`` and ``field`` (default: the series'
@@ -83,6 +84,12 @@ def checked_ns(
     bad = frame.select(beyond.fill_null(False)).to_series().arg_true()
     if len(bad):
         raise _refusal(frame.row(int(bad[0]), named=True), where_of(int(bad[0])), field)
+    if values.dtype.is_integer() and resolution_ns == 1:
+        # Whole numbers convert exactly (Float64 would lose the ns of epoch times).
+        exact = values.cast(pl.Int64) * (
+            unit_ns.cast(pl.Int64) if isinstance(unit_ns, pl.Series) else unit_ns
+        )
+        return exact.alias(values.name)
     # The integer part and the fraction are scaled separately, so epoch seconds (1.7e9 s)
     # keep every digit the float has instead of losing ~100 ns to the product.
     if nested:
