@@ -19,6 +19,7 @@ from servetrace.errors import InputError
 from servetrace.runs import declared as declared_facts
 from servetrace.sources.inputs import RunSource
 from servetrace.sources.reading import load_json
+from servetrace.sources.registry import nesting_refused
 
 _AIPERF_NAMES = {
     "time_to_first_token": "ttft",
@@ -117,7 +118,8 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
     assert path is not None
     kind = source.fmt or ""
     try:
-        doc = load_json(path)
+        with nesting_refused(path):
+            doc = load_json(path)
     except InputError as error:
         raise InputError(f"{path}: {kind} summary unreadable: {error.message}") from None
     declared: dict[str, Any]

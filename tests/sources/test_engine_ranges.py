@@ -166,3 +166,25 @@ def _first_chunk_row(path: Path) -> int:
     finally:
         connection.close()
     return int(row)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("deep.json", []),
+        ("benchmark_results.json", []),  # a run folder's summary name: run discovery reads it
+        ("wrapped.json", ["--from", "vllm-bench"]),
+        ("table.json", ["--from", "requests"]),
+    ],
+)
+def test_json_nested_100000_deep(tmp_path: Path, name: str, args: list[str]) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    folder = tmp_path / "run"
+    folder.mkdir()
+    path = folder / name
+    path.write_text(deep if name != "wrapped.json" else '{"ttfts": ' + deep + "}")
+    target = folder if name == "benchmark_results.json" else path
+    result = runner.invoke(app, ["analyze", str(target), *args])
+    assert result.exit_code == 3, (result.exit_code, result.output, result.exception)
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert str(path) in line and "nested deeper" in line, line
