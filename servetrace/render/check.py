@@ -172,7 +172,7 @@ def check_text(result: CheckResult, *, width: int = 110) -> str:
         soft_wrap=True,
     )
     console.print(check_table(result))
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().rstrip("\n").split("\n"))
 
 
 # --------------------------------------------------------------------------- Markdown

@@ -279,7 +279,7 @@ def compare_text(
         soft_wrap=False,
     )
     console.print(compare_table(comparisons, verbose=verbose))
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().rstrip("\n").split("\n"))
 
 
 def render_compare(

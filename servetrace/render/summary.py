@@ -361,7 +361,7 @@ def render_markdown(
     out.write("|---|" + "---:|" * len(TABLE_STATS) + "\n")
     for row in _metric_rows(summary, naming):
         out.write("| " + " | ".join(row) + " |\n")
-    out.write("\n" + _decomposition_text(summary).plain.splitlines()[0] + "\n\n")
+    out.write("\n" + _decomposition_text(summary).plain.split("\n", 1)[0] + "\n\n")
     for line in _lines(summary):
         out.write(f"- {md_text(line, cell=False)}\n")
     return out.getvalue()

@@ -14,16 +14,22 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError
+from servetrace.runs.facts import Kind, checked
 from servetrace.runs.model import DECLARED_KEYS, empty_declared
 from servetrace.sources.reading import load_json, sibling, strip_suffixes
 
 _TP_PP = re.compile(r"(?:^|[_\-.])tp(\d+)[_\-]pp(\d+)(?:[_\-.]|$)", re.IGNORECASE)
 _DATASET_FLAG = re.compile(r"--dataset[-_]name[= ]+['\"]?([\w\-./]+)")
+# The offered load as GenAI-Perf spells it (stimulus, or the top of input_config).
+_LOAD: list[tuple[str, str, Kind]] = [
+    ("max_concurrency", "concurrency", "positive_count"),
+    ("request_rate_per_s", "request_rate", "rate"),
+]
 
 
 def declared_dict(declared: Mapping[str, Any]) -> dict[str, Any]:
@@ -33,25 +39,6 @@ def declared_dict(declared: Mapping[str, Any]) -> dict[str, Any]:
         value = declared.get(key)
         out[key] = "inf" if isinstance(value, float) and math.isinf(value) else value
     return out
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) if not math.isnan(float(value)) else None
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return None
-        return None if math.isnan(number) else number
-    return None
-
-
-def _integer(value: Any) -> int | None:
-    number = _number(value)
-    return int(number) if number is not None and math.isfinite(number) else None
 
 
 def _avg(summary: Mapping[str, Any], key: str) -> Any:
@@ -71,6 +58,19 @@ class _Facts:
             return
         self.values[key] = value
         self.values["sources"][key] = source
+
+    def set_checked(
+        self,
+        obj: Mapping[str, Any],
+        wanted: Sequence[tuple[str, str, Kind]],
+        where: Path | str,
+        source: str,
+        prefix: str = "",
+    ) -> None:
+        """Each ``(key, field, kind)`` of ``wanted``: ``obj[field]`` checked as ``kind``
+        (``facts.checked``, errors naming ``where`` and ``prefix + field``), then set."""
+        for key, field, kind in wanted:
+            self.set(key, checked(obj.get(field), kind, where, prefix + field), source)
 
     def finish(self) -> dict[str, Any]:
         tp, pp = self.values["tensor_parallel"], self.values["pipeline_parallel"]
@@ -104,11 +104,14 @@ def vllm_bench(path: Path, summary: Mapping[str, Any] | None) -> dict[str, Any]:
     here = path.name
     rate = summary.get("request_rate")
     facts.set("model", summary.get("model_id"), here)
-    facts.set("request_rate_per_s", _number(rate), here)
-    facts.set("max_concurrency", _integer(summary.get("max_concurrency")), here)
-    facts.set("num_prompts", _integer(summary.get("num_prompts")), here)
-    facts.set("duration_s", _number(summary.get("duration")), here)
-    facts.set("completed", _integer(summary.get("completed")), here)
+    facts.set("request_rate_per_s", checked(rate, "rate", path, "request_rate"), here)
+    wanted: list[tuple[str, str, Kind]] = [
+        ("max_concurrency", "max_concurrency", "positive_count"),
+        ("num_prompts", "num_prompts", "count"),
+        ("duration_s", "duration", "duration_s"),
+        ("completed", "completed", "count"),
+    ]
+    facts.set_checked(summary, wanted, path, here)
     facts.set("dataset", summary.get("dataset_name") or summary.get("dataset"), here)
     commands = path.with_name(strip_suffixes(path, ".gz", ".json") + ".commands")
     doc = _json_or_none(commands)
@@ -148,19 +151,30 @@ def aiperf(summary_file: Path | None) -> dict[str, Any]:
         facts.set("model", str(models[0]), here)
     for phase in config.get("phases") or []:
         if isinstance(phase, Mapping) and phase.get("kind", "profiling") == "profiling":
-            facts.set("max_concurrency", _integer(phase.get("concurrency")), here)
-            facts.set("request_rate_per_s", _number(phase.get("request_rate")), here)
-            facts.set("num_prompts", _integer(phase.get("requests")), here)
+            wanted: list[tuple[str, str, Kind]] = [
+                ("max_concurrency", "concurrency", "positive_count"),
+                ("request_rate_per_s", "request_rate", "rate"),
+                ("num_prompts", "requests", "count"),
+            ]
+            facts.set_checked(phase, wanted, summary_file, here, "input_config.phases[].")
     loadgen = config.get("loadgen")
     if isinstance(loadgen, Mapping):
-        facts.set("max_concurrency", _integer(loadgen.get("concurrency")), here)
-        facts.set("request_rate_per_s", _number(loadgen.get("request_rate")), here)
-        facts.set("num_prompts", _integer(loadgen.get("request_count")), here)
+        loads: list[tuple[str, str, Kind]] = [
+            ("max_concurrency", "concurrency", "positive_count"),
+            ("request_rate_per_s", "request_rate", "rate"),
+            ("num_prompts", "request_count", "count"),
+        ]
+        facts.set_checked(loadgen, loads, summary_file, here, "input_config.loadgen.")
     datasets = config.get("datasets")
     if isinstance(datasets, list) and datasets and isinstance(datasets[0], Mapping):
         facts.set("dataset", datasets[0].get("type") or datasets[0].get("name"), here)
-    facts.set("duration_s", _number(_avg(metrics, "benchmark_duration")), here)
-    facts.set("completed", _integer(_avg(metrics, "completed_request_count")), here)
+    duration = checked(
+        _avg(metrics, "benchmark_duration"), "duration_s", summary_file, "benchmark_duration.avg"
+    )
+    facts.set("duration_s", duration, here)
+    completed = _avg(metrics, "completed_request_count")
+    field = "completed_request_count.avg"
+    facts.set("completed", checked(completed, "count", summary_file, field), here)
     return facts.finish()
 
 
@@ -181,19 +195,23 @@ def genai_perf(summary_file: Path | None) -> dict[str, Any]:
         if isinstance(analyzer, Mapping):
             stimulus = analyzer.get("stimulus")
             if isinstance(stimulus, Mapping):
-                facts.set("max_concurrency", _integer(stimulus.get("concurrency")), here)
-                facts.set("request_rate_per_s", _number(stimulus.get("request_rate")), here)
+                facts.set_checked(
+                    stimulus, _LOAD, summary_file, here, "input_config.perf_analyzer.stimulus."
+                )
             measurement = analyzer.get("measurement")
             if isinstance(measurement, Mapping) and measurement.get("mode") == "request_count":
-                facts.set("num_prompts", _integer(measurement.get("num")), here)
-        for key in ("concurrency", "request_rate"):
-            value = config.get(key)
-            target = "max_concurrency" if key == "concurrency" else "request_rate_per_s"
-            facts.set(target, _number(value) if key == "request_rate" else _integer(value), here)
+                field = "input_config.perf_analyzer.measurement.num"
+                facts.set(
+                    "num_prompts",
+                    checked(measurement.get("num"), "count", summary_file, field),
+                    here,
+                )
+        facts.set_checked(config, _LOAD, summary_file, here, "input_config.")
         inputs = config.get("input")
         if isinstance(inputs, Mapping) and inputs.get("file"):
             facts.set("dataset", str(inputs["file"]), here)
-    facts.set("completed", _integer(_avg(doc, "request_count")), here)
+    count = checked(_avg(doc, "request_count"), "count", summary_file, "request_count.avg")
+    facts.set("completed", count, here)
     return facts.finish()
 
 
@@ -216,27 +234,31 @@ def guidellm(path: Path, benchmark: int | None) -> dict[str, Any]:
     if kind == "synchronous":
         facts.set("max_concurrency", 1, here)
     elif kind == "concurrent":
-        facts.set(
-            "max_concurrency",
-            _integer(strategy.get("max_concurrency") or strategy.get("streams")),
-            here,
-        )
+        field = f"{here}.config.strategy.max_concurrency"
+        value = strategy.get("max_concurrency") or strategy.get("streams")
+        facts.set("max_concurrency", checked(value, "positive_count", path, field), here)
     elif kind in ("constant", "poisson", "async"):
-        facts.set("request_rate_per_s", _number(strategy.get("rate")), here)
+        rate = checked(strategy.get("rate"), "rate", path, f"{here}.config.strategy.rate")
+        facts.set("request_rate_per_s", rate, here)
     elif kind == "throughput":
         facts.set("request_rate_per_s", math.inf, here)
-        facts.set("max_concurrency", _integer(strategy.get("max_concurrency")), here)
+        field = f"{here}.config.strategy.max_concurrency"
+        value = checked(strategy.get("max_concurrency"), "positive_count", path, field)
+        facts.set("max_concurrency", value, here)
     constraints = config.get("constraints")
     if isinstance(constraints, Mapping):
         limit = constraints.get("max_requests")
         args = limit.get("args") if isinstance(limit, Mapping) else None
         if isinstance(args, Mapping):
-            facts.set("num_prompts", _integer(args.get("count")), here)
-    facts.set("duration_s", _number(bench.get("duration")), here)
+            field = f"{here}.config.constraints.max_requests.args.count"
+            facts.set("num_prompts", checked(args.get("count"), "count", path, field), here)
+    duration = checked(bench.get("duration"), "duration_s", path, f"{here}.duration")
+    facts.set("duration_s", duration, here)
     scheduler = bench.get("scheduler_metrics")
     made = scheduler.get("requests_made") if isinstance(scheduler, Mapping) else None
     if isinstance(made, Mapping):
-        facts.set("completed", _integer(made.get("successful")), here)
+        field = f"{here}.scheduler_metrics.requests_made.successful"
+        facts.set("completed", checked(made.get("successful"), "count", path, field), here)
     top = doc.get("config") if isinstance(doc.get("config"), Mapping) else None
     if isinstance(top, Mapping):
         model = top.get("model") or (top.get("backend_kwargs") or {}).get("model")
@@ -255,9 +277,13 @@ def llmperf(path: Path, summary: Mapping[str, Any] | None) -> dict[str, Any]:
     summary = summary or {}
     here = "summary"
     facts.set("model", summary.get("model"), here)
-    facts.set("max_concurrency", _integer(summary.get("num_concurrent_requests")), here)
-    facts.set("completed", _integer(summary.get("results_num_completed_requests")), here)
-    facts.set("num_prompts", _integer(summary.get("results_num_requests_started")), here)
+    where = f"{path} (its summary)"
+    wanted: list[tuple[str, str, Kind]] = [
+        ("max_concurrency", "num_concurrent_requests", "positive_count"),
+        ("completed", "results_num_completed_requests", "count"),
+        ("num_prompts", "results_num_requests_started", "count"),
+    ]
+    facts.set_checked(summary, wanted, where, here)
     return facts.finish()
 
 

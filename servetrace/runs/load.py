@@ -30,7 +30,7 @@ from servetrace.sources import requests_table
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.canonical import read_events as scan_trace
 from servetrace.sources.inputs import RUN_FORMATS, RunSource
-from servetrace.sources.registry import import_file
+from servetrace.sources.registry import import_file, nesting_refused
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,10 @@ def import_events(
     tool's own aggregate figures the first file came with (its declared facts)."""
     assert source.fmt is not None
     if source.fmt == requests_table.FORMAT:  # the one importer whose columns the user names
-        results = [requests_table.read(p, ingest.columns, ingest.time_unit) for p in source.paths]
+        results = []
+        for path in source.paths:
+            with nesting_refused(path):
+                results.append(requests_table.read(path, ingest.columns, ingest.time_unit))
     else:
         results = [import_file(p, source.fmt) for p in source.paths]
     notes = tuple(f"{r.path}: {message}" for r in results for message in r.warnings)

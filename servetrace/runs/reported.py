@@ -17,8 +17,10 @@ from typing import Any
 
 from servetrace.errors import InputError
 from servetrace.runs import declared as declared_facts
+from servetrace.runs.facts import Kind, checked
 from servetrace.sources.inputs import RunSource
 from servetrace.sources.reading import load_json
+from servetrace.sources.registry import nesting_refused
 
 _AIPERF_NAMES = {
     "time_to_first_token": "ttft",
@@ -32,13 +34,7 @@ _LLMPERF_NAMES = {"ttft_s": "ttft", "inter_token_latency_s": "tpot", "end_to_end
 _VLLM_ROW = re.compile(r"^(Mean|Median|P99) (TTFT|TPOT|ITL) \(ms\)$")
 
 
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _aiperf_like(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _aiperf_like(doc: Mapping[str, Any], path: Path) -> dict[str, Any]:
     records = doc.get("records")
     source: Mapping[str, Any] = records if isinstance(records, Mapping) else doc
     metrics: dict[str, Any] = {}
@@ -46,52 +42,66 @@ def _aiperf_like(doc: Mapping[str, Any]) -> dict[str, Any]:
         entry = source.get(tool_name)
         if not isinstance(entry, Mapping) or entry.get("unit") != "ms":
             continue
-        stats = {ours: _finite(entry.get(theirs)) for theirs, ours in _AIPERF_STATS.items()}
+        stats = {
+            ours: checked(entry.get(theirs), "latency_ms", path, f"{tool_name}.{theirs}")
+            for theirs, ours in _AIPERF_STATS.items()
+        }
         metrics[name] = {"unit": "ms", "tool_name": tool_name, **stats}
 
-    def avg(key: str) -> float | None:
+    def avg(key: str, kind: Kind) -> float | int | None:
         entry = source.get(key)
-        return _finite(entry.get("avg")) if isinstance(entry, Mapping) else None
+        return (
+            checked(entry.get("avg"), kind, path, f"{key}.avg")
+            if isinstance(entry, Mapping)
+            else None
+        )
 
     return {
         "metrics": metrics,
         "throughput": {
-            "requests_per_s": avg("request_throughput"),
-            "output_tokens_per_s": avg("output_token_throughput"),
+            "requests_per_s": avg("request_throughput", "per_s"),
+            "output_tokens_per_s": avg("output_token_throughput", "per_s"),
         },
-        "completed": avg("completed_request_count") or avg("request_count"),
+        "completed": avg("completed_request_count", "count") or avg("request_count", "count"),
     }
 
 
-def _llmperf(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _llmperf(doc: Mapping[str, Any], path: Path) -> dict[str, Any]:
     metrics: dict[str, Any] = {}
     for tool_name, name in _LLMPERF_NAMES.items():
         base = f"results_{tool_name}"
-        stats = {
-            "mean": doc.get(f"{base}_mean"),
-            "std": doc.get(f"{base}_stddev"),
-            "min": doc.get(f"{base}_min"),
-            "p50": doc.get(f"{base}_quantiles_p50"),
-            "p90": doc.get(f"{base}_quantiles_p90"),
-            "p95": doc.get(f"{base}_quantiles_p95"),
-            "p99": doc.get(f"{base}_quantiles_p99"),
-            "max": doc.get(f"{base}_max"),
+        fields = {
+            "mean": f"{base}_mean",
+            "std": f"{base}_stddev",
+            "min": f"{base}_min",
+            "p50": f"{base}_quantiles_p50",
+            "p90": f"{base}_quantiles_p90",
+            "p95": f"{base}_quantiles_p95",
+            "p99": f"{base}_quantiles_p99",
+            "max": f"{base}_max",
         }
-        ms = {k: (v * 1000 if (v := _finite(x)) is not None else None) for k, x in stats.items()}
+        ms: dict[str, float | None] = {}
+        for stat, field in fields.items():
+            seconds = checked(doc.get(field), "latency_s", path, field)
+            ms[stat] = None if seconds is None else seconds * 1000
         if any(v is not None for v in ms.values()):
             metrics[name] = {"unit": "ms", "tool_name": tool_name, **ms}
-    per_min = _finite(doc.get("results_num_completed_requests_per_min"))
+
+    def number(field: str, kind: Kind) -> float | int | None:
+        return checked(doc.get(field), kind, path, field)
+
+    per_min = number("results_num_completed_requests_per_min", "per_s")
     return {
         "metrics": metrics,
         "throughput": {
             "requests_per_s": per_min / 60 if per_min is not None else None,
-            "output_tokens_per_s": _finite(doc.get("results_mean_output_throughput_token_per_s")),
+            "output_tokens_per_s": number("results_mean_output_throughput_token_per_s", "per_s"),
         },
-        "completed": _finite(doc.get("results_num_completed_requests")),
+        "completed": number("results_num_completed_requests", "count"),
     }
 
 
-def _vllm_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def _vllm_row(row: Mapping[str, Any], where: str) -> dict[str, Any]:
     metrics: dict[str, dict[str, Any]] = {}
     stat_names = {"Mean": "mean", "Median": "p50", "P99": "p99"}
     for key, value in row.items():
@@ -100,14 +110,16 @@ def _vllm_row(row: Mapping[str, Any]) -> dict[str, Any]:
             entry = metrics.setdefault(
                 match.group(2).lower(), {"unit": "ms", "tool_name": match.group(2)}
             )
-            entry[stat_names[match.group(1)]] = _finite(value)
+            entry[stat_names[match.group(1)]] = checked(value, "latency_ms", where, str(key))
     return {
         "metrics": metrics,
         "throughput": {
-            "requests_per_s": _finite(row.get("Tput (req/s)")),
-            "output_tokens_per_s": _finite(row.get("Output Tput (tok/s)")),
+            "requests_per_s": checked(row.get("Tput (req/s)"), "per_s", where, "Tput (req/s)"),
+            "output_tokens_per_s": checked(
+                row.get("Output Tput (tok/s)"), "per_s", where, "Output Tput (tok/s)"
+            ),
         },
-        "completed": _finite(row.get("# of req.")),
+        "completed": checked(row.get("# of req."), "count", where, "# of req."),
     }
 
 
@@ -117,7 +129,8 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
     assert path is not None
     kind = source.fmt or ""
     try:
-        doc = load_json(path)
+        with nesting_refused(path):
+            doc = load_json(path)
     except InputError as error:
         raise InputError(f"{path}: {kind} summary unreadable: {error.message}") from None
     declared: dict[str, Any]
@@ -125,7 +138,7 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
         row = doc[source.summary_row or 0]
         if not isinstance(row, Mapping):
             raise InputError(f"{path}: row {source.summary_row} is not an object")
-        body = _vllm_row(row)
+        body = _vllm_row(row, f"{path}: row {source.summary_row or 0}")
         declared = declared_facts.vllm_bench(Path(str(row.get("Test name", path.name))), {})
         name = str(row.get("Test name", ""))
         rate = re.search(r"qps_(\d+(?:\.\d+)?|inf)", name)
@@ -135,10 +148,10 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
             declared["sources"]["request_rate_per_s"] = "Test name"
         body["test_name"] = name
     elif kind == "llmperf" and isinstance(doc, Mapping):
-        body = _llmperf(doc)
+        body = _llmperf(doc, path)
         declared = declared_facts.llmperf(path, doc)
     elif isinstance(doc, Mapping):
-        body = _aiperf_like(doc)
+        body = _aiperf_like(doc, path)
         declared = (
             declared_facts.genai_perf(path) if kind == "genai-perf" else declared_facts.aiperf(path)
         )

@@ -268,7 +268,11 @@ def _detect_format(p: Path) -> str:
         return "mooncake"
     if start.startswith(b"PAR1"):
         return "workload"
-    header = [h.strip().strip('"') for h in text.splitlines()[0].split(",")] if text else []
+    header = (
+        [h.strip().strip('"') for h in text.split("\n", 1)[0].rstrip("\r").split(",")]
+        if text
+        else []
+    )
     if "TIMESTAMP" in header or "ContextTokens" in header:
         return "azure"
     if "arrival_ns" in header:

@@ -210,6 +210,8 @@ def first_json_value(text: str) -> Any:
         return None
     try:
         return json.JSONDecoder().raw_decode(stripped)[0]
+    except RecursionError:
+        return None  # nested too deep for Python's parser: no format starts so
     except json.JSONDecodeError:
         first_line = stripped.split("\n", 1)[0]
         try:

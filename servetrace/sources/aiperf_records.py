@@ -9,6 +9,7 @@ conversion to ns happens once, in ``aiperf_requests``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ import polars as pl
 from servetrace.sources import aiperf_metadata as meta
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import describe_json
+from servetrace.sources.times import checked_ns
+from servetrace.units import NS_PER_S
 
 
 def sniff_record(obj: Any) -> bool:
@@ -54,6 +57,17 @@ ROW_SCHEMA: dict[str, pl.DataType] = {
     "worker_id": pl.Utf8(),
     "phase": pl.Utf8(),
 }
+# The metrics' times once in ns (``read_records`` converts them, checked).
+NS_SCHEMA: dict[str, pl.DataType] = {
+    "ttft_ns": pl.Int64(),
+    "latency_ns": pl.Int64(),
+    "icl_ns": pl.List(pl.Int64()),
+    "delay_ns": pl.Int64(),  # the delay a cancellation message states
+}
+# "cancelled after 0.000 seconds", "cancelled 0.200s after being sent"
+_DELAY_IN_MESSAGE = re.compile(
+    r"cancel\w*\s+(?:after\s+)?(?P<seconds>\d+(?:\.\d+)?)\s*s(?:ec(?:ond)?s?)?\b", re.IGNORECASE
+)
 
 
 def read_records(path: Path, lines: list[tuple[int, Any]]) -> pl.DataFrame:
@@ -133,7 +147,30 @@ def read_records(path: Path, lines: list[tuple[int, Any]]) -> pl.DataFrame:
 
     frame = pl.DataFrame(columns, schema=ROW_SCHEMA, strict=False)
     icl = fields.float_lists(icl_values, "metrics.inter_chunk_latency.value", wheres.__getitem__)
-    return frame.with_columns(icl=icl)
+
+    def where_of(index: int) -> str:
+        return f"{path}: {wheres[index]}"
+
+    return frame.with_columns(
+        ttft_ns=checked_ns(
+            frame["ttft"], frame["ttft_scale"], where_of, field="metrics.time_to_first_token.value"
+        ),
+        latency_ns=checked_ns(
+            frame["latency"],
+            frame["latency_scale"],
+            where_of,
+            field="metrics.request_latency.value",
+        ),
+        icl_ns=checked_ns(
+            icl, frame["icl_scale"], where_of, field="metrics.inter_chunk_latency.value"
+        ),
+        delay_ns=checked_ns(
+            frame["error"].str.extract(_DELAY_IN_MESSAGE.pattern, 1).cast(pl.Float64, strict=False),
+            NS_PER_S,
+            where_of,
+            field="error.message",
+        ),
+    )
 
 
 def _metric(fields: Fields, metrics: Mapping[str, Any], name: str, where: str) -> Any:
@@ -156,8 +193,6 @@ def _time_metric(
         # AIPerf's latencies and timestamps are never negative.
         value = fields.number(entry, "value", f"{where}: metrics.{name}", minimum=0)
         scale = fields.unit_scale(entry.get("unit"), f"metrics.{name}.unit", where)
-        if value is not None:
-            fields.check_time(value, scale, f"metrics.{name}.value", where)
         return float(value) if value is not None else 0.0, scale
     return None
 

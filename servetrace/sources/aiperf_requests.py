@@ -21,29 +21,22 @@ Every decision the data forced is a warning (:func:`_explain`).
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-from servetrace.sources.aiperf_records import ROW_SCHEMA
+from servetrace.sources.aiperf_records import NS_SCHEMA, ROW_SCHEMA
 from servetrace.sources.events import Notes, count_phrase
-from servetrace.sources.times import cumulative_ticks, float_to_ns
+from servetrace.sources.times import cumulative_ticks
 
 # A cancelled record whose stamped start is this much later than its send is mis-stamped.
 _LATE_START_NS = 1_000_000
-_DELAY_IN_MESSAGE = re.compile(
-    r"cancel\w*\s+(?:after\s+)?(?P<seconds>\d+(?:\.\d+)?)\s*s(?:ec(?:ond)?s?)?\b", re.IGNORECASE
-)
 
 
 def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.DataFrame:
     """Request rows (``events.REQUEST_COLUMNS`` and more) from the records' ``rows`` and the
     raw export's per-request ``raw`` frame (None without one); warnings go to ``notes``."""
-    for name, dtype in ROW_SCHEMA.items():
+    for name, dtype in {**ROW_SCHEMA, **NS_SCHEMA}.items():
         if name not in rows.columns:
             rows = rows.with_columns(pl.lit(None, dtype=dtype).alias(name))
-    if "icl" not in rows.columns:
-        rows = rows.with_columns(pl.lit(None, dtype=pl.List(pl.Float64)).alias("icl"))
     if raw is not None:
         duplicate = (
             raw["request_id"].is_duplicated().any() or rows["request_id"].is_duplicated().any()
@@ -91,11 +84,8 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
     frame = (
         rows.with_columns(
             # Ticks from the metrics: ms → ns once per value, then integer sums.
-            first_m=pl.col("start_ns") + float_to_ns(pl.col("ttft"), pl.col("ttft_scale")),
-            gaps_m=(pl.col("icl") * pl.col("icl_scale")).list.eval(
-                pl.element().round(0).cast(pl.Int64)
-            ),
-            latency_ns=float_to_ns(pl.col("latency"), pl.col("latency_scale")),
+            first_m=pl.col("start_ns") + pl.col("ttft_ns"),
+            gaps_m=pl.col("icl_ns"),
             d_cancel=pl.coalesce("cancel_ns", "end_ns") - pl.col("start_ns"),
         )
         .with_columns(ticks_m=cumulative_ticks(pl.col("first_m"), pl.col("gaps_m")))
@@ -130,7 +120,6 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
         )
         .with_columns(
             last_tick=pl.col("ticks_ns").list.last(),
-            delay_ns=_message_delay_ns(pl.col("error")),
         )
         .with_columns(
             # The code decides: 499 is the client closing the request, any
@@ -172,13 +161,6 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
     )
     _explain(frame, notes)
     return frame
-
-
-def _message_delay_ns(message: pl.Expr) -> pl.Expr:
-    """The delay a cancellation message states ("cancelled after 0.000 seconds",
-    "cancelled 0.200s after being sent"), in ns."""
-    seconds = message.str.extract(_DELAY_IN_MESSAGE.pattern, 1).cast(pl.Float64, strict=False)
-    return float_to_ns(seconds, 1_000_000_000)
 
 
 def _explain(frame: pl.DataFrame, notes: Notes) -> None:

@@ -6,7 +6,7 @@ Every importer follows the same three steps:
    with errors that name the file, the record and the field;
 2. collect one row per request into a Polars frame (the columns of ``REQUEST_COLUMNS``):
    arrival, the absolute times of the output ticks as a list, the terminal event, counts,
-   and per-request attributes, times converted once (``times.float_to_ns``);
+   and per-request attributes, times converted once, range-checked (``times.checked_ns``);
 3. turn that frame into canonical events with :func:`build_events`, which explodes the tick
    lists — never a Python loop over tokens — and wrap them, with the warnings collected in
    `Notes`, in an `ImportResult`.

@@ -151,33 +151,22 @@ class Fields:
         lists: Sequence[list[Any] | None],
         dotted: str,
         where_of: Callable[[int], str],
-        *,
-        unit_ns: int | None = None,
     ) -> pl.Series:
         """One List[Float64] column from per-record lists, checked in Polars: an element
-        that is not a finite number (a time within MAX_ABS_NS with ``unit_ns``) is
-        reported with its record (``where_of(index)``)."""
+        that is not a finite number is reported with its record (``where_of(index)``).
+        Times are range-checked when converted to ns (``times.checked_ns``)."""
         series = pl.Series(dotted, lists, dtype=pl.List(pl.Float64), strict=False)
-        limit = MAX_ABS_NS / unit_ns if unit_ns else math.inf
-        bad = series.list.eval(
-            pl.element().is_null() | ~pl.element().is_finite() | (pl.element().abs() >= limit)
-        ).list.any()
+        bad = series.list.eval(pl.element().is_null() | ~pl.element().is_finite()).list.any()
         bad_rows = bad.fill_null(False).arg_true()
         if len(bad_rows):
             index = int(bad_rows[0])
             values = lists[index] or []
             offender = next(
-                (
-                    v
-                    for v in values
-                    if not _is_number(v) or not math.isfinite(float(v)) or abs(v) >= limit
-                ),
-                None,
+                (v for v in values if not _is_number(v) or not math.isfinite(float(v))), None
             )
-            within = " within ±4.6e18 ns" if unit_ns else ""
             raise self.error(
                 where_of(index),
-                f"field '{dotted}' must hold finite numbers{within}, found {_show(offender)}",
+                f"field '{dotted}' must hold finite numbers, found {_show(offender)}",
             )
         return series
 
@@ -190,10 +179,10 @@ class Fields:
         integer: bool = False,
         nullable: bool = True,
         minimum: float | None = None,
-        unit_ns: int | None = None,
     ) -> pl.Series:
         """One Float64 (or Int64 when ``integer``) column from per-record values, checked in
-        Polars; a value that is not a finite (whole) number is reported with its record."""
+        Polars; a value that is not a finite (whole) number is reported with its record.
+        Times are range-checked when converted to ns (``times.checked_ns``)."""
         floats = pl.Series(dotted, values, dtype=pl.Float64, strict=False)
         given = pl.Series([v is not None for v in values], dtype=pl.Boolean)
         bad = (given & floats.is_null()) | (floats.is_not_null() & ~floats.is_finite())
@@ -203,8 +192,8 @@ class Fields:
             bad = bad | ~given
         if minimum is not None:
             bad = bad | (floats.is_not_null() & (floats < minimum))
-        # Whole numbers are ns or counts (limit 2^62); times in a unit must fit once in ns.
-        limit = MAX_ABS_NS / (unit_ns or 1)
+        # Whole numbers are ns or counts: within 2^62, no later sum or difference wraps.
+        limit = MAX_ABS_NS
         bad = bad | (floats.is_not_null() & (floats.abs() >= limit))
         bad_rows = bad.fill_null(True).arg_true()
         if len(bad_rows):

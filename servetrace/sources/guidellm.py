@@ -45,7 +45,7 @@ from servetrace.sources.events import (
 )
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import describe_json, load_document
-from servetrace.sources.times import float_to_ns
+from servetrace.sources.times import checked_ns
 from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "guidellm"
@@ -101,6 +101,7 @@ def read(path: str | Path) -> ImportResult:
         )
     }
     summaries: list[dict[str, Any]] = []
+    wheres: list[str] = []
     for b_index, benchmark in enumerate(doc["benchmarks"]):
         b_where = f"benchmarks[{b_index}]"
         if not isinstance(benchmark, dict):
@@ -116,6 +117,7 @@ def read(path: str | Path) -> ImportResult:
                 if not isinstance(record, dict):
                     raise fields.error(where, f"expected an object ({describe_json(record)})")
                 _collect(fields, record, where, status, b_index, columns)
+                wheres.append(where)
     if not columns["request_id"]:
         raise InputError(f"{path}: no requests in 'benchmarks[].requests'")
 
@@ -141,7 +143,11 @@ def read(path: str | Path) -> ImportResult:
             .then(pl.format("{}:{}", pl.col("benchmark"), pl.col("request_id")))
             .otherwise(pl.col("request_id"))
         )
-    ns = {name: float_to_ns(pl.col(name), _NS_PER_S) for name in _TIMES}
+    frame = frame.with_columns(
+        checked_ns(frame[name], _NS_PER_S, lambda i: f"{path}: {wheres[i]}", field=field)
+        for name, field in {n: f"info.timings.{new}" for n, (new, _) in _TIMES.items()}.items()
+    )
+    ns = {name: pl.col(name) for name in _TIMES}
     completed = pl.col("status") == "successful"
     requests = (
         frame.with_columns(
@@ -233,11 +239,9 @@ def _collect(
     info = fields.mapping(record, "info", where, required=False) or {}
     timings = fields.mapping(info, "timings", where + ": info", required=False) or {}
     for name, (new, old) in _TIMES.items():
-        value = fields.number(
-            timings, new, where + ": info.timings", required=False, unit_ns=_NS_PER_S
-        )
+        value = fields.number(timings, new, where + ": info.timings", required=False)
         if value is None and old is not None:
-            value = fields.number(record, old, where, required=False, unit_ns=_NS_PER_S)
+            value = fields.number(record, old, where, required=False)
         columns[name].append(value)
     if columns["start"][-1] is None and columns["resolve_start"][-1] is None:
         raise fields.error(

@@ -136,7 +136,9 @@ def summary_kind(path: Path) -> str | None:
         if path.stat().st_size > _SUMMARY_PEEK_BYTES:
             return None
         doc = json.loads(read_text(path))
-    except (OSError, InputError, json.JSONDecodeError):
+    except (OSError, InputError, json.JSONDecodeError, RecursionError):
+        # Not a summary; nested too deep for Python's parser, it is no export either, and
+        # the importer that reads it says so in one line.
         return None
     if isinstance(doc, list) and doc and all(isinstance(r, dict) and "Test name" in r for r in doc):
         return "vllm-bench"
@@ -253,7 +255,7 @@ def _summary_sources(path: Path, kind: str) -> list[RunSource]:
     if kind == "vllm-bench" and path.name.lower().startswith("benchmark_results"):
         try:
             rows = json.loads(read_text(path))
-        except (InputError, json.JSONDecodeError):
+        except (InputError, json.JSONDecodeError, RecursionError):
             rows = None
         if isinstance(rows, list) and rows:
             return [

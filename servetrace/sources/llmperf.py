@@ -38,7 +38,7 @@ from servetrace.errors import InputError
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import FormatMismatch, describe_json, load_json, strip_suffixes
-from servetrace.sources.times import float_to_ns
+from servetrace.sources.times import with_ns
 from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "llmperf"
@@ -76,8 +76,8 @@ def read(path: str | Path) -> ImportResult:
         where = f"record {index}"
         if not isinstance(record, dict):
             raise fields.error(where, f"expected an object ({describe_json(record)})")
-        ttft = fields.number(record, "ttft_s", where, minimum=0, unit_ns=_NS_PER_S)
-        e2e = fields.number(record, "end_to_end_latency_s", where, minimum=0, unit_ns=_NS_PER_S)
+        ttft = fields.number(record, "ttft_s", where, minimum=0)
+        e2e = fields.number(record, "end_to_end_latency_s", where, minimum=0)
         if ttft is not None and e2e is not None and e2e > 0 and ttft > e2e:
             raise fields.error(
                 where,
@@ -86,7 +86,7 @@ def read(path: str | Path) -> ImportResult:
         columns["ttft_s"].append(ttft)
         columns["e2e_s"].append(e2e)
         columns["itl_s"].append(
-            fields.number(record, "inter_token_latency_s", where, required=False, unit_ns=_NS_PER_S)
+            fields.number(record, "inter_token_latency_s", where, required=False)
         )
         columns["input_tokens"].append(
             fields.integer(record, "number_input_tokens", where, required=False)
@@ -111,13 +111,19 @@ def read(path: str | Path) -> ImportResult:
         },
         strict=False,
     ).with_row_index("index")
+    frame = with_ns(
+        frame,
+        {"ttft_s": "ttft_s", "e2e_s": "end_to_end_latency_s", "itl_s": "inter_token_latency_s"},
+        _NS_PER_S,
+        lambda index: f"{path}: record {index}",
+    )
     failed = pl.col("code").is_not_null()
     served = pl.col("e2e_s") > 0
     requests = frame.with_columns(
         request_id=pl.col("index").cast(pl.Utf8),
         arrival_ns=pl.lit(0, dtype=pl.Int64),
-        first_ns=pl.when(pl.col("ttft_s") > 0).then(float_to_ns(pl.col("ttft_s"), _NS_PER_S)),
-        end_ns=float_to_ns(pl.col("e2e_s"), _NS_PER_S),
+        first_ns=pl.when(pl.col("ttft_s") > 0).then(pl.col("ttft_ns")),
+        end_ns=pl.col("e2e_ns"),
     ).with_columns(
         ticks_ns=pl.when(pl.col("first_ns").is_not_null()).then(pl.concat_list("first_ns")),
         terminal=pl.when(failed).then(pl.lit("error")).otherwise(pl.lit("completion")),
@@ -132,7 +138,7 @@ def read(path: str | Path) -> ImportResult:
         error=pl.when(failed).then(
             pl.col("msg").fill_null(pl.format("error code {}", pl.col("code")))
         ),
-        tool_inter_token_latency_ns=pl.when(served).then(float_to_ns(pl.col("itl_s"), _NS_PER_S)),
+        tool_inter_token_latency_ns=pl.when(served).then(pl.col("itl_ns")),
     )
 
     notes.add(

@@ -46,7 +46,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.schema import SOURCE_CLIENT
+from servetrace.schema import MAX_ABS_NS, SOURCE_CLIENT
 from servetrace.sources._engine import agree, engine_result
 from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.reading import FormatMismatch
@@ -67,6 +67,9 @@ _ROLES = {
     "error": "error",
 }
 _NO_SAMPLE = ("", "<NO_SAMPLE_UUID>")
+# Events about the run, not one sample: counted, not imported. The removed schema's were
+# ``test_started`` / ``test_ended``; the current topics are ``session.*``.
+_SESSION_ROW = "(event_type LIKE 'session.%' OR event_type IN ('test_started', 'test_ended'))"
 
 
 def is_sqlite(path: Path) -> bool:
@@ -128,18 +131,14 @@ def read(path: str | Path) -> ImportResult:
             f"{', '.join(missing)} ({found})"
         )
     schema = "current" if "conversation_id" in columns else "removed four-column"
-    frame, loose, loose_errors = _load(path, columns)
+    frame, loose = _load(path, columns)
     notes = Notes()
     notes.add(
         f"MLCommons endpoints event database ({schema} schema): client-side times on the "
         "load generator's monotonic clock (exact ns, relative within this run)"
     )
     if loose:
-        notes.add(
-            f"{count_phrase(loose, 'row')} {agree(loose, 'is', 'are')} not about one sample "
-            f"(session events; {loose_errors} of them errors without a sample) and "
-            f"{agree(loose, 'was', 'were')} not imported"
-        )
+        notes.add(_loose_note(loose))
     requests = _requests(path, frame, notes)
     attributes = [name for name in ("conversation_id", "turn") if name in requests.columns]
     return engine_result(
@@ -164,10 +163,10 @@ _ERROR_ROW = "(event_type = 'error' OR event_type LIKE 'error.%')"
 _SAMPLE_ROW = f"sample_uuid IS NOT NULL AND sample_uuid NOT IN {tuple(_NO_SAMPLE)!r}"
 
 
-def _load(path: Path, columns: list[str]) -> tuple[pl.DataFrame, int, int]:
+def _load(path: Path, columns: list[str]) -> tuple[pl.DataFrame, dict[str, int]]:
     """One row per sample, aggregated by SQLite itself (the database may hold millions of
-    chunk rows; Python sees one row per sample). Also the count of rows not about one
-    sample, and how many of them are errors."""
+    chunk rows; Python sees one row per sample). Also the rows not imported, counted by
+    what they are (``_loose_note``), so every row of the table is accounted for."""
     optional = [c for c in ("conversation_id", "turn") if c in columns]
     known = " OR ".join([*(_in(r) for r in ("issued", "first", "chunk", "complete")), _ERROR_ROW])
     ticks = f"{_in('first')} OR {_in('chunk')}"
@@ -185,25 +184,17 @@ def _load(path: Path, columns: list[str]) -> tuple[pl.DataFrame, int, int]:
     data = "data" if "data" in columns else "NULL"
     connection = _connect(path)
     try:
-        typed = connection.execute(
-            "SELECT rowid, timestamp_ns, event_type FROM events WHERE typeof(timestamp_ns) "
-            "!= 'integer' OR event_type IS NULL LIMIT 1"
-        ).fetchone()
-        if typed is not None:
-            field = "event_type" if typed[2] is None else "timestamp_ns"
-            raise InputError(
-                f"{path}: events row {typed[0]}: field '{field}' must be "
-                + ("present" if field == "event_type" else f"an integer (ns), got {typed[1]!r}")
-            )
+        _check_rows(path, connection, known)
         samples = connection.execute(query).fetchall()
         errors = connection.execute(
             f"SELECT sample_uuid, {data} FROM events WHERE {_SAMPLE_ROW} AND {_ERROR_ROW} "
             "ORDER BY timestamp_ns"
         ).fetchall()
-        loose, loose_errors = connection.execute(
-            f"SELECT COUNT(*), COALESCE(SUM({_ERROR_ROW}), 0) FROM events "
-            f"WHERE NOT ({_SAMPLE_ROW} AND ({known}))"
-        ).fetchone()
+        loose = connection.execute(
+            f"SELECT CASE WHEN {_SESSION_ROW} THEN 'session' WHEN {_ERROR_ROW} THEN 'error' "
+            f"WHEN {known} THEN 'no sample' ELSE 'unknown ' || event_type END, COUNT(*) "
+            f"FROM events WHERE NOT ({_SAMPLE_ROW} AND ({known})) GROUP BY 1 ORDER BY 1"
+        ).fetchall()
     except sqlite3.DatabaseError as error:
         raise InputError(f"{path}: cannot read table 'events': {error}") from None
     finally:
@@ -232,7 +223,66 @@ def _load(path: Path, columns: list[str]) -> tuple[pl.DataFrame, int, int]:
         error_type=pl.Series([d[0] for d in decoded], dtype=pl.Utf8),
         error=pl.Series([d[1] for d in decoded], dtype=pl.Utf8),
     )
-    return frame, int(loose), int(loose_errors)
+    return frame, {str(kind): int(count) for kind, count in loose}
+
+
+def _check_rows(path: Path, connection: sqlite3.Connection, known: str) -> None:
+    """Refuse the first row SQLite would hand over in a shape the import cannot use: a
+    missing event type, a time that is not integer ns within the canonical range, a
+    sample id that is not text, or an event of a sample whose type is not known (dropping
+    it would move that sample's times)."""
+    limit = MAX_ABS_NS
+    checks = (
+        ("event_type IS NULL", "event_type", "must be present"),
+        (
+            f"typeof(timestamp_ns) != 'integer' OR timestamp_ns >= {limit} "
+            f"OR timestamp_ns <= -{limit}",
+            "timestamp_ns",
+            "must be an integer (ns) within the ±4.6e18 ns (±146 years) a time may span",
+        ),
+        (
+            "typeof(sample_uuid) NOT IN ('text', 'integer', 'null')",
+            "sample_uuid",
+            "must be text",
+        ),
+        (
+            f"{_SAMPLE_ROW} AND NOT ({known}) AND NOT {_SESSION_ROW}",
+            "event_type",
+            "is not an event type this importer knows",
+        ),
+    )
+    for condition, field, rule in checks:
+        row = connection.execute(
+            f"SELECT rowid, quote({field}) FROM events WHERE {condition} LIMIT 1"
+        ).fetchone()
+        if row is not None:
+            raise InputError(
+                f"{path}: events row {row[0]}: field '{field}' {rule}, got {row[1]}",
+                hint="known types: " + ", ".join(_ROLES) + ", error.*, session.*"
+                if field == "event_type" and row[1] != "NULL"
+                else None,
+            )
+
+
+def _loose_note(loose: dict[str, int]) -> str:
+    """What the rows not imported were: session events, errors and sample events without a
+    sample, and event types not known, each named."""
+    described = {
+        "session": "session events",
+        "error": "errors without a sample",
+        "no sample": "sample events without a sample id",
+    }
+    parts = [
+        f"{count} {described[kind]}"
+        if kind in described
+        else f"{count} of unknown type {kind.removeprefix('unknown ')!r}"
+        for kind, count in loose.items()
+    ]
+    total = sum(loose.values())
+    return (
+        f"{count_phrase(total, 'row')} {agree(total, 'is', 'are')} not about one sample "
+        f"({'; '.join(parts)}) and {agree(total, 'was', 'were')} not imported"
+    )
 
 
 def _requests(path: Path, per_sample: pl.DataFrame, notes: Notes) -> pl.DataFrame:

@@ -29,7 +29,8 @@ engines' are server-side traces with admissions (``source = "server"``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,14 @@ from servetrace.sources._engine import first_json_value
 from servetrace.sources.events import ImportResult
 from servetrace.sources.reading import FormatMismatch, read_text
 
-__all__ = ["FORMATS", "ImportResult", "detect_format", "engine_inputs", "import_file"]
+__all__ = [
+    "FORMATS",
+    "ImportResult",
+    "detect_format",
+    "engine_inputs",
+    "import_file",
+    "nesting_refused",
+]
 
 Importer = Callable[[str | Path], ImportResult]
 
@@ -96,6 +104,19 @@ def _choices() -> str:
     return ", ".join(FORMATS)
 
 
+@contextmanager
+def nesting_refused(path: str | Path) -> Iterator[None]:
+    """Python's JSON parser gives up past ~1,000 levels of nesting with a RecursionError,
+    wherever a file is parsed (detection, every importer): one line naming the file."""
+    try:
+        yield
+    except RecursionError:
+        raise InputError(
+            f"{path}: JSON nested deeper than Python's parser follows (about 1,000 levels): "
+            "no export servetrace reads is shaped so"
+        ) from None
+
+
 def detect_format(path: str | Path) -> str | None:
     """The format of ``path`` judged by its content (gzip allowed), or None if unknown.
 
@@ -103,6 +124,11 @@ def detect_format(path: str | Path) -> str | None:
     whole JSON document is recognised by its keys. Raises ``InputError`` when the file
     cannot be read, looks like JSON but does not parse, or matches several formats.
     """
+    with nesting_refused(path):
+        return _detect_format(path)
+
+
+def _detect_format(path: str | Path) -> str | None:
     path = Path(path)
     if path.is_dir():
         return _detect_folder(path)
@@ -217,7 +243,7 @@ def _summary_hint(path: str | Path) -> str | None:
     """When the file is a tool's aggregate summary, point at the per-request file."""
     try:
         doc = json.loads(read_text(Path(path)))
-    except (InputError, json.JSONDecodeError):
+    except (InputError, json.JSONDecodeError, RecursionError):
         return None
     if not isinstance(doc, dict):
         return None
@@ -250,7 +276,8 @@ def import_file(path: str | Path, fmt: str | None = None) -> ImportResult:
                 hint=_summary_hint(path) or "name its format with --from; choices: " + _choices(),
             )
     try:
-        return FORMATS[fmt](path)
+        with nesting_refused(path):
+            return FORMATS[fmt](path)
     except FormatMismatch as error:
         detected: str | None
         try:

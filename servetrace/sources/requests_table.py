@@ -45,6 +45,7 @@ from servetrace.errors import InputError, UsageError
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
 from servetrace.sources.reading import json_lines, read_text
 from servetrace.sources.sniff import read_all
+from servetrace.sources.times import checked_ns
 from servetrace.sources.workload_files import workload_error
 from servetrace.units import TIME_UNITS
 
@@ -117,10 +118,11 @@ def _to_ns(frame: pl.DataFrame, column: str, unit: str | None, path: Path, field
         return col.dt.epoch("ns")
     if isinstance(dtype, pl.Duration):
         return col.dt.total_nanoseconds()
-    if dtype.is_integer():
-        return (col.cast(pl.Int64) * TIME_UNITS[unit or "ns"]).cast(pl.Int64)
-    if dtype.is_float():
-        return (col * TIME_UNITS[unit or "s"]).round(0).cast(pl.Int64)
+    if dtype.is_integer() or dtype.is_float():
+        scale = TIME_UNITS[unit or ("ns" if dtype.is_integer() else "s")]
+        return pl.lit(
+            checked_ns(frame[column], scale, lambda row: f"{path}: row {row + 1:,}", field=column)
+        )
     raise InputError(
         f"{path}: --column {field}={column}: expected numbers or timestamps, found {dtype}",
         hint="integers are ns and floats are s unless --time-unit says otherwise",

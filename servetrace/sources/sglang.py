@@ -72,7 +72,7 @@ from servetrace.sources._engine import (
 from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import FormatMismatch, iter_json_lines
-from servetrace.sources.times import float_to_ns
+from servetrace.sources.times import checked_ns
 
 FORMAT = "sglang"
 FILE_PREFIX = "sglang-request-metrics-"
@@ -192,10 +192,10 @@ def _read_file(path: Path, extras: list[dict[str, Any]]) -> pl.DataFrame:
         "file": pl.Series([path.name] * len(ids), dtype=pl.Utf8),
     }
     for role, names in (*_TIMESTAMPS.items(), *_DURATIONS.items()):
-        columns[f"{role}_s"] = _coalesced(fields, objects, names, wheres, integer=False)
+        columns[f"{role}_ns"] = _coalesced(fields, objects, names, wheres, integer=False)
     for role, names in _COUNTS.items():
         columns[role] = _coalesced(fields, objects, names, wheres, integer=True)
-    missing = columns["received_s"].is_null().arg_true()
+    missing = columns["received_ns"].is_null().arg_true()
     if len(missing):
         raise fields.error(
             wheres[int(missing[0])],
@@ -218,19 +218,22 @@ def _coalesced(
     *,
     integer: bool,
 ) -> pl.Series:
-    """The first present spelling among ``names``, per record, each checked as a column."""
-    series = [
-        fields.column(
+    """The first present spelling among ``names``, per record, each checked as a column:
+    counts as Int64, times (float seconds) as Int64 ns, range-checked once converted."""
+    series = []
+    for name in names:
+        values = fields.column(
             [obj.get(name) for obj in objects],
             name,
             wheres.__getitem__,
             integer=integer,
             minimum=0,
         )
-        for name in names
-    ]
+        if not integer:
+            values = checked_ns(values, NS_PER_S, lambda i: f"{fields.path}: {wheres[i]}")
+        series.append(values)
     out = series[0] if len(series) == 1 else pl.select(pl.coalesce(series)).to_series()
-    return out.cast(pl.Int64 if integer else pl.Float64)
+    return out.cast(pl.Int64)
 
 
 def _finish_reason(
@@ -248,7 +251,7 @@ def _finish_reason(
 
 
 def _ns(role: str) -> pl.Expr:
-    return float_to_ns(pl.col(f"{role}_s"), NS_PER_S)
+    return pl.col(f"{role}_ns")
 
 
 def _requests(frame: pl.DataFrame) -> pl.DataFrame:

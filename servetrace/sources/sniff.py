@@ -151,8 +151,10 @@ def json_head(path: Path) -> JsonHead:
         return JsonHead("other")
     try:
         record = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return JsonHead("document")  # pretty-printed: its first line is not a whole value
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        # Pretty-printed (its first line is not a whole value), or nested too deep for
+        # Python's parser: the document's reader judges it.
+        return JsonHead("document")
     if isinstance(record, dict) and second.lstrip().startswith(b"{"):
         return JsonHead("lines", record)
     return JsonHead("document")

@@ -48,7 +48,6 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.sources._engine import (
     ADMISSION,
-    NS_PER_US,
     agree,
     describe_keys,
     engine_result,
@@ -59,6 +58,8 @@ from servetrace.sources._engine import (
 from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import FormatMismatch, read_text
+from servetrace.sources.times import with_ns
+from servetrace.units import NS_PER_S, NS_PER_US
 
 FORMAT = "trtllm"
 _TIMES = (
@@ -133,6 +134,15 @@ def read(path: str | Path) -> ImportResult:
     if not items_read:
         raise InputError(f"{path}: no requests: every /perf_metrics poll was empty")
     frame = _columns(fields, items_read, wheres)
+    # The steady clock's time points have µs resolution: rounded to it, so the float's
+    # noise below the µs does not become fake ns.
+    frame = with_ns(
+        frame,
+        {f"{name}_s": f"perf_metrics.timing_metrics.{name}" for name in _TIMES},
+        NS_PER_S,
+        lambda index: f"{path}: {wheres[index]}",
+        resolution_ns=NS_PER_US,
+    )
     frame = _unique_ids(frame, notes)
     extra_columns, extra_names = extra_attributes(extras, FORMAT)
     requests = _requests(frame.with_columns(*extra_columns.values()))
@@ -221,9 +231,7 @@ def _unique_ids(frame: pl.DataFrame, notes: Notes) -> pl.DataFrame:
 
 
 def _ns(name: str) -> pl.Expr:
-    # The steady clock's time points have µs resolution: round to it first, so the
-    # float's noise below the µs does not become fake ns.
-    return ((pl.col(f"{name}_s") * 1e6).round(0).cast(pl.Int64)) * NS_PER_US
+    return pl.col(f"{name}_ns")
 
 
 def _requests(frame: pl.DataFrame) -> pl.DataFrame:

@@ -41,7 +41,7 @@ from servetrace.sources.events import (
 )
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import load_document
-from servetrace.sources.times import cumulative_ticks, float_to_ns
+from servetrace.sources.times import cumulative_ticks, with_ns
 from servetrace.units import NS_PER_S as _NS_PER_S
 
 FORMAT = "vllm-bench"
@@ -86,10 +86,8 @@ def read(path: str | Path) -> ImportResult:
     frame = pl.DataFrame(
         {
             "request_id": [str(i) for i in range(count)],
-            "ttft_s": fields.column(
-                arrays["ttfts"], "ttfts", where, nullable=False, minimum=0, unit_ns=_NS_PER_S
-            ),
-            "itls_s": fields.float_lists(arrays["itls"], "itls", where, unit_ns=_NS_PER_S),
+            "ttft_s": fields.column(arrays["ttfts"], "ttfts", where, nullable=False, minimum=0),
+            "itls_s": fields.float_lists(arrays["itls"], "itls", where),
             "output_lens": fields.column(
                 arrays["output_lens"], "output_lens", where, integer=True, minimum=0
             ),
@@ -101,11 +99,9 @@ def read(path: str | Path) -> ImportResult:
                 minimum=0,
             ),
             "start_s": fields.column(
-                arrays.get("start_times", [None] * count), "start_times", where, unit_ns=_NS_PER_S
+                arrays.get("start_times", [None] * count), "start_times", where
             ),
-            "e2e_s": fields.column(
-                arrays.get("e2els", [None] * count), "e2els", where, minimum=0, unit_ns=_NS_PER_S
-            ),
+            "e2e_s": fields.column(arrays.get("e2els", [None] * count), "e2els", where, minimum=0),
             "error": pl.Series(errors, dtype=pl.Utf8),
         }
     )
@@ -117,15 +113,19 @@ def read(path: str | Path) -> ImportResult:
             "TPOT are exact, throughput and concurrency are unavailable"
         )
 
+    frame = with_ns(
+        frame,
+        {"start_s": "start_times", "itls_s": "itls", "ttft_s": "ttfts", "e2e_s": "e2els"},
+        _NS_PER_S,
+        lambda index: f"{path}: {where(index)}",
+    )
     requests = (
         frame.with_columns(
-            arrival_ns=float_to_ns(pl.col("start_s"), _NS_PER_S).fill_null(0),
-            gaps_ns=pl.col("itls_s").list.eval(float_to_ns(pl.element(), _NS_PER_S)),
+            arrival_ns=pl.col("start_ns").fill_null(0),
+            gaps_ns=pl.col("itls_ns"),
         )
         .with_columns(
-            first_ns=pl.when(pl.col("ttft_s") > 0).then(
-                pl.col("arrival_ns") + float_to_ns(pl.col("ttft_s"), _NS_PER_S)
-            ),
+            first_ns=pl.when(pl.col("ttft_s") > 0).then(pl.col("arrival_ns") + pl.col("ttft_ns")),
         )
         .with_columns(ticks_ns=cumulative_ticks(pl.col("first_ns"), pl.col("gaps_ns")))
         .with_columns(
@@ -140,7 +140,7 @@ def read(path: str | Path) -> ImportResult:
             .then(
                 pl.max_horizontal(
                     pl.col("last_tick"),
-                    pl.col("arrival_ns") + float_to_ns(pl.col("e2e_s"), _NS_PER_S),
+                    pl.col("arrival_ns") + pl.col("e2e_ns"),
                 )
             )
             .otherwise(pl.coalesce("last_tick", "arrival_ns")),

@@ -1,8 +1,9 @@
 """Hypothesis profiles for the differential fuzzer.
 
 ``ci`` (the default): a fixed, small number of derandomized examples, a few seconds in
-all, the same cases on every run. ``long``: 10,000 cases in all (3,334 for each of the
-three fuzz tests), for a local run before a release::
+all, the same cases on every run. ``long``: 10,000 cases in all (2,000 for each of the
+five fuzz tests: three over event logs, two over the server importers), for a local run
+before a release::
 
     HYPOTHESIS_PROFILE=long nice -n 10 python -m pytest -p no:cacheprovider tests/fuzz
 
@@ -25,7 +26,7 @@ _COMMON = {
 # No example database in CI: derandomized runs repeat the same cases anyway, and nothing
 # is written into the checkout.
 settings.register_profile("ci", max_examples=10, derandomize=True, database=None, **_COMMON)
-FUZZ_TESTS = 3
+FUZZ_TESTS = 5
 settings.register_profile("long", max_examples=-(-10_000 // FUZZ_TESTS), **_COMMON)
 # While hunting a failure: many cases, the first failing one reported as found (no
 # minutes spent shrinking a case that runs the command line several times).

@@ -130,3 +130,11 @@ def test_aiperf_integer_ns_beyond_range(tmp_path: Path) -> None:
     path = tmp_path / "profile_export.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     _refused(path, "aiperf", "record 1", "request_start_ns", "beyond")
+
+
+@pytest.mark.parametrize(("field", "value"), [("ttft", 1e20), ("e2e", 2**62), ("ttft", 1e13)])
+def test_requests_table_times_beyond_range(tmp_path: Path, field: str, value: float) -> None:
+    rows = [{"request_id": f"r{i}", "ttft": 0.05, "e2e": 1.5} for i in range(3)]
+    rows[1][field] = value
+    path = write_json(tmp_path, "requests.json", rows)
+    _refused(path, "requests", "row 2", f"'{field}'", "beyond")

@@ -46,8 +46,8 @@ import polars as pl
 
 from servetrace.sources._engine import ADMISSION, NS_PER_S, agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
-from servetrace.sources.otlp import FORMAT, Span, count, finish_reasons, seconds
-from servetrace.sources.times import float_to_ns
+from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds
+from servetrace.sources.times import with_ns
 
 DIALECT = "vLLM llm_request"
 SPAN_NAME = "llm_request"
@@ -73,6 +73,15 @@ _KNOWN = {
     *OUTPUT,
     *REQUEST_ID,
     *FINISH,
+}
+# The float-second columns and the attribute spellings they come from.
+_DURATIONS = {
+    "queue_s": QUEUE,
+    "ttft_s": TTFT,
+    "e2e_s": E2E,
+    "prefill_s": PREFILL,
+    "decode_s": DECODE,
+    "inference_s": INFERENCE,
 }
 _CANCELLED = {"abort", "aborted", "cancelled", "canceled"}
 _ERRORS = {"error"}
@@ -155,7 +164,12 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
         },
     )
     extra_columns, extra_names = extra_attributes(extras, "otlp")
-    frame = frame.with_columns(*extra_columns.values())
+    frame = with_ns(
+        frame.with_columns(*extra_columns.values()),
+        {column: " or ".join(names) for column, names in _DURATIONS.items()},
+        NS_PER_S,
+        lambda index: spans[index].where,
+    )
     requests = _requests(frame)
     _report(requests, notes)
     attributes = [
@@ -188,10 +202,6 @@ def _first_text(span: Span, names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _ns(column: str) -> pl.Expr:
-    return float_to_ns(pl.col(column), NS_PER_S)
-
-
 def _requests(frame: pl.DataFrame) -> pl.DataFrame:
     reason = pl.col("finish_reason").str.to_lowercase()
     cancelled = reason.str.contains("|".join(_CANCELLED)).fill_null(False)
@@ -200,15 +210,14 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
     status_error = (pl.col("status") == "error").fill_null(False)
     errored = reason.str.contains("|".join(_ERRORS)).fill_null(False) | status_error
     arrival = pl.col("arrival_ns")
-    terminal_ns = pl.coalesce(arrival + _ns("e2e_s"), pl.col("end_ns"))
-    first_ns = arrival + _ns("ttft_s")
+    terminal_ns = pl.coalesce(arrival + pl.col("e2e_ns"), pl.col("end_ns"))
+    first_ns = arrival + pl.col("ttft_ns")
     return (
         frame.with_columns(
             terminal_ns=terminal_ns,
             first_ns=pl.when(first_ns <= terminal_ns).then(first_ns),
             # An admission after the first token can only be clock skew between vLLM's
             # wall-clock arrival and its monotonic scheduler times: clamp, count it.
-            queue_ns=_ns("queue_s"),
         )
         .with_columns(
             admission_late=(arrival + pl.col("queue_ns") > pl.col("first_ns")).fill_null(False),
@@ -222,7 +231,7 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
             ticks_ns=pl.when(pl.col("first_ns").is_not_null())
             .then(pl.concat_list(pl.col("first_ns")))
             .otherwise(pl.lit([], dtype=pl.List(pl.Int64))),
-            last_token_ns=pl.min_horizontal(pl.col("first_ns") + _ns("decode_s"), terminal_ns),
+            last_token_ns=pl.min_horizontal(pl.col("first_ns") + pl.col("decode_ns"), terminal_ns),
             terminal=pl.when(errored)
             .then(pl.lit("error"))
             .when(cancelled)
@@ -236,9 +245,9 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
                 .then(pl.col("status_message").fill_null("span status ERROR"))
                 .otherwise(pl.format("finish reason {}", pl.col("finish_reason")))
             ),
-            vllm_prefill_ns=_ns("prefill_s"),
-            vllm_decode_ns=_ns("decode_s"),
-            vllm_inference_ns=_ns("inference_s"),
+            vllm_prefill_ns=pl.col("prefill_ns"),
+            vllm_decode_ns=pl.col("decode_ns"),
+            vllm_inference_ns=pl.col("inference_ns"),
         )
     )
 

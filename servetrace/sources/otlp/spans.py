@@ -1,33 +1,7 @@
-"""OpenTelemetry spans as the Collector's ``file`` exporter writes them (OTLP JSON).
+"""OTLP JSON spans, decoded: the Collector file export read into ``Span`` values, and the
+typed attribute access both dialects use (``seconds``, ``count``, ``finish_reasons``).
 
-One JSON object per line, each an ``ExportTraceServiceRequest``:
-``resourceSpans[].scopeSpans[].spans[]``, every span with ``traceId``, ``spanId``,
-``name``, ``kind``, ``startTimeUnixNano`` / ``endTimeUnixNano`` (decimal strings of Unix
-ns, per the proto3 JSON mapping: exact), ``attributes`` as ``[{key, value}]`` with typed
-values (``stringValue``, ``intValue`` — a string —, ``doubleValue``, ``boolValue``,
-``arrayValue``, ``kvlistValue``) and ``status.code`` (2 = error). Pinned to
-open-telemetry/opentelemetry-proto ``opentelemetry/proto/trace/v1/trace.proto`` and the
-Collector's ``exporter/fileexporter`` (JSON lines; ``rotation`` renames the full file,
-with its UTC time in the name, beside the current one: names are not relied on, content
-is).
-
-Input: one file (``.json``/``.jsonl``, gzip allowed, detected by magic) or a **folder**
-holding the current file and its rotated and gzipped siblings: every file whose first
-line is OTLP JSON is read, in name order, as one trace. A span exported twice (a rotated
-copy kept beside the original) is counted once, with a warning.
-
-Two dialects, chosen by content (see their modules for the mapping):
-
-- ``otlp_vllm``: vLLM's ``llm_request`` server span (``--otlp-traces-endpoint``), with
-  queue, TTFT, e2e and model prefill/decode latencies: a server-side trace with
-  admissions;
-- ``otlp_genai``: spans following the OpenTelemetry GenAI semantic conventions
-  (``gen_ai.operation.name``, ``gen_ai.usage.input_tokens``/``output_tokens``,
-  ``gen_ai.response.time_to_first_chunk``), from any instrumented client or server.
-
-Spans carry no per-token times: both dialects give a **request-level** trace. TPOT is
-exact (decode / (output_tokens - 1)); the ITL distribution is unavailable, and says why.
-Spans of other kinds (HTTP handlers, tools, embeddings) are counted and skipped.
+Knows nothing of the dialects: ``dispatch`` picks one for the spans read here.
 """
 
 from __future__ import annotations
@@ -39,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError
-from servetrace.sources._engine import agree, describe_keys, folder_files, sniff_head
-from servetrace.sources.events import ImportResult, Notes, count_phrase
-from servetrace.sources.reading import FormatMismatch, iter_json_lines, read_bytes
+from servetrace.schema import MAX_ABS_NS
+from servetrace.sources._engine import describe_keys, sniff_head
+from servetrace.sources.reading import FormatMismatch, iter_json_lines, json_lines, read_bytes
 
 FORMAT = "otlp"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -75,45 +49,6 @@ def sniff_file(path: Path) -> bool:
     """True when the file's first JSON value is an OTLP traces export (never raises; reads
     the head of the file only)."""
     return sniff_head(path, sniff_record, r'\s*\{\s*"resourceSpans"\s*:')
-
-
-def read(path: str | Path) -> ImportResult:
-    """Import a Collector file export (or a folder of them, rotated and gzipped)."""
-    from servetrace.sources import otlp_genai, otlp_vllm
-
-    path = Path(path)
-    files = folder_files(path, sniff_file) if path.is_dir() else [path]
-    notes = Notes()
-    spans: list[Span] = []
-    for file in files:
-        spans.extend(read_spans(file))
-    if not spans:
-        raise InputError(f"{path}: no spans: the export holds no resourceSpans[].spans[]")
-    spans = _deduplicate(spans, notes)
-    vllm = [s for s in spans if otlp_vllm.is_request_span(s)]
-    if vllm:
-        chosen, dialect, import_spans = vllm, otlp_vllm.DIALECT, otlp_vllm.import_spans
-    else:
-        chosen = [s for s in spans if otlp_genai.is_request_span(s)]
-        dialect, import_spans = otlp_genai.DIALECT, otlp_genai.import_spans
-        if not chosen:
-            names = sorted({s.name for s in spans})[:5]
-            raise InputError(
-                f"{path}: none of the {len(spans)} spans is an LLM request: no vLLM "
-                f"'llm_request' span and no GenAI span (gen_ai.operation.name chat or "
-                f"text_completion); span names: {', '.join(names)}",
-                hint="export the engine's request spans (vLLM: --otlp-traces-endpoint)",
-            )
-    skipped = len(spans) - len(chosen)
-    if skipped:
-        notes.add(
-            f"{count_phrase(skipped, 'span')} that "
-            f"{agree(skipped, 'is not an LLM request span', 'are not LLM request spans')} "
-            f"({dialect} dialect) were skipped"
-        )
-    if len(files) > 1:
-        notes.add(f"read {len(files)} files of the folder as one trace")
-    return import_spans(chosen, path=path, notes=notes)
 
 
 def read_spans(path: Path) -> list[Span]:
@@ -162,7 +97,7 @@ def read_spans(path: Path) -> list[Span]:
 
 
 def _first_line(text: str) -> int:
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         if line.strip():
             return number
     return 1
@@ -212,10 +147,21 @@ def _unix_ns(value: Any, where: str, field: str, *, required: bool) -> int | Non
     if isinstance(value, bool):
         raise InputError(f"{where}: field '{field}' must be Unix ns, got {value!r}")
     if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, int):
-        return value
-    raise InputError(f"{where}: field '{field}' must be Unix ns as a decimal string, got {value!r}")
+        ns = int(value)
+    elif isinstance(value, int):
+        ns = value
+    else:
+        raise InputError(
+            f"{where}: field '{field}' must be Unix ns as a decimal string, got {value!r}"
+        )
+    # fixed64 holds up to 1.8e19; a time must stay within the canonical range, in which
+    # any later difference or sum still fits Int64.
+    if abs(ns) >= MAX_ABS_NS:
+        raise InputError(
+            f"{where}: field '{field}' is {ns:.4g} ns, beyond the ±4.6e18 ns (±146 years "
+            "around 1970) a time may span"
+        )
+    return ns
 
 
 def _attributes(raw: Any, where: str) -> dict[str, Any]:
@@ -256,39 +202,35 @@ def any_value(value: Any, where: str) -> Any:
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "arrayValue" in value:
-        items = (value["arrayValue"] or {}).get("values", [])
+        items = _values(value, "arrayValue", where)
         return [any_value(item, where) for item in items]
     if "kvlistValue" in value:
-        pairs = (value["kvlistValue"] or {}).get("values", [])
+        pairs = _values(value, "kvlistValue", where)
+        if not all(type(p) is dict for p in pairs):
+            raise InputError(f"{where}: kvlistValue.values must hold {{'key', 'value'}} objects")
         return {p.get("key"): any_value(p.get("value"), where) for p in pairs}
     if "bytesValue" in value:
         return str(value["bytesValue"])
     raise InputError(f"{where}: unknown attribute value type ({', '.join(map(str, value))})")
 
 
+def _values(value: dict[str, Any], kind: str, where: str) -> list[Any]:
+    """The ``values`` list of an ``arrayValue`` / ``kvlistValue`` (an object, may be empty)."""
+    body = value[kind]
+    if body is None:
+        return []
+    if type(body) is not dict or type(body.get("values", [])) is not list:
+        raise InputError(
+            f"{where}: {kind} must be an object with a 'values' list, got {body!r:.60}"
+        )
+    values: list[Any] = body.get("values", [])
+    return values
+
+
 def _require(value: Any, kind: type, where: str, field: str) -> None:
     if not isinstance(value, kind):
         what = "a list" if kind is list else "an object"
         raise InputError(f"{where}: field '{field}' must be {what}")
-
-
-def _deduplicate(spans: list[Span], notes: Notes) -> list[Span]:
-    seen: set[tuple[str, str]] = set()
-    unique: list[Span] = []
-    for span in spans:
-        key = (span.trace_id, span.span_id)
-        if span.span_id and key in seen:
-            continue
-        seen.add(key)
-        unique.append(span)
-    twice = len(spans) - len(unique)
-    if twice:
-        notes.add(
-            f"{count_phrase(twice, 'span')} {agree(twice, 'appears', 'appear')} "
-            "twice (same traceId "
-            "and spanId, e.g. a rotated copy beside the original): counted once"
-        )
-    return unique
 
 
 # --------------------------------------------------------------------------------------

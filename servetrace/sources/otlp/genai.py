@@ -35,11 +35,12 @@ from pathlib import Path
 
 import polars as pl
 
+from servetrace.errors import InputError
 from servetrace.schema import SOURCE_CLIENT, SOURCE_SERVER
 from servetrace.sources._engine import NS_PER_S, agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
-from servetrace.sources.otlp import FORMAT, Span, count, finish_reasons, seconds
-from servetrace.sources.times import float_to_ns
+from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds
+from servetrace.sources.times import with_ns
 
 DIALECT = "OpenTelemetry GenAI"
 _OPERATIONS = {"chat", "text_completion", "generate_content"}
@@ -130,7 +131,13 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
     if not unique:
         frame = frame.with_columns(request_id=pl.col("span_id"))
     extra_columns, extra_names = extra_attributes(extras, "otlp")
-    requests = _requests(frame.with_columns(*extra_columns.values()))
+    frame = with_ns(
+        frame.with_columns(*extra_columns.values()),
+        {"ttfc_s": TTFC[0]},
+        NS_PER_S,
+        lambda index: spans[index].where,
+    )
+    requests = _requests(frame)
     _report(requests, notes)
     server = bool((requests["span_kind"] == "server").all())
     return engine_result(
@@ -152,9 +159,7 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
     )
 
 
-def _missing_end(span: Span) -> Exception:
-    from servetrace.errors import InputError
-
+def _missing_end(span: Span) -> InputError:
     return InputError(
         f"{span.where}: missing field 'endTimeUnixNano': a GenAI span ends when the "
         "response does, and this one has no end"
@@ -170,7 +175,7 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         .str.contains("|".join(_CANCELLED))
         .fill_null(False)
     )
-    first = arrival + float_to_ns(pl.col("ttfc_s"), NS_PER_S)
+    first = arrival + pl.col("ttfc_ns")
     known = pl.col("ttfc_s").is_not_null() & (first <= end)
     return frame.with_columns(
         first_token_known=known,
