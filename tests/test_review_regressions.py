@@ -246,7 +246,7 @@ def test_itl_significance_counts_requests_not_gaps(tmp_path: Path) -> None:
             "200",
         ],
     )
-    assert check.exit_code == 0 and "not testable: 3 requests" in check.stdout
+    assert check.exit_code == 0 and "is not testable (3 requests" in check.stdout
 
 
 def test_client_traces_skip_queue_wait_and_decompose_into_ttft(tmp_path: Path) -> None:
