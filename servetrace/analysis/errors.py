@@ -9,12 +9,7 @@ are left out of latency statistics, which describe completed requests.
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
-
-from servetrace.analysis.output_counts import token_sum
-from servetrace.stats.describe import describe
 
 ERRORED = "errored"
 UNKNOWN_CODE = "unknown"
@@ -29,49 +24,6 @@ def error_key(columns: list[str] | tuple[str, ...]) -> pl.Expr:
     if "error_type" in columns:
         parts.append(pl.col("error_type").cast(pl.String))
     return pl.coalesce(*parts, pl.lit(UNKNOWN_CODE)) if parts else pl.lit(UNKNOWN_CODE)
-
-
-def error_counts(requests: pl.DataFrame) -> dict[str, int]:
-    """``{code: requests}`` over errored requests, most frequent first (ties by code)."""
-    errored = requests.filter(pl.col("outcome") == ERRORED)
-    if errored.height == 0:
-        return {}
-    counts = (
-        errored.select(error_key(errored.columns).alias("code"))
-        .group_by("code")
-        .len()
-        .sort(["len", "code"], descending=[True, False])
-    )
-    return {str(code): int(n) for code, n in counts.iter_rows()}
-
-
-def error_counts_by(requests: pl.DataFrame, column: str) -> dict[Any, dict[str, int]]:
-    """``error_counts`` of every value of ``column`` in one pass."""
-    errored = requests.filter(pl.col("outcome") == ERRORED)
-    out: dict[Any, dict[str, int]] = {}
-    if errored.height == 0:
-        return out
-    counts = (
-        errored.select(column, error_key(errored.columns).alias("code"))
-        .group_by(column, "code")
-        .len()
-        .sort([column, "len", "code"], descending=[False, True, False], nulls_last=True)
-    )
-    for value, code, n in counts.iter_rows():
-        out.setdefault(value, {})[str(code)] = int(n)
-    return out
-
-
-def errored_report(requests: pl.DataFrame) -> dict[str, Any]:
-    """Count, tokens delivered before the error, time to error (ns) and example ids."""
-    errored = requests.filter(pl.col("outcome") == ERRORED)
-    ordered = errored.sort("arrival_ns", "request_id", nulls_last=True)
-    return {
-        "count": errored.height,
-        "output_tokens_delivered": token_sum(errored),
-        "time_to_error_ns": describe(errored["e2e_ns"]),
-        "examples": ordered["request_id"].head(EXAMPLES_SHOWN).to_list(),
-    }
 
 
 def code_label(code: str) -> str:

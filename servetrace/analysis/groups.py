@@ -11,7 +11,7 @@ figure of analysing the group alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,7 +130,3 @@ class Groups:
         for code, rid in heads.select(CODE, "request_id").iter_rows():
             out[code].append(rid)
         return out
-
-    def of_groups(self, values: Sequence[Any], dtype: pl.DataType) -> pl.Series:
-        """A per-group value for each row: ``values[CODE]`` as an expression's input."""
-        return pl.Series(values, dtype=dtype)

@@ -25,16 +25,6 @@ PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p99_9": 0.99
 CONFIDENCE = 0.95
 
 
-def order_statistics(values: pl.Series, wanted: dict[str, int]) -> dict[str, float]:
-    """``X_(r)`` (1-based) of the non-null values for each named rank."""
-    return _picked(sorted_values(values), wanted)
-
-
-def _picked(ordered: np.ndarray, wanted: dict[str, int]) -> dict[str, float]:
-    n = ordered.size
-    return {name: float(ordered[min(max(rank, 1), n) - 1]) for name, rank in wanted.items()}
-
-
 def _ranks_by_size(
     sizes: Sequence[int], confidence: float
 ) -> dict[str, dict[int, tuple[int, int]]]:

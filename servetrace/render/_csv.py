@@ -38,10 +38,6 @@ def write_text_raw(raw: bool) -> bool:
     return raw
 
 
-def text_is_raw() -> bool:
-    return _raw_text.get()
-
-
 def neutral_cell(value: Any) -> Any:
     """A text value that would start a formula, with ``'`` in front; anything else as is."""
     if isinstance(value, str) and value.startswith(FORMULA_START) and not _raw_text.get():

@@ -62,10 +62,6 @@ def _ms(ns: float | None) -> str:
     return f"{ms:,.0f} ms" if abs(ms) >= 100 else f"{ms:,.3g} ms"
 
 
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower() or "trace"
-
-
 def _path_value(doc: dict[str, Any], path: str) -> Any:
     value: Any = doc
     for part in path.split("."):

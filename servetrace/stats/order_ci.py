@@ -25,7 +25,6 @@ computation and is narrower than the truth.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -86,14 +85,6 @@ def _tails_of(
     high = np.cumsum(padded[:, ::-1], axis=1)[:, ::-1]  # P(B ≥ j)
     below[rows] = ((low <= tail) & inside).sum(axis=1)
     above[rows] = width[rows] - ((high <= tail) & inside).sum(axis=1)
-
-
-@functools.lru_cache(maxsize=1024)
-def _ranks_one(n: int, q: float, tail: float) -> tuple[int, int]:
-    """``_ranks_many`` of one n. Cached: every per-request metric of a report has the same
-    n (its completed requests)."""
-    low, high = _ranks_many(np.array([n], dtype=np.int64), q, tail)
-    return int(low[0]), int(high[0])
 
 
 def _largest_lower(n: IntArray, q: float, tail: float) -> IntArray:
@@ -159,11 +150,6 @@ def ranks(n: int | IntArray, q: float, confidence: float) -> tuple[IntArray, Int
     if some.any():
         low[some], high[some] = _ranks_many(distinct[some], q, tail)
     return low[where.reshape(-1)], high[where.reshape(-1)]
-
-
-def rank_pair(n: int, q: float, confidence: float) -> tuple[int, int]:
-    """``ranks`` of one size, without the array round trip (``--by`` asks per group)."""
-    return _ranks_one(int(n), q, _check(q, confidence))
 
 
 def interval(

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from scipy.stats import binom
 
-from servetrace.analysis.intervals import order_statistics, percentile_intervals
+from servetrace.analysis.intervals import percentile_intervals
 from servetrace.stats import binomial, order_ci
 from servetrace.stats.order_ci import (
     _exact_ranks,
@@ -65,16 +65,6 @@ def test_too_few_samples_for_a_bound() -> None:
     assert 0.99**n <= 0.025 < 0.99 ** (n - 1)
     assert n == math.ceil(math.log(0.025) / math.log(0.99)) == 368
     assert ranks(n, 0.99, 0.95)[1][0] == n and ranks(n - 1, 0.99, 0.95)[1][0] == n
-
-
-def test_polars_selection_is_the_order_statistic() -> None:
-    rng = np.random.default_rng(3)
-    for n in (1, 2, 7, 1000, 4097):
-        values = rng.integers(0, 1000, n)
-        ordered = np.sort(values)
-        wanted = {f"r{r}": r for r in {1, n, max(1, n // 3), max(1, n - 1)}}
-        got = order_statistics(pl.Series(values), wanted)
-        assert got == {k: float(ordered[r - 1]) for k, r in wanted.items()}
 
 
 def test_percentile_intervals_equal_sorted_sample_at_brute_ranks() -> None:
