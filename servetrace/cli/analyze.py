@@ -34,7 +34,7 @@ from servetrace.cli._scale import (
     write_requests,
 )
 from servetrace.errors import ExitCode, UsageError
-from servetrace.render.formats import SummaryFormat
+from servetrace.render.formats import SummaryFormat, ValidateFormat
 from servetrace.render.naming import Naming
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
 from servetrace.settings import DEFAULT_BATCH_ROWS, Engine
@@ -305,8 +305,8 @@ def validate(
     quarantine_out: QuarantineOutUriOpt = None,
     csv_raw_text: CsvRawTextOpt = False,
     fmt: Annotated[
-        SummaryFormat, typer.Option("--format", "-f", help="table or json.")
-    ] = SummaryFormat.table,
+        ValidateFormat, typer.Option("--format", "-f", help="Report format.")
+    ] = ValidateFormat.table,
     output: ReportOutOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
@@ -325,7 +325,7 @@ def validate(
         write_requests(
             analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
         )
-    if fmt is SummaryFormat.json:
+    if fmt is ValidateFormat.json:
         deliver(render_json(validate_dict(summary, analysis.inputs)) + "\n", output)
     else:
         deliver(validate_text(summary, analysis.inputs), output)

@@ -6,12 +6,19 @@ from enum import Enum
 
 
 class SummaryFormat(str, Enum):
-    """Output formats of ``analyze``, ``validate``, ``capacity`` and ``merge``."""
+    """Output formats of ``analyze``, ``capacity`` and ``merge``."""
 
     table = "table"
     json = "json"
     markdown = "markdown"
     csv = "csv"
+
+
+class ValidateFormat(str, Enum):
+    """Output formats of ``servetrace validate``: its report is a list of findings."""
+
+    table = "table"
+    json = "json"
 
 
 class CheckFormat(str, Enum):

@@ -40,3 +40,8 @@ def test_bracketed_text_is_shown_as_written() -> None:
 
 def test_analyze_help_is_a_page_not_a_book() -> None:
     assert len(_help("analyze").splitlines()) < 150
+
+
+def test_validate_offers_only_the_formats_it_writes() -> None:
+    done = runner.invoke(app, ["validate", "sample_traces/worked_example.csv", "-f", "markdown"])
+    assert done.exit_code == 2 and "'markdown' is not one of 'table', 'json'" in done.output
