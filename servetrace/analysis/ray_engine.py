@@ -29,8 +29,9 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.histogram import EXACT_GAPS
-from servetrace.analysis.partial import combine, finish, partial_of
+from servetrace.analysis.partial import partial_of
 from servetrace.analysis.partial_io import from_record, to_record
+from servetrace.analysis.partial_merge import combine, finish
 from servetrace.analysis.partitioned import partition_count
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.errors import ExitCode, InputError, ServetraceError, UsageError, first_line

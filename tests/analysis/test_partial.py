@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from servetrace.analysis.histogram import LogHistogram
 from servetrace.analysis.memory import analyze_events
-from servetrace.analysis.partial import combine, finish, partial_of
+from servetrace.analysis.partial import partial_of
 from servetrace.analysis.partial_io import from_record, read_partial, to_record, write_partial
+from servetrace.analysis.partial_merge import combine, finish
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.errors import InputError
