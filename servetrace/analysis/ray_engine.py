@@ -15,8 +15,8 @@ The only module that imports Ray (``servetrace[ray]``), and only when called.
 4. **Kernel** (per group, Arrow in, Arrow out): ``partial.partial_of`` — the per-request
    kernel of every engine — returns the group's partial as one row of Arrow IPC buffers
    (``partial_io.to_record``).
-5. **Merge** on the driver: ``partial.combine`` then ``partial.finish``, item for item the
-   merge of ``servetrace merge``.
+5. **Merge** on the driver: ``partial_merge.combine`` then ``partial_merge.finish``, item
+   for item the merge of ``servetrace merge``.
 """
 
 from __future__ import annotations
