@@ -202,3 +202,18 @@ def test_histograms_merge_exactly_bucket_by_bucket() -> None:
     both = LogHistogram.merged([a, b])
     assert both.describe() == one.describe()
     assert both.buckets.sort("b").equals(one.buckets.sort("b"))
+
+
+def test_merged_partials_keep_every_request_key_unique_across_shards() -> None:
+    frame = read_events([str(SAMPLES / "realistic.parquet")]).events.collect()
+    parts = [partial_of(s, (f"s{i}",)) for i, s in enumerate(shards(frame, 4))]
+    assert all(p.timeline["_key"].min() == 0 for p in parts)  # every shard counts from 0
+    merged = combine(parts)
+    keys = merged.timeline["_key"]
+    assert keys.n_unique() == keys.len() == sum(p.timeline.height for p in parts)
+    assert keys.sort().to_list() == list(range(keys.len()))
+    # Each request keeps its own key in every table: ids agree through the key.
+    joined = merged.requests.join(merged.timeline, on="_key", suffix="_tl")
+    assert joined.height == merged.requests.height
+    assert (joined["request_id"] == joined["request_id_tl"]).all()
+    assert merged.gaps["_key"].is_in(merged.requests["_key"].implode()).all()
