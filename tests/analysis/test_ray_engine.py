@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
 from servetrace.analysis.dispatch import analyze_paths
@@ -21,7 +22,8 @@ from servetrace.errors import InputError, UsageError
 from servetrace.sources.canonical import IngestOptions
 from tests.analysis.test_lifecycle import CASES
 from tests.analysis.test_partial import assert_same
-from tests.conftest import S3, events
+from tests.analysis.test_properties import traces
+from tests.conftest import S3, events, make_request
 
 ray = pytest.importorskip("ray")
 ray_engine = pytest.importorskip("servetrace.analysis.ray_engine")
@@ -88,6 +90,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [{**r, "request_id": f"{rule}:{r['request_id']}"} for r in rows]
         for rule, rows in CASES.items()
     ]
+    cases.append(make_request("valid", admission=1, first=2, complete=3))  # a second group
     sample = pl.read_parquet(SAMPLES / "policy_sjf.parquet")
     frame = pl.concat(
         [sample, events(*cases).with_columns(policy=pl.lit("bad"))], how="diagonal_relaxed"
@@ -120,7 +123,7 @@ def test_quarantine_out_is_the_local_file_byte_for_byte(broken: Path, tmp_path: 
         )
         assert done.exit_code == 0, done.stderr
     local = pl.read_parquet(files["local"])
-    assert local.height > len(CASES)  # rows of every broken request
+    assert local["rule"].n_unique() == len(CASES)  # rows of every broken request
     assert pl.read_parquet(files["ray"]).equals(local)
     assert files["ray"].read_bytes() == files["local"].read_bytes()
 
@@ -132,6 +135,27 @@ def test_over_many_partitions_quarantine_and_groups_are_the_local_ones(broken: P
     got = _ray(broken, batch_rows=40_000)  # eight partitions: rows cross workers
     assert got.quarantine.equals(local.quarantine)
     assert summarize_by(got, "policy") == summarize_by(local, "policy")
+
+
+# Seeded and bounded (Ray runs a few seconds per case): generated traces, every row
+# shuffled over several partitions, against the local engine.
+@settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(frame=traces())
+def test_generated_traces_over_many_partitions_are_the_local_report(
+    frame: pl.DataFrame, tmp_path: Path
+) -> None:
+    path = tmp_path / "generated.parquet"
+    frame.write_parquet(path)
+    local = analyze_paths([str(path)])
+    got = _ray(path, batch_rows=max(2, frame.height // 3))
+    assert_same(got, local)
+    assert got.quarantine.equals(local.quarantine)
 
 
 def test_requests_out_is_a_parquet_dataset(tmp_path: Path) -> None:
