@@ -39,7 +39,7 @@ import polars as pl
 
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.errors import UsageError
-from servetrace.units import NS_PER_MS, TIME_UNIT_SPELLINGS
+from servetrace.units import DURATION_UNITS_TEXT, NS_PER_MS, TIME_UNIT_SPELLINGS, duration_ns
 
 COLUMNS = ("fluidity_index", "fluidity_deadlines", "fluidity_missed", "fluidity_tokens_missed")
 SOURCE = (
@@ -63,7 +63,7 @@ class FluidityTargets:
 
 
 def parse_targets(text: str, flag: str = "--fluidity") -> FluidityTargets:
-    """``ttft=500ms,tbt=50ms`` (units ns, us, µs, ms, s; both required)."""
+    """``ttft=500ms,tbt=50ms`` (the units of ``units.duration_ns``; both required)."""
     found: dict[str, int] = {}
     hint = "e.g. --fluidity ttft=500ms,tbt=50ms"
     for part in text.split(","):
@@ -73,11 +73,11 @@ def parse_targets(text: str, flag: str = "--fluidity") -> FluidityTargets:
         name, number, unit = match.groups()
         if unit not in TIME_UNIT_SPELLINGS:
             raise UsageError(
-                f"{flag} {text!r}: {name} needs a time unit (ns, us, ms, s)", hint=hint
+                f"{flag} {text!r}: {name} needs a time unit ({DURATION_UNITS_TEXT})", hint=hint
             )
         if name in found:
             raise UsageError(f"{flag} {text!r}: {name} given twice", hint=hint)
-        found[name] = round(float(number) * TIME_UNIT_SPELLINGS[unit])
+        found[name] = duration_ns(f"{number}{unit}") or 0
     missing = [n for n in ("ttft", "tbt") if n not in found]
     if missing:
         raise UsageError(f"{flag} {text!r}: missing {' and '.join(missing)}", hint=hint)

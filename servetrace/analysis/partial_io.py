@@ -3,9 +3,10 @@
 A partial is a **directory** of Parquet files and a ``manifest.json``: each table keeps
 its own schema (a shard's attribute columns, the raw rows of deferred requests), any
 Parquet reader opens every part, and the manifest — format name, version, trace span,
-flags, counts of every table, the ITL sums — is checked before anything is merged, so a
-truncated, foreign or newer partial is an ``InputError`` naming the file, never a wrong
-report. The Ray engine ships the same tables as Arrow IPC buffers (``to_record``).
+flags, analysis settings, counts of every table, the ITL sums — is checked with every
+table before anything is merged (``partial_check``), so a truncated, foreign, newer or
+edited partial is an ``InputError`` naming the file, never a wrong report. The Ray
+engine ships the same tables as Arrow IPC buffers (``to_record``).
 """
 
 from __future__ import annotations
@@ -22,22 +23,12 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.histogram import RESOLUTION, LogHistogram
-from servetrace.analysis.partial import FORMAT, TIMELINE_COLUMNS, VERSION, Partial
+from servetrace.analysis.histogram import RESOLUTION
+from servetrace.analysis.partial import FORMAT, VERSION, Partial
+from servetrace.analysis.partial_check import TABLES, bad, build, check_manifest
 from servetrace.errors import InputError, UsageError, first_line, unwritable
 from servetrace.sources.inputs import PARTIAL_MANIFEST as MANIFEST
 from servetrace.sources.inputs import is_partial
-
-TABLES = ("timeline", "requests", "transitions", "gaps", "histogram", "deferred", "quarantine")
-REQUIRED_COLUMNS = {
-    "timeline": TIMELINE_COLUMNS,
-    "requests": ("_key", "request_id", "outcome", "arrival_ns"),
-    "transitions": ("_key", "ts", "d_queued", "d_running", "d_in_system"),
-    "gaps": ("_key", "itl_ns"),
-    "histogram": ("b", "n", "lo", "hi"),
-    "deferred": ("request_id", "event", "ts"),
-    "quarantine": ("rule",),
-}
 
 
 def manifest_of(part: Partial) -> dict[str, Any]:
@@ -56,6 +47,7 @@ def manifest_of(part: Partial) -> dict[str, Any]:
             "has_releases": part.has_releases,
         },
         "attributes": list(part.attributes),
+        "settings": part.settings.to_json(),
         "itl": {
             "kind": "exact" if hist is None else "histogram",
             "count": part.gap_count,
@@ -78,95 +70,20 @@ def _table(part: Partial, name: str) -> pl.DataFrame:
     return frame
 
 
-def _bad(where: str, what: str) -> InputError:
-    return InputError(
-        f"{where}: not a servetrace partial: {what}",
-        hint="partials are written by 'servetrace analyze SHARD --partial-out DIR' or "
-        "'servetrace merge … -o DIR' (docs/partials.md)",
-    )
-
-
-def _check_manifest(where: str, manifest: Any) -> dict[str, Any]:
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise _bad(where, f"its {MANIFEST} does not say format {FORMAT!r}")
-    version = manifest.get("version")
-    if version != VERSION:
-        raise InputError(
-            f"{where}: partial format version {version!r}; this servetrace reads version {VERSION}",
-            hint="merge partials written by the same servetrace version",
-        )
-    try:
-        trace, itl, rows = manifest["trace"], manifest["itl"], manifest["rows"]
-        for name in TABLES:
-            int(rows[name])
-        int(itl["count"])
-        if itl["kind"] not in ("exact", "histogram") or itl["resolution"] != RESOLUTION:
-            raise ValueError("itl")
-        for key in ("start_ns", "end_ns"):
-            if trace[key] is not None:
-                int(trace[key])
-        bool(trace["has_releases"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise _bad(where, f"its {MANIFEST} lacks or garbles {error}") from None
-    return manifest
-
-
-def _build(where: str, manifest: dict[str, Any], tables: dict[str, pl.DataFrame]) -> Partial:
-    for name, frame in tables.items():
-        missing = [c for c in REQUIRED_COLUMNS[name] if c not in frame.columns]
-        if missing:
-            raise _bad(where, f"table {name} has no column {', '.join(missing)}")
-        if frame.height != int(manifest["rows"][name]):
-            raise InputError(
-                f"{where}: table {name} has {frame.height:,} rows, its manifest says "
-                f"{int(manifest['rows'][name]):,}: the partial is incomplete",
-                hint="write the partial again",
-            )
-    itl = manifest["itl"]
-    histogram = None
-    if itl["kind"] == "histogram":
-        histogram = LogHistogram(
-            buckets=tables["histogram"].select(pl.col("b", "n", "lo", "hi").cast(pl.Int64)),
-            n=int(itl["count"]),
-            total=int(itl["sum"]),
-            total_sq=int(itl["sum_sq"]),
-        )
-        if int(tables["histogram"]["n"].sum()) != histogram.n:
-            raise _bad(where, "its histogram buckets do not add up to the ITL count")
-    elif tables["gaps"].height != int(itl["count"]):
-        raise _bad(where, "its gap table does not hold the ITL count")
-    trace = manifest["trace"]
-    return Partial(
-        inputs=tuple(str(i) for i in manifest.get("inputs", [])),
-        start_ns=trace["start_ns"],
-        end_ns=trace["end_ns"],
-        has_releases=bool(trace["has_releases"]),
-        timeline=tables["timeline"],
-        requests=tables["requests"],
-        transitions=tables["transitions"],
-        gaps=tables["gaps"].select(pl.col("_key", "itl_ns").cast(pl.Int64)),
-        histogram=histogram,
-        deferred=tables["deferred"],
-        quarantine=tables["quarantine"],
-        attributes=tuple(str(a) for a in manifest.get("attributes", [])),
-        warnings=tuple(str(w) for w in manifest.get("warnings", [])),
-    )
-
-
 # ------------------------------------------------------------------------------ files
 def read_partial(path: str | os.PathLike[str]) -> Partial:
     """Read and check one partial directory; any problem is an ``InputError``."""
     where = str(path)
     directory = Path(path)
     if not directory.is_dir():
-        raise _bad(where, "not a directory" if directory.exists() else "no such directory")
+        raise bad(where, "not a directory" if directory.exists() else "no such directory")
     try:
         manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise _bad(where, f"no {MANIFEST}") from None
+        raise bad(where, f"no {MANIFEST}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _bad(where, f"cannot read {MANIFEST}: {error}") from None
-    manifest = _check_manifest(where, manifest)
+        raise bad(where, f"cannot read {MANIFEST}: {error}") from None
+    manifest = check_manifest(where, manifest)
     tables = {}
     for name in TABLES:
         file = directory / f"{name}.parquet"
@@ -178,7 +95,7 @@ def read_partial(path: str | os.PathLike[str]) -> Partial:
                 f"{file}: cannot read this part of the partial: {first}",
                 hint="write the partial again",
             ) from None
-    return _build(where, manifest, tables)
+    return build(where, manifest, tables)
 
 
 def check_partial_output(path: Path, flag: str) -> None:
@@ -249,9 +166,9 @@ def to_record(part: Partial) -> dict[str, bytes | str]:
 
 
 def from_record(record: dict[str, Any], where: str = "<ray partition>") -> Partial:
-    manifest = _check_manifest(where, json.loads(record[MANIFEST]))
+    manifest = check_manifest(where, json.loads(record[MANIFEST]))
     tables = {}
     for name in TABLES:
         with contextlib.closing(io.BytesIO(record[name])) as buffer:
             tables[name] = pl.read_ipc(buffer)
-    return _build(where, manifest, tables)
+    return build(where, manifest, tables)

@@ -15,8 +15,8 @@ The only module that imports Ray (``servetrace[ray]``), and only when called.
 4. **Kernel** (per group, Arrow in, Arrow out): ``partial.partial_of`` — the per-request
    kernel of every engine — returns the group's partial as one row of Arrow IPC buffers
    (``partial_io.to_record``).
-5. **Merge** on the driver: ``partial.combine`` then ``partial.finish``, item for item the
-   merge of ``servetrace merge``.
+5. **Merge** on the driver: ``partial_merge.combine`` then ``partial_merge.finish``, item
+   for item the merge of ``servetrace merge``.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.histogram import EXACT_GAPS
-from servetrace.analysis.partial import combine, finish, partial_of
+from servetrace.analysis.partial import partial_of
 from servetrace.analysis.partial_io import from_record, to_record
+from servetrace.analysis.partial_merge import combine, finish
 from servetrace.analysis.partitioned import partition_count
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.dtypes import EVENT_DTYPE

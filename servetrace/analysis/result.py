@@ -70,8 +70,9 @@ class Analysis:
 
     @property
     def quarantine(self) -> pl.DataFrame:
-        """Input rows not analysed, each with its ``rule`` (the ``--quarantine-out`` frame)."""
-        return self.quarantine_rows
+        """Input rows not analysed, each with its ``rule`` (the ``--quarantine-out`` frame),
+        in one order whatever the engine (``quarantine_order``)."""
+        return quarantine_order(self.quarantine_rows)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -86,3 +87,13 @@ class Analysis:
                 hint="give the trace itself",
             )
         return self.events_reader()
+
+
+def quarantine_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """Quarantined rows by request, then time and event, then every other column: the
+    engines that split a trace by request (partitioned, partials, Ray) cannot keep the
+    input's order, and a total order makes their files the in-memory one byte for byte.
+    Rows without an id (unplaceable) come last."""
+    first = [c for c in ("request_id", "ts", "event", "rule") if c in rows.columns]
+    rest = [c for c in rows.columns if c not in first and not rows.schema[c].is_nested()]
+    return rows.sort([*first, *rest], nulls_last=True, maintain_order=True)

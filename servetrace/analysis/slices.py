@@ -24,8 +24,10 @@ import polars as pl
 
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
+from servetrace.analysis.window import INT64_MAX, TOO_LONG
 from servetrace.errors import UsageError
 from servetrace.schema import TICK_EVENTS
+from servetrace.units import DURATION_UNITS_TEXT, NS_PER_MS, duration_ns
 
 MAX_SLICES = 10_000
 LEVELS = ("queued", "running", "in_system")
@@ -183,13 +185,19 @@ def slice_figures(
 
 
 def parse_slice(text: str, flag: str = "--slice") -> int:
-    """``10s``, ``500ms``, ``2m``, ``1.5`` (seconds) → ns."""
-    from servetrace.analysis.window import _bound
-
-    bound = _bound(text, flag)
-    if bound is None or bound.relative_s is None or bound.relative_s <= 0:
-        raise UsageError(f"{flag} {text!r}: give a duration such as 10s, 500ms or 2m")
-    width = round(bound.relative_s * 1e9)
-    if width < 1_000_000:
-        raise UsageError(f"{flag} {text!r}: a slice is at least 1 ms")
+    """``10s``, ``500ms``, ``2min``, ``1.5`` (seconds): any unit of the rule grammar → ns."""
+    width = duration_ns(text)
+    hint = "e.g. --slice 10s, --slice 500ms, --slice 2min"
+    if width is None:
+        raise UsageError(
+            f"{flag} {text!r}: give a duration such as 10s, 500ms or 2min "
+            f"(units {DURATION_UNITS_TEXT})",
+            hint=hint,
+        )
+    if width <= 0:
+        raise UsageError(f"{flag} {text!r}: a slice must be positive", hint=hint)
+    if width > INT64_MAX:
+        raise UsageError(f"{flag} {text!r}: {TOO_LONG}", hint=hint)
+    if width < NS_PER_MS:
+        raise UsageError(f"{flag} {text!r}: a slice is at least 1 ms", hint=hint)
     return width

@@ -3,9 +3,11 @@
 **The window.** ``--window START:END`` keeps every event of every request whose (first)
 arrival falls in ``[START, END)``; the analysis of what remains is, by construction, the
 analysis of that filtered trace (``tests/analysis/test_window.py`` holds it to that). A
-bound is seconds from the trace start (``30``, ``2.5``, ``90s``, ``1500ms``, ``2m``) or an
+bound is a time from the trace start, in any unit of the rule grammar (``30`` seconds,
+``2.5``, ``90s``, ``1500ms``, ``1ns``, ``2min``, ``1h``: ``units.duration_ns``), or an
 ISO-8601 timestamp (``2025-01-01T10:00:30``; naive means UTC); an empty bound is open
-(``:60``, ``600:``). Requests with no arrival cannot arrive in a window and are left out.
+(``:60``, ``600:``). Every bound must be a time a trace can hold (Int64 ns). Requests
+with no arrival cannot arrive in a window and are left out.
 
 **The steady-state rule** (``--steady-state``), on the in-system concurrency of valid
 requests (the level the summary's ``concurrency.in_system`` describes):
@@ -34,8 +36,6 @@ that outlives a request), it is an error that says so rather than a window of no
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -43,7 +43,13 @@ import numpy as np
 import polars as pl
 
 from servetrace.errors import UsageError
-from servetrace.units import NS_PER_S
+from servetrace.units import (
+    DURATION_UNITS_TEXT,
+    NS_PER_DAY,
+    NS_PER_S,
+    NS_PER_US,
+    duration_ns,
+)
 
 BINS = 100
 SMOOTH = 5
@@ -53,21 +59,22 @@ RULE_TEXT = (
     "median of 5) is within ±5% (or its own noise) of the plateau (median of the middle "
     "half), ending one median e2e before the drain"
 )
-_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
-_RELATIVE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ms|s|min|m|h)?\s*$")
+INT64_MAX = 2**63 - 1
+TOO_LONG = "longer than any trace can be (timestamps are Int64 ns: about 292 years)"
+WINDOW_HINT = "e.g. --window 60:600, --window 1min:10min, --window 2025-01-01T10:00:00:"
 
 
 @dataclass(frozen=True)
 class Bound:
-    """One side of a window: seconds from the trace start, or an absolute time in ns."""
+    """One side of a window: ns from the trace start, or an absolute time in ns."""
 
-    relative_s: float | None = None
+    relative_ns: int | None = None
     absolute_ns: int | None = None
 
     def resolve(self, origin_ns: int) -> int:
         if self.absolute_ns is not None:
             return self.absolute_ns
-        return origin_ns + round((self.relative_s or 0.0) * NS_PER_S)
+        return origin_ns + (self.relative_ns or 0)
 
 
 @dataclass(frozen=True)
@@ -102,23 +109,28 @@ def _bound(text: str, flag: str) -> Bound | None:
     text = text.strip()
     if not text:
         return None
-    match = _RELATIVE.match(text)
-    if match:
-        value = float(match.group(1)) * _UNITS[match.group(2) or ""]
-        if not math.isfinite(value):
-            raise UsageError(f"{flag} {text!r}: not a finite time")
-        return Bound(relative_s=value)
+    relative = duration_ns(text)
+    if relative is not None:
+        if relative < 0:
+            raise UsageError(
+                f"{flag} {text!r}: a bound is a time from the trace start, not before it",
+                hint=WINDOW_HINT,
+            )
+        if relative > INT64_MAX:
+            raise UsageError(f"{flag} {text!r}: {TOO_LONG}", hint=WINDOW_HINT)
+        return Bound(relative_ns=relative)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise UsageError(
-            f"{flag}: {text!r} is neither seconds from the trace start nor an ISO timestamp",
-            hint="e.g. --window 60:600, --window 1m:10m, --window 2025-01-01T10:00:00:",
+            f"{flag}: {text!r} is neither a time from the trace start ({DURATION_UNITS_TEXT}) "
+            "nor an ISO timestamp",
+            hint=WINDOW_HINT,
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    ns = (delta.days * 86_400 + delta.seconds) * NS_PER_S + delta.microseconds * 1_000
+    ns = delta.days * NS_PER_DAY + delta.seconds * NS_PER_S + delta.microseconds * NS_PER_US
     return Bound(absolute_ns=ns)
 
 
@@ -145,6 +157,12 @@ def parse_window(text: str, flag: str = "--window") -> WindowSpec:
 def resolve(spec: WindowSpec, origin_ns: int) -> Window:
     start = spec.start.resolve(origin_ns) if spec.start else origin_ns
     end = spec.end.resolve(origin_ns) if spec.end else None
+    if not all(-INT64_MAX - 1 <= t <= INT64_MAX for t in (start, end) if t is not None):
+        raise UsageError(
+            f"--window {spec.text!r}: reaches beyond the times a trace can hold "
+            "(Int64 ns since 1970, up to the year 2262)",
+            hint=WINDOW_HINT,
+        )
     if end is not None and end <= start:
         raise UsageError(f"--window {spec.text!r}: the end must come after the start")
     return Window(start, end, origin_ns, "given: --window " + spec.text)

@@ -19,8 +19,8 @@ import polars as pl
 
 from servetrace.analysis.fluidity import FluidityTargets, parse_targets
 from servetrace.analysis.memory import summarize_by
-from servetrace.analysis.partial import finish
 from servetrace.analysis.partial_io import write_partial
+from servetrace.analysis.partial_merge import finish
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.window import WindowSpec
@@ -230,7 +230,7 @@ def analyze_shard(
     result to ``partial_out`` (``docs/partials.md``): the report is the partial's own."""
     settings = settings_of(by=by, **options)
     sources = resolve(path_texts(paths), from_format)
-    partial = shard_partial(sources, settings.ingest)
+    partial = shard_partial(sources, settings.ingest, settings.options)
     write_partial(partial, partial_out)
     analysis = finish(partial, settings.options)
     groups = summarize_by(analysis, by, settings.options) if by else None

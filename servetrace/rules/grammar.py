@@ -9,7 +9,7 @@ Grammar (whitespace is allowed between tokens)::
     goodput     := metric op number time-unit       ttft<=200ms       (per request, no stat)
     key         := metric "." stat                  ttft.p99  itl.p50  throughput.requests_per_s
     op          := "<=" | "<" | ">=" | ">"          ("≤" and "≥" are read as "<=" and ">=")
-    time-unit   := "ns" | "us" | "µs" | "ms" | "s"
+    time-unit   := "ns" | "us" | "µs" | "ms" | "s" | "min" | "m" | "h"   (units.duration_ns)
 
 Metrics and statistics are those of ``servetrace.comparison.catalog``. Time statistics need a
 time unit; counts, fractions and rates are plain numbers (fractions also take ``%``).
@@ -47,12 +47,13 @@ from servetrace.comparison.catalog import (
 )
 from servetrace.errors import UsageError
 from servetrace.rules.rules import RegressionRule, Rule, SloRule, format_number, internal_value
+from servetrace.units import DURATION_UNITS_TEXT
 from servetrace.units import TIME_UNIT_SPELLINGS as TIME_UNITS_NS
 
 Expect = Literal["slo", "regression", "goodput"]
 # The longest time a trace can hold: its timestamps are Int64 nanoseconds.
 MAX_TIME_NS = float(2**63 - 1)
-_TIME_UNITS_TEXT = "ns, us, ms or s"
+_TIME_UNITS_TEXT = DURATION_UNITS_TEXT
 GOODPUT_HINT = "goodput targets look like ttft<=200ms, tpot<=50ms (per request, no statistic)"
 RULE_HINT = (
     "rules look like ttft.p99<=500ms (an SLO) or ttft.p99:+10% (a regression budget); "

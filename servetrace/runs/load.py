@@ -15,8 +15,10 @@ import polars as pl
 
 from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.memory import analyze_events, summarize_by, unreadable
-from servetrace.analysis.partial import Partial, combine, finish, partial_of
+from servetrace.analysis.partial import Partial, partial_of
 from servetrace.analysis.partial_io import read_partial
+from servetrace.analysis.partial_merge import combine, finish
+from servetrace.analysis.partial_settings import ShardSettings
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.slices import slice_figures
 from servetrace.analysis.window import Window, WindowSpec
@@ -239,7 +241,10 @@ def _partials(source: RunSource, settings: Settings) -> Analysis:
     _refuse_restricted(settings, "partials")
     if settings.engine is Engine.ray:
         raise UsageError("--engine ray analyses traces; these inputs are partial results")
-    merged = finish(merged_partial(source.paths), settings.options)
+    part = merged_partial(source.paths)
+    # The shards' own settings, where the merge is given none (goodput in --by too).
+    settings = replace(settings, options=part.settings.applied(settings.options))
+    merged = finish(part, settings.options)
     by = settings.by
     if by and merged.gaps.height == 0 and (merged.summary.metrics["itl"]["count"] or 0) > 0:
         raise UsageError(
@@ -291,8 +296,11 @@ def _declared(fmt: str | None) -> dict[str, Any]:
     return declared_for(fmt, None, None)
 
 
-def shard_partial(sources: list[RunSource], ingest: IngestOptions) -> Partial:
-    """One shard (its canonical events, or an export's) as a mergeable partial result."""
+def shard_partial(
+    sources: list[RunSource], ingest: IngestOptions, options: AnalysisOptions
+) -> Partial:
+    """One shard (its canonical events, or an export's) as a mergeable partial result,
+    recording the settings it is read and reported with."""
     frames: list[pl.DataFrame] = []
     notes: tuple[str, ...] = ()
     for source in sources:
@@ -300,4 +308,5 @@ def shard_partial(sources: list[RunSource], ingest: IngestOptions) -> Partial:
         frames += read
         notes += said
     inputs = tuple(text for source in sources for text in source.trace_texts)
-    return partial_of(pl.concat(frames, how="diagonal_relaxed"), inputs, notes)
+    settings = ShardSettings.of(ingest.event_map, options)
+    return partial_of(pl.concat(frames, how="diagonal_relaxed"), inputs, notes, settings=settings)

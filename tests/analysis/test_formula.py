@@ -236,3 +236,16 @@ def test_worst_picks_what_a_full_sort_puts_first(seed: int) -> None:
     for code, found in enumerate(worst(two, "formula_residual_ns", 2)):
         alone = two.filter(pl.col(CODE) == code)
         assert [r["request_id"] for r in found] == _worst_by_full_sort(alone, "formula_residual_ns")
+
+
+def test_a_reported_zero_output_count_with_ticks_predicts_no_decode_steps() -> None:
+    # N = 0 while ticks came: the fleet formula predicts TTFT + max(N - 1, 0) · ITL, so
+    # the residual is response - TTFT, never credited with a negative step.
+    trace = events(
+        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30),
+        make_request("zero", admission=0, first=10, ticks=[40], complete=40, output_tokens=0),
+    )
+    report = check_formula(analyze_events(trace).per_request)
+    assert report.fleet_itl_ns == pytest.approx(10 * MS)  # from "a" alone
+    residual = {w["request_id"]: w["residual_ns"] for w in report.fleet.worst}
+    assert residual["zero"] == pytest.approx(30 * MS)

@@ -295,3 +295,10 @@ def test_ticks_come_by_request_then_time_whatever_the_row_order(order: list[int]
     assert requests["first_tick_ns"].to_list() == [2 * MS, 1 * MS]
     assert requests["first_is_first"].to_list() == [True, True]
     assert requests["tokens_sum"].to_list() == [3, 4]
+
+
+def test_request_attributes_come_from_the_arrival_row() -> None:
+    rows = make_request("r", admission=1, first=2, complete=3, prompt_tokens=100, policy="fcfs")
+    rows[-1] |= {"prompt_tokens": 120, "policy": "sjf"}  # the completion says otherwise
+    (request,) = analyze_events(events(rows)).requests.iter_rows(named=True)
+    assert (request["prompt_tokens"], request["policy"]) == (100, "fcfs")

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from servetrace.analysis.histogram import LogHistogram
 from servetrace.analysis.memory import analyze_events
-from servetrace.analysis.partial import combine, finish, partial_of
+from servetrace.analysis.partial import partial_of
 from servetrace.analysis.partial_io import from_record, read_partial, to_record, write_partial
+from servetrace.analysis.partial_merge import combine, finish
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.errors import InputError
@@ -129,14 +130,30 @@ def test_a_generated_trace_beyond_the_exact_budget_is_within_the_bound() -> None
     assert_same(finish(combine(exact_parts, exact_gaps=1000)), expected, exact=False)
 
 
+# Seeded (derandomized) and bounded: the same 40 cases on every run.
 @settings(
     max_examples=40,
     deadline=None,
+    derandomize=True,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(frame=traces(), n=st.integers(1, 5), seed=st.integers(0, 1000))
 def test_any_request_split_of_any_trace_merges_exactly(frame: pl.DataFrame, n: int, seed: int):
-    assert_same(merged(frame, n, seed), whole(frame))
+    expected = whole(frame)
+    assert_same(merged(frame, n, seed), expected)
+    # The same through the wire format, merged as a tree.
+    parts = [
+        from_record(to_record(partial_of(s, (f"s{i}",))))
+        for i, s in enumerate(shards(frame, n, seed))
+    ]
+    halves = [
+        combine(parts[: len(parts) // 2 or 1]),
+        *([combine(parts[len(parts) // 2 or 1 :])] if len(parts) > 1 else []),
+    ]
+    got = finish(combine(halves))
+    assert_same(got, expected)
+    assert got.quarantine.equals(expected.quarantine.select(got.quarantine.columns))
 
 
 # Requests whose values depend on the rest of the trace: queued or not (no admission, no
@@ -201,3 +218,18 @@ def test_histograms_merge_exactly_bucket_by_bucket() -> None:
     both = LogHistogram.merged([a, b])
     assert both.describe() == one.describe()
     assert both.buckets.sort("b").equals(one.buckets.sort("b"))
+
+
+def test_merged_partials_keep_every_request_key_unique_across_shards() -> None:
+    frame = read_events([str(SAMPLES / "realistic.parquet")]).events.collect()
+    parts = [partial_of(s, (f"s{i}",)) for i, s in enumerate(shards(frame, 4))]
+    assert all(p.timeline["_key"].min() == 0 for p in parts)  # every shard counts from 0
+    merged = combine(parts)
+    keys = merged.timeline["_key"]
+    assert keys.n_unique() == keys.len() == sum(p.timeline.height for p in parts)
+    assert keys.sort().to_list() == list(range(keys.len()))
+    # Each request keeps its own key in every table: ids agree through the key.
+    joined = merged.requests.join(merged.timeline, on="_key", suffix="_tl")
+    assert joined.height == merged.requests.height
+    assert (joined["request_id"] == joined["request_id_tl"]).all()
+    assert merged.gaps["_key"].is_in(merged.requests["_key"].implode()).all()

@@ -4,21 +4,26 @@ the histogram's bound beyond. One Ray session for the module (start-up is the co
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
 from servetrace.analysis.dispatch import analyze_paths
 from servetrace.analysis.result import AnalysisOptions
 from servetrace.errors import InputError, UsageError
 from servetrace.sources.canonical import IngestOptions
+from tests.analysis.test_lifecycle import CASES
 from tests.analysis.test_partial import assert_same
-from tests.conftest import S3
+from tests.analysis.test_properties import traces
+from tests.conftest import S3, events, make_request
 
 ray = pytest.importorskip("ray")
 ray_engine = pytest.importorskip("servetrace.analysis.ray_engine")
@@ -76,6 +81,81 @@ def test_a_generated_trace_shuffled_over_many_partitions(generated: Path) -> Non
     binned = _ray(generated, batch_rows=20_000, exact_gaps=0)
     assert any("log histogram" in w for w in binned.summary.warnings)
     assert_same(binned, local, exact=False)
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sample with a request breaking each lifecycle rule (quarantined rows)."""
+    cases = [
+        [{**r, "request_id": f"{rule}:{r['request_id']}"} for r in rows]
+        for rule, rows in CASES.items()
+    ]
+    cases.append(make_request("valid", admission=1, first=2, complete=3))  # a second group
+    sample = pl.read_parquet(SAMPLES / "policy_sjf.parquet")
+    frame = pl.concat(
+        [sample, events(*cases).with_columns(policy=pl.lit("bad"))], how="diagonal_relaxed"
+    )
+    path = tmp_path_factory.mktemp("broken") / "trace.parquet"
+    frame.write_parquet(path)
+    return path
+
+
+def _cli(*args: str) -> Any:
+    from servetrace.cli import app
+
+    return runner.invoke(app, list(args))
+
+
+def test_by_a_column_is_the_local_report(broken: Path) -> None:
+    args = ["analyze", str(broken), "--by", "policy", "-f", "json", "--goodput", "ttft<=1s"]
+    ray_run, local = _cli(*args, "--engine", "ray"), _cli(*args)
+    assert ray_run.exit_code == local.exit_code == 0, ray_run.stderr
+    got, expected = json.loads(ray_run.stdout), json.loads(local.stdout)
+    assert len(got["by"]["groups"]) > 1 and got == expected
+
+
+def test_quarantine_out_is_the_local_file_byte_for_byte(broken: Path, tmp_path: Path) -> None:
+    files = {}
+    for engine in ("local", "ray"):
+        files[engine] = tmp_path / f"{engine}.parquet"
+        done = _cli(
+            "analyze", str(broken), "--engine", engine, "--quarantine-out", str(files[engine])
+        )
+        assert done.exit_code == 0, done.stderr
+    local = pl.read_parquet(files["local"])
+    assert local["rule"].n_unique() == len(CASES)  # rows of every broken request
+    assert pl.read_parquet(files["ray"]).equals(local)
+    assert files["ray"].read_bytes() == files["local"].read_bytes()
+
+
+def test_over_many_partitions_quarantine_and_groups_are_the_local_ones(broken: Path) -> None:
+    from servetrace.analysis.memory import summarize_by
+
+    local = analyze_paths([str(broken)])
+    got = _ray(broken, batch_rows=40_000)  # eight partitions: rows cross workers
+    assert got.quarantine.equals(local.quarantine)
+    assert summarize_by(got, "policy") == summarize_by(local, "policy")
+
+
+# Seeded and bounded (Ray runs a few seconds per case): generated traces, every row
+# shuffled over several partitions, against the local engine.
+@settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(frame=traces())
+def test_generated_traces_over_many_partitions_are_the_local_report(
+    frame: pl.DataFrame, tmp_path: Path
+) -> None:
+    path = tmp_path / "generated.parquet"
+    frame.write_parquet(path)
+    local = analyze_paths([str(path)])
+    got = _ray(path, batch_rows=max(2, frame.height // 3))
+    assert_same(got, local)
+    assert got.quarantine.equals(local.quarantine)
 
 
 def test_requests_out_is_a_parquet_dataset(tmp_path: Path) -> None:

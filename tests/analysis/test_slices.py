@@ -80,8 +80,18 @@ def test_slice_widths() -> None:
     assert parse_slice("10s") == 10 * S
     assert parse_slice("500ms") == 500 * MS
     assert parse_slice("2m") == 120 * S
-    for bad in ("0s", "abc", "0.1ms"):
-        with pytest.raises(UsageError):
+    assert parse_slice("1min") == parse_slice("60s") == parse_slice("60000000000ns")
+    assert parse_slice("1h") == 3600 * S
+    assert parse_slice("1000us") == MS
+    for bad, message in {
+        "0s": "a slice must be positive",
+        "-1s": "a slice must be positive",
+        "abc": "give a duration such as",
+        "0.1ms": "a slice is at least 1 ms",
+        "1ns": "a slice is at least 1 ms",
+        "1e30s": "longer than any trace",
+    }.items():
+        with pytest.raises(UsageError, match=message):
             parse_slice(bad)
 
 

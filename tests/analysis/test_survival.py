@@ -189,3 +189,21 @@ def test_batched_engines_give_the_itl_interval_while_gaps_are_exact(tmp_path) ->
         assert block is not None and block["p50"] is None
         assert "log histogram" in block["null_reasons"]["p50"]
         assert spilled.gaps.height == 0
+
+
+def test_a_request_that_errors_before_admission_is_left_out_of_queue_wait() -> None:
+    # Only a request still queued at the end ("late") is censored there: one that
+    # logged an error before it was admitted is neither observed nor in flight.
+    rows = [
+        make_request("a", arrival=0, admission=5, first=10, complete=12),
+        make_request("b", arrival=0, admission=20, first=30, complete=32),
+        [
+            *make_request("failed", arrival=1),
+            {"request_id": "failed", "event": "error", "ts": 3 * MS},
+        ],
+        make_request("late", arrival=400),
+    ]
+    summary = analyze_events(events(*rows), AnalysisOptions()).summary
+    assert summary.outcomes["errored"] == 1
+    queue = summary.survival["queue_wait"]
+    assert (queue["events"], queue["censored"], queue["censored_in_flight"]) == (2, 1, 1)

@@ -169,3 +169,49 @@ def test_steady_state_through_the_cli(tmp_path: Path, ramp_events: pl.DataFrame)
     starts = [row["start_s"] for row in report["slices"]]
     assert starts[0] == pytest.approx(window["start_s"])
     assert all(b - a == pytest.approx(10.0) for a, b in itertools.pairwise(starts))
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("0ms:1ns", (0, 1)),
+        ("1us:2µs", (1_000, 2_000)),
+        ("1.5:2s", (1.5 * S, 2 * S)),
+        ("1min:1h", (60 * S, 3600 * S)),
+        ("1m:2m", (60 * S, 120 * S)),
+    ],
+)
+def test_window_bounds_take_every_unit_of_the_rule_grammar(text: str, ns: tuple) -> None:
+    window = resolve(parse_window(text), origin_ns=0)
+    assert (window.start_ns, window.end_ns) == ns
+
+
+def test_an_iso_start_starts_exactly_there() -> None:
+    # A wrong seconds-per-day would move both bounds by hours and keep end - start.
+    window = resolve(parse_window("2025-01-01T00:00:10Z:"), origin_ns=0)
+    assert window.start_ns == 1_735_689_610 * S
+    assert window.end_ns is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("10:10", "the end must come after the start"),
+        ("x:y:z", "'x' is neither"),
+        ("0s:1e30s", "longer than any trace"),
+        ("-1s:", "not before it"),
+        ("9999-01-01T00:00:00:", "beyond the times a trace can hold"),
+    ],
+)
+def test_a_window_that_means_nothing_is_one_usage_error(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        resolve(parse_window(text), origin_ns=0)
+
+
+def test_a_window_far_beyond_the_trace_is_exit_2_in_one_line(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.parquet"
+    synthetic_events(20).write_parquet(trace)
+    done = CliRunner().invoke(app, ["analyze", str(trace), "--window", "0s:1e30s"])
+    assert done.exit_code == 2, done.output
+    assert "Traceback" not in done.output
+    assert "longer than any trace" in done.stderr.splitlines()[0]

@@ -5,7 +5,9 @@ a merged partial as a trace."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -164,3 +166,125 @@ def test_commands_that_need_the_events_refuse_a_partial(tmp_path: Path) -> None:
     done = runner.invoke(app, ["report", partial, "-o", str(tmp_path / "r.html")])
     assert done.exit_code == 0, done.stderr
     assert "partial results keep no events" in done.stderr
+
+
+def _tamper_manifest(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    manifest = json.loads((path / "manifest.json").read_text())
+    edit(manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _as_histogram(manifest: dict[str, Any]) -> None:
+    manifest["itl"].update(kind="histogram", count=0)  # an exact partial's null sums
+
+
+def _retype(table: str, column: str, dtype: Any) -> Callable[[Path], None]:
+    def edit(path: Path) -> None:
+        file = path / f"{table}.parquet"
+        pl.read_parquet(file).with_columns(pl.col(column).cast(dtype)).write_parquet(file)
+
+    return edit
+
+
+def _dangling_gap(path: Path) -> None:
+    file = path / "gaps.parquet"
+    gaps = pl.read_parquet(file)
+    gaps.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(10**9).otherwise("_key").alias("_key")
+    ).write_parquet(file)
+
+
+TAMPERED: dict[str, tuple[Callable[[Path], None], str]] = {
+    "histogram kind without sums": (
+        lambda p: _tamper_manifest(p, _as_histogram),
+        "itl.sum",
+    ),
+    "end far beyond Int64": (
+        lambda p: _tamper_manifest(p, lambda m: m["trace"].update(end_ns=1e30)),
+        "trace.end_ns",
+    ),
+    "version true": (
+        lambda p: _tamper_manifest(p, lambda m: m.update(version=True)),
+        "partial format version True",
+    ),
+    "ttft as text": (_retype("requests", "ttft_ns", pl.String), "requests column ttft_ns"),
+    "a gap of no request": (_dangling_gap, "gaps"),
+}
+
+
+@pytest.mark.parametrize("case", TAMPERED)
+def test_a_tampered_partial_is_exit_3_in_one_line_naming_what(case: str, tmp_path: Path) -> None:
+    good = _partials(_split(SAMPLES / "worked_example.parquet", tmp_path, 1), tmp_path)[0]
+    tamper, named = TAMPERED[case]
+    tamper(Path(good))
+    done = runner.invoke(app, ["merge", good])
+    assert done.exit_code == 3, done.output
+    assert "Traceback" not in done.stderr
+    first = done.stderr.splitlines()[0]
+    assert good in first and named in first, first
+
+
+def _shard_partials(tmp_path: Path, *per_shard: list[str]) -> list[str]:
+    """Two request-split shards of one sample, each made into a partial with its flags."""
+    shards = _split(SAMPLES / "realistic.parquet", tmp_path, len(per_shard))
+    out = []
+    for i, (shard, flags) in enumerate(zip(shards, per_shard, strict=True)):
+        target = tmp_path / f"s{i}"
+        done = runner.invoke(app, ["analyze", str(shard), "--partial-out", str(target), *flags])
+        assert done.exit_code == 0, done.stderr
+        out.append(str(target))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("flag", "first", "second"),
+    [
+        ("--goodput", "ttft<=200ms", "ttft<=500ms"),
+        ("--formula-rel-tol", "0.05", "0.01"),
+        ("--formula-abs-tol-ms", "2", "1"),
+        ("--event-map", "begin=arrival", "start=arrival"),
+    ],
+)
+def test_shards_made_with_different_settings_are_refused_naming_both(
+    flag: str, first: str, second: str, tmp_path: Path
+) -> None:
+    a, b = _shard_partials(tmp_path, [flag, first], [flag, second])
+    done = runner.invoke(app, ["merge", a, b])
+    assert done.exit_code == 3, done.output
+    assert "Traceback" not in done.stderr
+    line = done.stderr.splitlines()[0]
+    assert flag in line and "shard0" in line and "shard1" in line, line
+
+
+def test_a_merge_reports_with_the_settings_the_shards_were_made_with(tmp_path: Path) -> None:
+    flags = ["--goodput", "ttft<=200ms", "--formula-rel-tol", "0.05"]
+    partials = _shard_partials(tmp_path, flags, flags)
+    merged = runner.invoke(app, ["merge", *partials, "-f", "json", "--by", "policy"])
+    assert merged.exit_code == 0, merged.stderr
+    whole = runner.invoke(
+        app, ["analyze", str(SAMPLES / "realistic.parquet"), "-f", "json", "--by", "policy", *flags]
+    )
+    got, expected = json.loads(merged.stdout), json.loads(whole.stdout)
+    assert got["goodput"] is not None
+    assert _without_inputs(got) == _without_inputs(expected)
+    # A merged partial keeps them, and flags given to the merge replace them.
+    runner.invoke(app, ["merge", *partials, "-o", str(tmp_path / "day")])
+    again = runner.invoke(app, ["merge", str(tmp_path / "day"), "-f", "json"])
+    assert _without_inputs(json.loads(again.stdout)) == _without_inputs(
+        json.loads(runner.invoke(app, ["merge", *partials, "-f", "json"]).stdout)
+    )
+    other = runner.invoke(app, ["merge", *partials, "-f", "json", "--goodput", "ttft<=1s"])
+    plain = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(SAMPLES / "realistic.parquet"),
+            "-f",
+            "json",
+            "--goodput",
+            "ttft<=1s",
+            "--formula-rel-tol",
+            "0.05",
+        ],
+    )
+    assert _without_inputs(json.loads(other.stdout)) == _without_inputs(json.loads(plain.stdout))

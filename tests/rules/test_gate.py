@@ -85,7 +85,7 @@ def test_caret_points_at_the_bad_unit() -> None:
     assert (error.position, error.length) == (13, 2)
     lines = error.message.splitlines()
     assert lines == [
-        "bad rule: unknown unit 'xs' (use ns, us, ms or s)",
+        "bad rule: unknown unit 'xs' (use ns, us, ms, s, min or h)",
         "  ttft.p99<=500xs",
         "               ^^",
     ]

@@ -94,3 +94,15 @@ def test_cli_refuses_out_of_range_numbers_with_exit_2_and_a_caret(flags: list[st
     assert result.stdout == ""
     assert "error: bad rule:" in result.stderr and "^" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_minutes_and_hours_are_time_units_as_in_window_and_slice() -> None:
+    from servetrace.analysis.slices import parse_slice
+    from servetrace.rules.rules import internal_value
+
+    (slo,) = parse_slo("e2e.p99<=2min")
+    assert internal_value(slo.value, slo.unit) == 120e9 == parse_slice("2min")
+    target = parse_goodput_target("e2e<=1h")
+    assert target.limit_ns == 3600e9 == parse_slice("1h")
+    with pytest.raises(RuleError, match="use ns, us, ms, s, min or h"):
+        parse_slo("ttft.p99<=2days")
