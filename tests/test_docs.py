@@ -57,7 +57,7 @@ def test_quick_start_is_a_user_install_then_the_ci_test_command() -> None:
     dev_install, command = tests.strip().splitlines()
     assert dev_install == "pip install -e '.[test]'"
     # The core, then what the default run deselects: together, every test.
-    assert command.endswith("python -m pytest && python -m pytest -m slow")
+    assert command.endswith("python -m pytest && python -m pytest -m slow -n 0")
     assert "ruff check" in command and "ruff format --check" in command
     assert "mypy servetrace" in command
     ci = (ROOT / ".ci" / "run").read_text()
@@ -157,6 +157,7 @@ def test_use_in_ci_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.M
     assert not suite.findall(".//failure")
 
 
+@pytest.mark.slow
 def test_library_api_example_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's Python block: its asserts pin the numbers it shows."""
     (example,) = [b for b in blocks("python") if "import servetrace" in b]
@@ -179,6 +180,7 @@ def _check_blocks(text: str = README) -> list[tuple[str, list[str]]]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "expected"), _check_blocks() + _check_blocks(REFERENCE), ids=lambda v: str(v)[:60]
 )

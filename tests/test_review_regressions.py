@@ -114,6 +114,7 @@ def test_hive_partition_values_become_columns(tmp_path: Path) -> None:
     assert [g["value"] for g in groups] == ["fcfs", "sjf"]
 
 
+@pytest.mark.slow
 def test_streaming_partitions_a_log_with_a_row_after_its_request_finished(tmp_path: Path) -> None:
     frame = events(
         make_request("x", admission=1, first=2, complete=3),

@@ -46,6 +46,7 @@ from servetrace.render.slices import (
     token_rate,
 )
 from servetrace.schema import TICK_EVENTS
+from servetrace.units import duration_ns
 from servetrace.version import __version__
 
 __all__ = ["TimelineOptions", "build_trace", "parse_ids", "parse_window"]
@@ -64,18 +65,13 @@ def parse_window(text: str) -> tuple[int, int]:
         part = part.strip()
         if not part:
             return default
-        for unit, scale in (("ns", 1), ("us", 10**3), ("ms", 10**6), ("s", 10**9)):
-            if part.endswith(unit):
-                number, factor = part[: -len(unit)], scale
-                break
-        else:
-            number, factor = part, 10**9
-        try:
-            return round(float(number) * factor)
-        except ValueError:
+        ns = duration_ns(part)  # the one duration grammar: ns … h, a bare number is seconds
+        if ns is None or not 0 <= ns < 2**62:
             raise UsageError(
-                f"--window {text!r}: {part!r} is not a time", hint="e.g. --window 10s:20s"
-            ) from None
+                f"--window {text!r}: {part!r} is not a time from the trace start",
+                hint="e.g. --window 10s:20s (ns, us, ms, s, min or h)",
+            )
+        return ns
 
     start, end = parse(start_text, 0), parse(end_text, 2**62)
     if end <= start:

@@ -64,6 +64,7 @@ def _unkeyed(document: object) -> object:
     return document
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("streaming", [False, True], ids=["memory", "streamed"])
 def test_each_policy_gets_its_figures_alone(four_policies: Path, streaming: bool) -> None:
     combined = servetrace.analyze(

@@ -131,6 +131,7 @@ def test_a_generated_trace_beyond_the_exact_budget_is_within_the_bound() -> None
 
 
 # Seeded (derandomized) and bounded: the same 40 cases on every run.
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

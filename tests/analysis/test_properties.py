@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +79,7 @@ def by_id(frame: pl.DataFrame) -> pl.DataFrame:
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(traces())
 def test_valid_lifecycles_are_all_analysed(frame: pl.DataFrame) -> None:
@@ -88,6 +90,7 @@ def test_valid_lifecycles_are_all_analysed(frame: pl.DataFrame) -> None:
     assert analysis.requests.height == frame["request_id"].n_unique()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(traces(), st.randoms(use_true_random=False))
 def test_shuffling_rows_changes_nothing(frame: pl.DataFrame, rng) -> None:
@@ -97,6 +100,7 @@ def test_shuffling_rows_changes_nothing(frame: pl.DataFrame, rng) -> None:
     assert by_id(analyze_events(shuffled).requests).equals(by_id(analyze_events(frame).requests))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(traces(), st.integers(2, 1000))
 def test_scaling_timestamps_scales_every_latency(frame: pl.DataFrame, k: int) -> None:
@@ -110,6 +114,7 @@ def test_scaling_timestamps_scales_every_latency(frame: pl.DataFrame, k: int) ->
             assert (x is None and y is None) or abs(x - y) <= 1e-6 * max(1.0, abs(x))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(traces())
 def test_ttft_is_queue_wait_plus_prefill(frame: pl.DataFrame) -> None:
@@ -119,6 +124,7 @@ def test_ttft_is_queue_wait_plus_prefill(frame: pl.DataFrame) -> None:
     assert (r["response_ns"] >= r["ttft_ns"]).all()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(traces(), st.sampled_from(sorted(CASES)))
 def test_injected_violation_is_reported_under_exactly_its_rule(

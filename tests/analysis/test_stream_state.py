@@ -192,6 +192,7 @@ def _many_requests(tmp_path: Path) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_streamed_report_on_many_batches_equals_in_memory(tmp_path: Path) -> None:
     path = _many_requests(tmp_path)
     whole = analyze_paths([path])
@@ -253,6 +254,7 @@ def test_cli_requests_out_streamed_equals_in_memory(tmp_path: Path) -> None:
     assert reports["--streaming"] == reports["--no-streaming"]
 
 
+@pytest.mark.slow
 def test_kept_rows_are_spilled_read_back_equal_and_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

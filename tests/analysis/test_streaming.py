@@ -75,6 +75,7 @@ def _stream_both_ways(path: str, batch_rows: int) -> tuple[dict, dict, dict]:
     return whole, exact.summary.metrics["itl"], binned.summary.metrics["itl"]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=25,
     deadline=None,
@@ -325,6 +326,7 @@ def _equal_time_log() -> pl.DataFrame:
     return events(rows).sort("ts", maintain_order=True)
 
 
+@pytest.mark.slow
 def test_equal_timestamps_never_look_out_of_order_at_any_batch_size(tmp_path: Path) -> None:
     frame = _equal_time_log()
     path = tmp_path / "ties.parquet"

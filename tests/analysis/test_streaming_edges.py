@@ -217,6 +217,7 @@ def test_a_released_request_is_finished_once_the_log_passes_its_release(
     assert "a row of request 'a' (token at ts 9000000)" in caught.value.message
 
 
+@pytest.mark.slow
 def test_a_request_waits_for_its_release_and_rows_at_the_release_time(
     tmp_path: Path,
 ) -> None:
@@ -320,6 +321,7 @@ def test_leaks_are_found_in_a_last_batch_without_release_rows(tmp_path: Path) ->
         assert streamed.summary.leaked_state == whole.summary.leaked_state, batch_rows
 
 
+@pytest.mark.slow
 def test_streamed_keys_are_unique_and_each_gap_keeps_its_request(tmp_path: Path) -> None:
     # Pairs of overlapping requests finishing together, in batches of every size: the
     # per-batch keys are renumbered trace-wide, so keys stay unique and the kept gap frame

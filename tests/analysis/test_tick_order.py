@@ -160,6 +160,7 @@ _row = st.tuples(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_row, min_size=1, max_size=40))
 def test_any_rows_give_the_grouping_s_frames(rows: list[tuple[int, str, int, int | None]]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
@@ -13,6 +14,7 @@ runner = CliRunner()
 TP8 = Path(__file__).resolve().parents[2] / "tests/data/real/vllm-bench-llama33-70b-a100/01_tp8_pp1"
 
 
+@pytest.mark.slow
 def test_capacity_is_never_above_the_rate_served() -> None:
     # Every finite run meets ttft<=200ms; qps_16 was offered 16 req/s but served 6.33.
     args = ["capacity", str(TP8), "--goodput", "ttft<=200ms", "-q"]

@@ -78,6 +78,7 @@ def test_missing_extra_is_a_usage_error(
     assert "pip install 'servetrace[report]'" in result.stderr
 
 
+@pytest.mark.slow
 @needs_extra
 def test_report_writes_one_file(tmp_path: Path, small: Path) -> None:
     out = tmp_path / "r.html"

@@ -47,6 +47,7 @@ def _without_inputs(report: dict) -> dict:
     return {k: v for k, v in report.items() if k != "inputs"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["realistic.parquet", "policy_fcfs.parquet"])
 def test_merge_of_four_shards_is_the_whole_report(name: str, tmp_path: Path) -> None:
     shards = _split(SAMPLES / name, tmp_path)
@@ -68,6 +69,7 @@ def test_merge_of_four_shards_is_the_whole_report(name: str, tmp_path: Path) -> 
     assert pl.read_parquet(out).equals(pl.read_parquet(ref))
 
 
+@pytest.mark.slow
 def test_merge_output_is_a_trace_for_compare_and_check(tmp_path: Path) -> None:
     fcfs, chunked = SAMPLES / "policy_fcfs.parquet", SAMPLES / "policy_chunked.parquet"
     merged = tmp_path / "fcfs.partial"
@@ -256,6 +258,7 @@ def test_shards_made_with_different_settings_are_refused_naming_both(
     assert flag in line and "shard0" in line and "shard1" in line, line
 
 
+@pytest.mark.slow
 def test_a_merge_reports_with_the_settings_the_shards_were_made_with(tmp_path: Path) -> None:
     flags = ["--goodput", "ttft<=200ms", "--formula-rel-tol", "0.05"]
     partials = _shard_partials(tmp_path, flags, flags)

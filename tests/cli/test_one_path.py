@@ -36,6 +36,7 @@ def _json(*args: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 @needs_extra
 @pytest.mark.parametrize("folder", [AIPERF, GENAI_PERF], ids=["aiperf", "genai-perf"])
 def test_report_takes_a_run_folder_as_analyze_does(folder: Path, tmp_path: Path) -> None:
@@ -128,6 +129,7 @@ def test_the_html_of_a_trace_without_send_times_draws_no_time_axis(tmp_path: Pat
     assert "queue peaked" not in page.lower()
 
 
+@pytest.mark.slow
 def test_the_library_takes_the_same_inputs(tmp_path: Path) -> None:
     analysis = servetrace.analyze(AIPERF)
     assert servetrace.to_dict(analysis) == _json("analyze", str(AIPERF))

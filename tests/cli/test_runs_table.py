@@ -38,6 +38,7 @@ def test_the_table_fits_and_names_what_it_left_out(width: int) -> None:
     assert header.split()[0] == "run" and "TTFT p99" in header  # kept at any width
 
 
+@pytest.mark.slow
 def test_a_sweep_of_configurations_is_grouped_by_folder() -> None:
     lines = _table(250, str(SWEEPS))
     rows = [line.split()[0] for line in lines[2:7]]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer.main
 from typer.testing import CliRunner
 
@@ -79,6 +80,7 @@ def test_help_lists_every_command_and_loads_no_heavy_module() -> None:
         assert f"\n  {name} " in shown, name
 
 
+@pytest.mark.slow
 def test_each_commands_help_loads_no_heavy_module() -> None:
     for name in COMMANDS:
         _, loaded = _loaded_after([name, "--help"], HEAVY)

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ROOT / "tests" / "data" / "real" / "vllm-bench-llama33-70b-a100"
 
 
+@pytest.mark.slow
 def test_a_sweep_says_each_fact_once() -> None:
     done = runner.invoke(app, ["analyze", str(SWEEP)])
     assert done.exit_code == 0, done.output
@@ -29,6 +30,7 @@ def test_a_sweep_says_each_fact_once() -> None:
     assert len(lines) == len(set(lines))
 
 
+@pytest.mark.slow
 def test_quiet_prints_no_warning_and_the_same_report() -> None:
     loud = runner.invoke(app, ["analyze", str(SWEEP)])
     quiet = runner.invoke(app, ["analyze", str(SWEEP), "-q"])

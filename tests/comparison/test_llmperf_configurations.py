@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
@@ -81,6 +82,7 @@ def test_four_configurations_give_one_table_with_a_verdict_each() -> None:
     assert [v["candidate"] for v in doc["verdicts"]] == ["Groq", "Lepton", "Anyscale"]
 
 
+@pytest.mark.slow
 def test_same_file_names_in_four_folders_are_labelled_by_folder(tmp_path: Path) -> None:
     peer = DATA / "peers" / "aiperf_s1_conc8"
     for name in ("tp1", "tp2", "tp4", "tp8"):

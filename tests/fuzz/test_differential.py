@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -169,6 +170,7 @@ def _check_against_reference(rows: list[dict[str, Any]], run: dict[str, Any]) ->
             assert _close(itl[stat], reference.percentile(gaps, q) / 1e6), stat  # type: ignore[operator]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(rows=event_logs())
 def test_matches_the_reference_in_every_input_form(rows: list[dict[str, Any]]) -> None:
@@ -183,6 +185,7 @@ def test_matches_the_reference_in_every_input_form(rows: list[dict[str, Any]]) -
         assert runs[form]["requests"].equals(runs["parquet"]["requests"]), form
 
 
+@pytest.mark.slow
 @FUZZ
 @given(rows=event_logs(), order=st.randoms(use_true_random=False))
 def test_row_order_changes_nothing(rows: list[dict[str, Any]], order: Any) -> None:

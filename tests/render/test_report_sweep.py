@@ -30,6 +30,7 @@ def _report(tmp: Path, *args: str) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_sweep_sections_as_data() -> None:
     pytest.importorskip("altair", reason="the report extra is not installed")
     from servetrace.render.report_sweep import attainment_frame, curve_frame, sweep_sections

@@ -235,3 +235,13 @@ def test_ids_holding_line_separators_give_valid_json(separator: str) -> None:
     doc = json.loads(text)
     named = {e["args"]["request_id"] for e in doc["traceEvents"] if "request_id" in e["args"]}
     assert named == {rid}
+
+
+def test_timeline_window_takes_every_unit_of_the_one_duration_grammar() -> None:
+    from servetrace.errors import UsageError
+
+    assert parse_window("1min:2h") == (60 * 10**9, 7200 * 10**9)
+    assert parse_window("500us:1.5") == (500_000, 1_500_000_000)
+    for bad in ("1e30s:", "-1s:", "x:1"):
+        with pytest.raises(UsageError, match="is not a time from the trace start"):
+            parse_window(bad)

@@ -126,6 +126,7 @@ def test_attainment_and_capacity_hand_computed(tp8: tuple[dict[str, Any], str]) 
     )
 
 
+@pytest.mark.slow
 def test_library_api_gives_the_same_report() -> None:
     report = servetrace.capacity([TP8], goodput="ttft<=60ms", attainment="80%")
     assert report.capacity is not None
@@ -145,6 +146,7 @@ def test_gpus_replaces_the_declared_count_and_says_so() -> None:
     assert run["output_tokens_per_s_per_gpu"] == pytest.approx(run["output_tokens_per_s"] / 16)
 
 
+@pytest.mark.slow
 def test_rate_overrides_in_the_order_runs_are_found() -> None:
     doc, _ = _capacity(str(TP8), *SLO, "--rate", "1", "--rate", "2", "--rate", "3", "--rate", "5")
     # found by file name: qps_01, qps_04, qps_16, qps_inf
@@ -153,6 +155,7 @@ def test_rate_overrides_in_the_order_runs_are_found() -> None:
     assert wrong.exit_code == 2 and "1 --rate values for 4 runs" in wrong.stderr
 
 
+@pytest.mark.slow
 def test_configurations_side_by_side_give_capacity_per_sweep() -> None:
     """The folder of configurations (with the user's cumulative_results.md): one curve,
     capacity per configuration folder (each repeats the offered rates), one frontier."""

@@ -140,6 +140,7 @@ def test_each_row_equals_the_users_cumulative_results(tp8: dict[str, Any], q: st
     assert row["# of req."] == run["outcomes"]["completed"]
 
 
+@pytest.mark.slow
 def test_the_table_has_one_row_per_run_and_the_library_agrees(tp8: dict[str, Any]) -> None:
     result = runner.invoke(app, ["analyze", str(TP8)])
     assert result.exit_code == 0, result.output
@@ -219,6 +220,7 @@ def _aiperf_like(folder: str, name: str) -> dict[str, Any]:
     return json.loads((PEERS / folder / name).read_text())
 
 
+@pytest.mark.slow
 def test_peer_run_folders_side_by_side_match_each_tools_summary() -> None:
     report = _json(["analyze", str(PEERS)])
     runs = {r["label"]: r for r in report["runs"]}
@@ -251,6 +253,7 @@ def test_peer_run_folders_side_by_side_match_each_tools_summary() -> None:
     assert guide["declared"]["max_concurrency"] == 8 and guide["declared"]["num_prompts"] == 400
 
 
+@pytest.mark.slow
 def test_guidellm_row_is_guidellms_numbers_under_its_own_percentile_rule() -> None:
     """GuideLLM's percentiles are nearest-rank (no interpolation) and its ITL statistics
     token-weighted; the table uses linear interpolation: the row equals GuideLLM's
@@ -353,6 +356,7 @@ def test_llmperf_summary_folder_is_never_called_broken_json_lines() -> None:
 # ----------------------------------------------------------------- compare and check
 
 
+@pytest.mark.slow
 def test_compare_says_the_declared_load_differs() -> None:
     result = runner.invoke(app, ["compare", str(QPS["01"]), str(QPS["16"]), "--metric", "ttft"])
     assert result.exit_code == 0, result.output
@@ -390,6 +394,7 @@ def test_check_a_throughput_slo_on_the_declared_duration(limit: str, code: int) 
     assert checked.passed is (code == 0)
 
 
+@pytest.mark.slow
 def test_compare_several_candidates_gives_one_table_with_a_verdict_each() -> None:
     args = ["compare", str(QPS["04"]), str(QPS["01"]), str(QPS["16"]), str(QPS["inf"])]
     result = runner.invoke(app, [*args, "--metric", "ttft", "--metric", "itl"])
@@ -440,6 +445,7 @@ def test_runs_requests_out_keeps_each_run_apart(tmp_path: Path) -> None:
     assert plots.exit_code == 2 and "several runs" in plots.stderr
 
 
+@pytest.mark.slow
 def test_library_labels_and_one_run_needed_for_compare() -> None:
     runs = servetrace.analyze_runs([QPS["16"], QPS["01"]], labels=["fast", "slow"])
     assert isinstance(runs, Runs)

@@ -149,6 +149,7 @@ def test_aiperf_raw_chunk_times_equal_metric_ticks(path: Path) -> None:
     assert (ticks[0]["ts"] - ticks[1]["ts"]).abs().max() == 0
 
 
+@pytest.mark.slow
 def test_aiperf_raw_file_given_as_path_uses_the_export_beside_it() -> None:
     raw = AIPERF_CONC8.with_name("profile_export_raw.jsonl.gz")
     assert import_file(raw).events.equals(aiperf.read(AIPERF_CONC8).events)

@@ -10,6 +10,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from servetrace.sources import objectstore
 
 ROOT = Path(__file__).parents[2]
@@ -66,6 +68,7 @@ def test_unusable_gcs_credentials_are_one_line(tmp_path: Path) -> None:
     assert "no credentials for the store" in _one_line(done, uri)
 
 
+@pytest.mark.slow
 def test_an_unreachable_gcs_store_fails_in_seconds_naming_the_uri() -> None:
     uri = "gs://servetrace-no-such-bucket/trace.parquet"
     started = time.monotonic()
