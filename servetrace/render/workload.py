@@ -23,28 +23,39 @@ def workload_message(match: WorkloadMatch) -> str:
             f"(within {tol}) and lengths; {by}"
         )
     if match.verdict == "same_requests":
-        parts = []
-        if match.arrival_mismatches:
-            worst = (match.max_arrival_offset_diff_ns or 0) / NS_PER_MS
-            parts.append(
-                f"{match.arrival_mismatches} arrival offsets differ by more than {tol} "
-                f"(at most {worst:.4g} ms)"
-            )
-        if match.prompt_length_mismatches:
-            parts.append(f"{match.prompt_length_mismatches} prompt lengths differ")
-        if match.output_length_mismatches:
-            parts.append(f"{match.output_length_mismatches} output lengths differ")
-        return f"same {n} requests, but " + "; ".join(parts) + f"; {by}"
+        return f"same {n} requests, but " + "; ".join(_mismatches(match, tol)) + f"; {by}"
     if match.verdict == "partial":
         return (
             f"partial workload match: {n} shared requests of {match.baseline_requests} "
             f"(baseline) and {match.candidate_requests} (candidate); compared unpaired: "
             "differences may come from the load, not the policy"
         )
+    if n:
+        # The ids are shared, but what they name is not the same workload.
+        return (
+            f"different workloads: the {n} shared request ids name other requests ("
+            + "; ".join(_mismatches(match, tol))
+            + "): differences may come from the load, not the policy"
+        )
     return (
         "different workloads (no shared requests): differences may come from the "
         "load, not the policy"
     )
+
+
+def _mismatches(match: WorkloadMatch, tol: str) -> list[str]:
+    parts = []
+    if match.arrival_mismatches:
+        worst = (match.max_arrival_offset_diff_ns or 0) / NS_PER_MS
+        parts.append(
+            f"{match.arrival_mismatches} arrival offsets differ by more than {tol} "
+            f"(at most {worst:.4g} ms)"
+        )
+    if match.prompt_length_mismatches:
+        parts.append(f"{match.prompt_length_mismatches} prompt lengths differ")
+    if match.output_length_mismatches:
+        parts.append(f"{match.output_length_mismatches} output lengths differ")
+    return parts
 
 
 def workload_dict(match: WorkloadMatch) -> dict[str, Any]:

@@ -199,3 +199,17 @@ def test_same_seed_same_report_across_processes() -> None:
             assert row_a[key] == row_b[key], (row_a["metric"], row_a["stat"], key)
         assert row_a["ratio"] == pytest.approx(row_b["ratio"], rel=1e-12)
     assert first["workload"] == second["workload"]
+
+
+def test_shared_ids_of_another_workload_are_not_called_no_shared_requests() -> None:
+    done = runner.invoke(
+        app,
+        [
+            "compare",
+            "sample_traces/policy_fcfs.parquet",
+            "sample_traces/different_workload.parquet",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert "no shared requests" not in done.stdout
+    assert "the 1500 shared request ids name other requests (1490 arrival offsets" in done.stdout
