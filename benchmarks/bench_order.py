@@ -1,4 +1,4 @@
-"""Streamed analysis of a log that is not in time order (issue 13, item 2).
+"""Streamed analysis of a log that is not in time order.
 
     python benchmarks/bench_order.py benchmarks/out/trace_1e7.parquet [--batch-rows 2000000]
 

@@ -1,4 +1,4 @@
-"""Start-up of the ``servetrace`` command (issue 13, item 1): wall time of fresh processes.
+"""Start-up of the ``servetrace`` command: wall time of fresh processes.
 
     python benchmarks/startup.py [--repeat 15] [--importtime]
 

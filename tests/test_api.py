@@ -39,7 +39,7 @@ def as_json(document: dict) -> dict:
 
 def assert_same(a: object, b: object, path: str = "") -> None:
     """Equal, floats to 1e-9 relative: Polars' multi-threaded sums may differ in the 15th
-    digit between two identical runs (issue 8), which is not a difference of API and CLI."""
+    digit between two identical runs, which is not a difference of API and CLI."""
     if isinstance(a, dict) and isinstance(b, dict):
         assert a.keys() == b.keys(), path
         for key in a:

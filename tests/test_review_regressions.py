@@ -128,7 +128,7 @@ def test_streaming_partitions_a_log_with_a_row_after_its_request_finished(tmp_pa
     frame.write_parquet(path)
     with pytest.raises(NotTimeOrdered, match="comes after the request finished"):
         analyze_streaming(read_events([str(path)]), batch_rows=10)
-    # Issue 13: the command no longer refuses such a log; it partitions it by request.
+    # the command no longer refuses such a log; it partitions it by request.
     result = runner.invoke(
         app, ["analyze", str(path), "--streaming", "--batch-rows", "1000", "-f", "json"]
     )

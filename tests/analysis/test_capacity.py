@@ -1,4 +1,4 @@
-"""Capacity from a sweep (issue 9, item 7), against a hand-computed sweep.
+"""Capacity from a sweep, against a hand-computed sweep.
 
 Four runs of 10 requests at 1, 2, 4 and 8 req/s offered. Each request's TTFT is chosen
 so that, for ``ttft<=100ms``, the runs meet it for 10, 10, 8 and 4 of their requests

@@ -1,4 +1,4 @@
-"""Errored requests (issue 9, item 4): a terminal ``error`` event, counted by code.
+"""Errored requests: a terminal ``error`` event, counted by code.
 
 Hand-built traces: the numbers below are read off the rows, not recomputed.
 """

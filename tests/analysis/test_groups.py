@@ -86,7 +86,7 @@ def test_each_policy_gets_its_figures_alone(four_policies: Path, streaming: bool
 
 
 def test_vidur_vllm_running_mean_is_its_own(four_policies: Path) -> None:
-    # issue 7: 33.2 alone, 32.7 under --by policy when divided by the whole file's span
+    # 33.2 alone, 32.7 under --by policy when divided by the whole file's span
     groups = servetrace.analyze(four_policies / "all.parquet", by="policy").groups
     assert groups is not None
     assert groups["vllm"].concurrency["running_mean"] == pytest.approx(33.225059099, rel=1e-9)

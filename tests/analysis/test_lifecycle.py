@@ -140,7 +140,7 @@ def test_integer_request_ids_are_kept() -> None:
     assert analysis.requests["request_id"].dtype == pl.Int64
 
 
-# --- issue 8: one request cannot change the rules of another -------------------------
+# --- one request cannot change the rules of another -------------------------
 
 
 def _client_requests(n: int) -> list[list[dict]]:

@@ -165,7 +165,7 @@ def test_auto_mode_partitions_instead_of_loading_into_memory(
 
 
 def test_a_row_after_its_request_finished_is_one_request(tmp_path: Path) -> None:
-    """Issue 13: the streamed path refused this log; partitioned it matches memory,
+    """The streamed path refused this log; partitioned it matches memory,
     with the late token counted in its own request (an invalid one, as in memory)."""
     frame = events(
         make_request("x", admission=1, first=2, complete=3),

@@ -160,7 +160,7 @@ def test_every_streamed_statistic_meets_its_bound(
 
 
 def test_two_gaps_give_the_interpolated_median(tmp_path: Path) -> None:
-    """Issue 8: gaps of 10 and 100 ms gave p50 100 ms streamed against 55 ms in memory."""
+    """Gaps of 10 and 100 ms gave p50 100 ms streamed against 55 ms in memory."""
     frame = events(make_request("a", admission=0, first=1, ticks=[11, 111], complete=111))
     path = _as_log(frame, tmp_path / "t.parquet")
     whole, exact, binned = _stream_both_ways(path, batch_rows=2)

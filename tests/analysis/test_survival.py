@@ -154,7 +154,7 @@ def test_streamed_equals_in_memory(tmp_path) -> None:
 
 
 def test_batched_engines_give_the_itl_interval_while_gaps_are_exact(tmp_path) -> None:
-    """Issue 12: the streamed and partitioned engines give ITL its order-statistic
+    """The streamed and partitioned engines give ITL its order-statistic
     interval whenever their pooled gaps are exact (also per --by group); beyond the
     budget (a log histogram) the interval is null with the reason."""
     from servetrace.analysis import memory

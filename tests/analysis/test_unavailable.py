@@ -1,4 +1,4 @@
-"""Unavailable is a state (issue 9, item 5): analyze, compare and check say why."""
+"""Unavailable is a state: analyze, compare and check say why."""
 
 from __future__ import annotations
 

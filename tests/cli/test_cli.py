@@ -82,7 +82,7 @@ def test_analyze_json_contract(mixed: Path) -> None:
         "p99",
         "p99_9",
         "max",
-        "ci95",  # added by issue 12 (add-only): the percentile intervals
+        "ci95",  # the percentile intervals (the contract only grows)
     }
     assert set(report["survival"]) == {"ttft", "e2e", "queue_wait"}
     assert report["survival"]["ttft"]["estimator"] == "kaplan-meier"

@@ -1,7 +1,7 @@
 """Every numeric flag rejects NaN, ±inf and values outside its domain: exit 2, naming it.
 
 ``compare --min-change nan`` used to be accepted and reported "no significant change"
-where the default finds four (issue 8, item 7); nothing may be read or written first.
+where the default finds four; nothing may be read or written first.
 """
 
 from __future__ import annotations

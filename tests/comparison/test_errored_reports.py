@@ -1,4 +1,4 @@
-"""Errors are not cancellations (issue 9, item 4) in every report: LLMPerf's Lepton run
+"""Errors are not cancellations in every report: LLMPerf's Lepton run
 (130 × HTTP 429 of 150 requests) through analyze, compare, check and report via the CLI,
 and the errored metric in the compare/check catalog."""
 

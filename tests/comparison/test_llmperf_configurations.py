@@ -1,4 +1,4 @@
-"""compare on real LLMPerf results (issue 9): Together vs Groq puts the metrics the files
+"""compare on real LLMPerf results: Together vs Groq puts the metrics the files
 cannot express under "Unavailable:" (never "no significant change"); four configurations
 at once give one table with a verdict per candidate, labelled; run folders whose files
 share one name are told apart by their folders; ``--label`` names them."""

@@ -297,7 +297,7 @@ def test_streamed_equals_in_memory(
 
 
 def test_streamed_itl_percentiles_equal_in_memory_on_a_small_trace(tmp_path: Path) -> None:
-    # Issue 8 item 4: one request, gaps of 10 ms and 100 ms. In memory p50 is 55 ms
+    # one request, gaps of 10 ms and 100 ms. In memory p50 is 55 ms
     # (linear interpolation); the batched path answered 100 ms before it kept exact gaps.
     rows = [
         {"request_id": "r", "event": "arrival", "ts": 0},

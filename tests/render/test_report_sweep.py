@@ -1,4 +1,4 @@
-"""``servetrace report`` on a load sweep (issue 9 item 7, the charts #10 left out): the
+"""``servetrace report`` on a load sweep: the
 throughput–latency curve and SLO attainment against offered rate, in headless Chromium
 (as ``test_report_browser``) and as data."""
 

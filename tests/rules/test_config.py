@@ -1,5 +1,5 @@
-"""Config files: every value checked, nothing silently ignored, a byte-order mark read
-(issue 8 item 7 and its "unclear messages")."""
+"""Config files: every value checked, nothing silently ignored, a byte-order mark read,
+and every message clear."""
 
 from __future__ import annotations
 

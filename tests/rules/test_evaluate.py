@@ -1,5 +1,5 @@
 """servetrace.rules.evaluate on real analyses of generated events: hand-computed numbers in
-ns, and the pass / fail / skip rule for values a trace does not have (issue 9 item 5)."""
+ns, and the pass / fail / skip rule for values a trace does not have."""
 
 from __future__ import annotations
 

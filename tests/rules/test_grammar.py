@@ -1,5 +1,5 @@
 """Numbers in rules must mean something: NaN, infinities and out-of-range values are exit 2
-with a caret under the number (issue 8 item 7), never an exit 4 or a silent pass."""
+with a caret under the number, never an exit 4 or a silent pass."""
 
 from __future__ import annotations
 

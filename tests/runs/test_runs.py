@@ -1,4 +1,4 @@
-"""Runs are the unit (issue 9 items 1-3, 6): real vLLM sweeps, peer run folders, summaries
+"""Runs are the unit: real vLLM sweeps, peer run folders, summaries
 alone, the runs table, labels, --pool, declared facts and the declared-duration window.
 
 The "Done when" checks: one vLLM configuration's folder → 4 rows equal to vLLM's own

@@ -166,7 +166,7 @@ def parquet_bytes(df: pl.DataFrame) -> bytes:
 def test_event_log_has_the_canonical_columns(realistic: Simulation) -> None:
     ev = realistic.events
     assert ev.schema == pl.Schema(EVENT_COLUMNS)
-    # every kind but ``error`` (issue 9): the simulated server never fails a request
+    # every kind but ``error``: the simulated server never fails a request
     assert set(ev["event"].unique()) == set(EVENT_KINDS) - {"error"}
     assert ev["policy"].unique().to_list() == ["fcfs"]
     assert ev["ts"].is_sorted()

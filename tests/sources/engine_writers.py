@@ -90,7 +90,7 @@ def canonical(reqs: list[Req], base_ns: int, *, admissions: bool = True) -> pl.D
             )
         )
     errored = [r.rid for r in reqs if r.outcome == "errored"]
-    # An errored request ends with the terminal ``error`` event (issue 9), not a cancellation.
+    # An errored request ends with the terminal ``error`` event, not a cancellation.
     return events(*rows).with_columns(
         pl.col("ts") + base_ns,
         pl.when(pl.col("request_id").is_in(errored) & (pl.col("event") == "cancellation"))

@@ -374,7 +374,7 @@ def test_aiperf_times_are_integer_nanoseconds() -> None:
 
 def test_aiperf_client_cancellations_are_not_errors(tmp_path: Path) -> None:
     """HTTP 499 is the client closing the request: the 59 cancellations of the real
-    cancel20 run are not failures; a 429 on one of them is: errored, not cancelled (issue 9)."""
+    cancel20 run are not failures; a 429 on one of them is: errored, not cancelled."""
     analysis = analyze_or_skip(aiperf.read(AIPERF_CANCEL20).events)
     assert analysis.summary.cancelled["count"] == 59
     assert analysis.summary.cancelled["with_error"] == 0

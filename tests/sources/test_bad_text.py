@@ -1,5 +1,5 @@
 """Broken or unusual text traces: exit 3 naming file, line/row and column, never exit 4;
-unusual but valid layouts (BOM, CR line ends, a final blank line) read normally (issue 8)."""
+unusual but valid layouts (BOM, CR line ends, a final blank line) read normally."""
 
 from __future__ import annotations
 

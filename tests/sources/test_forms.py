@@ -1,4 +1,4 @@
-"""The same events in every form a trace can take give the identical report (issue 8).
+"""The same events in every form a trace can take give the identical report.
 
 One trace is built once and written as Parquet, CSV, JSON Lines, gzip JSON Lines, a
 directory of Parquet parts, integer milliseconds, ISO date-times and float seconds. Keys

@@ -198,7 +198,7 @@ def test_genai_perf_request_without_content_and_without_response(tmp_path: Path)
     events = result.events
     assert events.filter(pl.col("request_id") == "0")["event"].to_list() == [
         "arrival",
-        "error",  # issue 9: a failed request is errored, not cancelled
+        "error",  # a failed request is errored, not cancelled
     ]
     assert events.filter(pl.col("request_id") == "1")["event"].to_list() == ["arrival"]
     assert any("no response at all" in w for w in result.warnings)

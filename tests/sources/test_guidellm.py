@@ -251,7 +251,7 @@ def test_guidellm_errored_request_without_first_token(tmp_path: Path) -> None:
     errored["output_tokens"] = 0
     path = write_json(tmp_path, "errored_before_first_token.json", _report_with([], [errored]))
     rows = guidellm.read(path).events.filter(pl.col("request_id") == "errored-1")
-    assert rows["event"].to_list() == ["arrival", "error"]  # issue 9: errored, not cancelled
+    assert rows["event"].to_list() == ["arrival", "error"]  # errored, not cancelled
     assert rows["error"].str.contains("500").all()
     assert (rows["error_type"] == "HTTPStatusError: 500 Internal Server Error").all()
     assert rows.filter(pl.col("event") == "error")["output_tokens"].item() == 0

@@ -1,5 +1,5 @@
 """Importers refuse values that would wrap Int64 nanoseconds, and values Polars cannot
-hold, with exit 3 naming file, record and field — never exit 4 (issue 8)."""
+hold, with exit 3 naming file, record and field — never exit 4."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ def test_round_trip_every_chunk(tmp_path: Path, schema: str) -> None:
     assert_same_requests(result.events, truth, CLIENT_METRICS, tolerance_ns=1)
     got = request_metrics(result.events)
     r4 = got.filter(pl.col("request_id") == "r4").row(0, named=True)
-    # issue 9: a failed sample is errored, not cancelled; r3 (CancelledError) is cancelled
+    # a failed sample is errored, not cancelled; r3 (CancelledError) is cancelled
     assert r4["outcome"] == "errored"
     assert got.filter(pl.col("request_id") == "r3")["outcome"].item() == "cancelled"
     assert r4["error_type"] == "aiohttp.ClientResponseError"

@@ -1,4 +1,4 @@
-"""Inputs resolve to unique real files, in order; globs finish; a name is a name (issue 8)."""
+"""Inputs resolve to unique real files, in order; globs finish; a name is a name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One row per request (``--from requests``, issue 9 item 8), and workload files refused.
+"""One row per request, and workload files refused.
 
 Hand-computed tables; the BurstGPT file is checked against numpy over its raw JSON.
 """

@@ -51,7 +51,7 @@ def test_round_trip_both_spellings(tmp_path: Path, version: str) -> None:
         "The client disconnected",
     )
     r4 = got.filter(pl.col("request_id") == "r4").row(0, named=True)
-    assert (r4["outcome"], r4["error_code"]) == ("errored", 500)  # issue 9: not cancelled
+    assert (r4["outcome"], r4["error_code"]) == ("errored", 500)  # not cancelled
     expected_source = "forward_entry_time" if version == "newer" else "finished - inference_time"
     assert got["admission_from"].unique().to_list() == [expected_source]
 

@@ -1,4 +1,4 @@
-"""Format detection looks at the first lines, never the whole file (issue 8): a 327 MB
+"""Format detection looks at the first lines, never the whole file: a 327 MB
 JSON Lines trace was read whole into Python (677 MB peak) just to learn its format."""
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def _file(**arrays: Any) -> dict[str, Any]:
 
 def test_vllm_bench_start_times_and_a_failed_request(tmp_path: Path) -> None:
     """Newer vLLM saves start_times (perf_counter seconds): arrivals become known. A
-    failed request (non-empty errors[i], ttft 0, no itls) ends in a flagged error (issue 9)."""
+    failed request (non-empty errors[i], ttft 0, no itls) ends in a flagged error."""
     doc = _file(
         start_times=[1000.0, 1000.25, 1000.5],
         ttfts=[0.1, 0.0, 0.2],
