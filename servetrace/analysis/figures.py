@@ -66,9 +66,29 @@ def known(requests: pl.DataFrame, groups: Groups) -> list[dict[str, Any]]:
         _flag(columns, "arrival_known"),
         _flag(columns, "ticks_available"),
         source.alias("source"),
+        *_preemption_counts(columns),
     )
     default = {"arrival_known": True, "ticks_available": True, "source": "", "requests": 0}
     return [row or dict(default) for row in rows]
+
+
+def _preemption_counts(columns: Sequence[str]) -> list[pl.Expr]:
+    """Preemption events, and requests preempted at least once, over valid requests."""
+    if "preemptions" not in columns:
+        return []
+    events = pl.col("preemptions").fill_null(0)
+    return [events.sum().alias("preemption_events"), (events > 0).sum().alias("preempted")]
+
+
+def preemptions(row: Mapping[str, Any], admissions: bool) -> dict[str, int] | None:
+    """``{"events", "requests"}`` from ``known``'s row; None where the trace cannot see
+    preemptions (no admissions: a client-side trace)."""
+    if not admissions or "preemption_events" not in row:
+        return None
+    return {
+        "events": int(row.get("preemption_events") or 0),
+        "requests": int(row.get("preempted") or 0),
+    }
 
 
 def _outcome_names() -> list[tuple[str, str]]:

@@ -108,6 +108,9 @@ class Summary:
     # Completed requests whose output-token count the trace does not know
     # (analysis.output_counts): output tok/s is null, and all of them means no tpot.
     output_uncounted: int = 0
+    # Preemption events and requests preempted at least once; None: the trace cannot see
+    # them (no admissions).
+    preemptions: dict[str, int] | None = None
 
 
 def _ids(frame: pl.DataFrame) -> list[Any]:
@@ -365,6 +368,7 @@ def _summaries(
             },
             # completed requests without an output count
             output_uncounted=done - int(tokens["output_tokens"].sizes[g]),
+            preemptions=figures.preemptions(kind, admissions[g]),
         )
         out.append(blank_unavailable(summary))
     return out

@@ -145,6 +145,7 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
         "cancelled": cancelled,
         "in_flight": in_flight,
         "leaked_state": summary.leaked_state,
+        "preemptions": summary.preemptions,
         "warnings": list(summary.warnings),
         "survival": survival_dict(summary.survival, naming),
         **outcome_keys(summary),
@@ -263,6 +264,12 @@ def _lines(summary: Summary) -> list[str]:
             if c.get(f"{name}_mean") is not None
         ]
         lines.append("concurrency: " + ", ".join(parts))
+    if summary.preemptions and summary.preemptions["events"]:
+        p = summary.preemptions
+        lines.append(
+            f"preemptions: {p['events']:,} on {p['requests']:,} "
+            f"request{'s' if p['requests'] != 1 else ''}"
+        )
     lines.extend(errored_lines(summary))
     ci = {k: v for k, v in summary.cancelled_in.items() if v}
     if summary.outcomes["cancelled"]:
