@@ -14,22 +14,21 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from servetrace.cli._app import with_parameters
+from servetrace.cli._app import F, with_parameters
 from servetrace.render._csv import write_text_raw
 from servetrace.render.naming import Naming
 from servetrace.settings import IMPORT_FORMATS
+from servetrace.units import NS_PER_MS
 
 if TYPE_CHECKING:
     from servetrace.analysis.summary import GoodputTarget
 
 INT64_MAX = 2**63 - 1
 SEED_MAX = 2**64 - 1  # numpy's SeedSequence takes any non-negative int; keep it to 64 bits
-NS_PER_MS = 1_000_000
 # A duration in ms (or a count) must stay an int64 once converted to ns.
 MAX_MS = INT64_MAX / NS_PER_MS
 
@@ -114,13 +113,6 @@ GoodputOpt = Annotated[
     ),
 ]
 # Options analyze, validate and merge share (one trace's report), declared once.
-RequestsOutOpt = Annotated[
-    Path | None, typer.Option(help="Write per-request metrics here (.parquet or .csv).")
-]
-QuarantineOutOpt = Annotated[
-    Path | None,
-    typer.Option(help="Write rows of invalid requests here, with a 'rule' column."),
-]
 CsvRawTextOpt = Annotated[
     bool,
     typer.Option(
@@ -159,20 +151,15 @@ TracesArg = Annotated[
 ]
 
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 # The flags that say how to read the inputs, the same in every command that reads traces.
-_READING_PARAMETERS = (
-    inspect.Parameter("column", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ColumnOpt),
-    inspect.Parameter(
-        "time_unit", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=TimeUnitOpt
-    ),
-    inspect.Parameter(
-        "event_map", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=EventMapOpt
-    ),
-    inspect.Parameter(
-        "from_format", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=FromOpt
-    ),
+_READING_PARAMETERS = tuple(
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=option)
+    for name, option in (
+        ("column", ColumnOpt),
+        ("time_unit", TimeUnitOpt),
+        ("event_map", EventMapOpt),
+        ("from_format", FromOpt),
+    )
 )
 
 

@@ -35,7 +35,7 @@ PartialOutOpt = Annotated[
         "(docs/partials.md); 'servetrace merge' combines partials of request-split shards.",
     ),
 ]
-# As RequestsOutOpt, but a URI keeps its '//' (a Path would fold it): s3://bucket/….
+# Text, not a Path: a URI keeps its '//' (a Path would fold it): s3://bucket/….
 QuarantineOutUriOpt = Annotated[
     str | None,
     typer.Option(

@@ -97,12 +97,10 @@ def rule_line(result: RuleResult) -> str:
 def inconclusive_line(result: RuleResult, rule: SloRule) -> str:
     """What was observed first, then what keeps it from deciding, e.g. ``INCONCLUSIVE
     ttft.p99: observed 67.6 ms meets 100 ms, but 200 requests cannot bound a p99 from above
-    at 95% (that needs at least 299 requests)``."""
+    at 95% (that needs at least 368 requests)``."""
     low, high = result.interval or (None, None)
-    n = result.interval_samples or 0
     confidence = result.interval_confidence or 0.95
-    samples = "gaps" if result.spec.source == "gaps" else "requests"
-    given = f"{n:,} {samples[:-1] if n == 1 else samples}"
+    noun, given = _samples(result)
     value, limit = result.value, result.limit
     meets = value is not None and limit is not None and OPERATORS[rule.op](value, limit)
     observed = (
@@ -111,40 +109,43 @@ def inconclusive_line(result: RuleResult, rule: SloRule) -> str:
     )
     # The bound that would decide: above the limit for a rule met from below, and so on.
     upper = meets == (rule.op in ("<=", "<"))
-    missing = high is None if upper else low is None
-    q = (percentile_of(canonical_stat(rule.stat)) or 50.0) / 100.0
-    if missing:
+    if (high if upper else low) is None:
+        q = (percentile_of(canonical_stat(rule.stat)) or 50.0) / 100.0
         needed = needed_for_bound(q, confidence, upper)
         return observed + (
             f"{given} cannot bound a {rule.stat} from {'above' if upper else 'below'} "
-            f"at {confidence:.0%} (that needs at least {needed:,} {samples}; --gate point "
+            f"at {confidence:.0%} (that needs at least {needed:,} {noun}; --gate point "
             "decides on the observed value)"
         )
-    span = (
-        f"{fmt(result, low) if low is not None else 'unbounded'} to "
-        f"{fmt(result, high) if high is not None else 'unbounded'}"
+    text = observed + (
+        f"its {confidence:.0%} interval {_span(result)} contains the limit ({given})"
     )
-    text = observed + f"its {confidence:.0%} interval {span} contains the limit ({given})"
     if result.more_samples is None:
         return text + "; no sample size decides it while the limit sits at this percentile"
     return text + (
-        f"; about {result.more_samples:,} more {samples} would decide it (if the limit "
+        f"; about {result.more_samples:,} more {noun} would decide it (if the limit "
         "keeps its place in the distribution)"
     )
 
 
 def _interval_beside(result: RuleResult) -> str:
-    """`` (observed; 95% interval 65.3 ms to unbounded, 200 requests)`` of a point gate."""
+    """`` (the observed value; 95% interval 65.3 ms to unbounded, 200 requests)``."""
+    confidence = result.interval_confidence or 0.95
+    n, noun = result.interval_samples or 0, _samples(result)[0]
+    return f" (the observed value; {confidence:.0%} interval {_span(result)}, {n:,} {noun})"
+
+
+def _span(result: RuleResult) -> str:
+    """``65.3 ms to unbounded``: a percentile's interval, an end it lacks as unbounded."""
     low, high = result.interval or (None, None)
-    samples = "gaps" if result.spec.source == "gaps" else "requests"
-    span = (
-        f"{fmt(result, low) if low is not None else 'unbounded'} to "
-        f"{fmt(result, high) if high is not None else 'unbounded'}"
-    )
-    return (
-        f" (the observed value; {result.interval_confidence or 0.95:.0%} interval {span}, "
-        f"{result.interval_samples or 0:,} {samples})"
-    )
+    return " to ".join(fmt(result, end) if end is not None else "unbounded" for end in (low, high))
+
+
+def _samples(result: RuleResult) -> tuple[str, str]:
+    """The samples behind a percentile's interval: the plural noun, and ``200 requests``."""
+    n = result.interval_samples or 0
+    noun = "gaps" if result.spec.source == "gaps" else "requests"
+    return noun, f"{n:,} {noun[:-1] if n == 1 else noun}"
 
 
 def _regression_line(result: RuleResult, rule: RegressionRule, word: str) -> str:

@@ -100,12 +100,8 @@ def _text(key: str, value: Any, reported: bool) -> str:
     return text + (REPORTED_MARK if reported and numeric else "")
 
 
-def _cells(runs: Sequence[Run], keys: Sequence[str]) -> list[list[str]]:
-    rows = []
-    for run in runs:
-        values = row_values(run)
-        rows.append([_text(key, values.get(key), values["reported"]) for key in keys])
-    return rows
+def _cells(values: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[list[str]]:
+    return [[_text(key, row.get(key), row["reported"]) for key in keys] for row in values]
 
 
 def _footer(runs: Runs, grouped: bool) -> list[str]:
@@ -127,14 +123,16 @@ def _footer(runs: Runs, grouped: bool) -> list[str]:
     return lines
 
 
-def by_configuration(runs: Sequence[Run]) -> list[Run]:
+def by_configuration(runs: Runs) -> tuple[list[Run], bool]:
     """The runs grouped by the folder they came from (a sweep's configuration), the
-    folders in the order first met; within each, the load order ``Runs`` gave them."""
+    folders in the order first met, each in the load order ``Runs`` gave them; and
+    whether that moved any run."""
     folders: dict[str, list[Run]] = {}
     for run in runs:
         first = run.source.paths[0] if run.source.paths else None
         folders.setdefault(str(first.parent) if first is not None else "", []).append(run)
-    return [run for group in folders.values() for run in group]
+    ordered = [run for group in folders.values() for run in group]
+    return ordered, [r.label for r in ordered] != [r.label for r in runs]
 
 
 # Columns left out, in this order, when the table is wider than the terminal.
@@ -152,9 +150,8 @@ _DROP_ORDER = (
 _HEAD = dict(COLUMNS)
 
 
-def _fit(runs: Sequence[Run], width: int | None) -> tuple[list[str], list[str]]:
+def _fit(values: Sequence[dict[str, Any]], width: int | None) -> tuple[list[str], list[str]]:
     """The columns shown, and lines that say which were left out and why."""
-    values = [row_values(run) for run in runs]
     keys = [key for key, _ in COLUMNS]
     said = []
     empty = [k for k in keys if k != "label" and all(v.get(k) is None for v in values)]
@@ -168,7 +165,7 @@ def _fit(runs: Sequence[Run], width: int | None) -> tuple[list[str], list[str]]:
     if width is None:
         return keys, said
     heads = [_HEAD[k] for k in keys]
-    kept, cut = fit_columns(heads, _cells(runs, keys), width, [_HEAD[k] for k in _DROP_ORDER])
+    kept, cut = fit_columns(heads, _cells(values, keys), width, [_HEAD[k] for k in _DROP_ORDER])
     if cut:
         said.append(left_out_line(cut, width))
     return [keys[i] for i in kept], said
@@ -176,11 +173,11 @@ def _fit(runs: Sequence[Run], width: int | None) -> tuple[list[str], list[str]]:
 
 def render_runs_table(runs: Runs, width: int | None = None) -> str:
     """The runs, one row each, within ``width`` columns when given (a terminal's)."""
-    ordered = by_configuration(runs)
-    grouped = [r.label for r in ordered] != [r.label for r in runs]
-    keys, said = _fit(ordered, width)
+    ordered, grouped = by_configuration(runs)
+    values = [row_values(run) for run in ordered]
+    keys, said = _fit(values, width)
     heads = [_HEAD[k] for k in keys]
-    rows = _cells(ordered, keys)
+    rows = _cells(values, keys)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
 
     def line(cells: list[str]) -> str:
@@ -194,13 +191,13 @@ def render_runs_table(runs: Runs, width: int | None = None) -> str:
 
 
 def render_runs_markdown(runs: Runs) -> str:
-    ordered = by_configuration(runs)
-    grouped = [r.label for r in ordered] != [r.label for r in runs]
+    ordered, grouped = by_configuration(runs)
     keys = [key for key, _ in COLUMNS]
     out = [f"## {len(runs)} runs", ""]
     out.append("| " + " | ".join(_HEAD[k] for k in keys) + " |")
     out.append("|" + "|".join("---" if k in ("label", "tool") else "---:" for k in keys) + "|")
-    out += ["| " + " | ".join(map(md_text, r)) + " |" for r in _cells(ordered, keys)]
+    cells = _cells([row_values(run) for run in ordered], keys)
+    out += ["| " + " | ".join(map(md_text, r)) + " |" for r in cells]
     out += ["", *(f"- {md_text(line, cell=False)}" for line in _footer(runs, grouped))]
     return "\n".join(out) + "\n"
 
