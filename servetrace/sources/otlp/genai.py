@@ -39,7 +39,7 @@ from servetrace.errors import InputError
 from servetrace.schema import SOURCE_CLIENT, SOURCE_SERVER
 from servetrace.sources._engine import NS_PER_S, agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
-from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds
+from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds, unmapped
 from servetrace.sources.times import with_ns
 
 DIALECT = "OpenTelemetry GenAI"
@@ -61,23 +61,21 @@ def is_request_span(span: Span) -> bool:
 
 
 def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult:
-    columns: dict[str, list[object]] = {
-        name: []
-        for name in (
-            "request_id",
-            "span_id",
-            "arrival_ns",
-            "end_ns",
-            "ttfc_s",
-            "prompt_tokens",
-            "reported_output",
-            "finish_reason",
-            "status",
-            "error_type",
-            "span_kind",
-            "trace_id",
-        )
+    schema = {
+        "request_id": pl.Utf8,
+        "span_id": pl.Utf8,
+        "arrival_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "ttfc_s": pl.Float64,
+        "prompt_tokens": pl.Int64,
+        "reported_output": pl.Int64,
+        "finish_reason": pl.Utf8,
+        "status": pl.Utf8,
+        "error_type": pl.Utf8,
+        "span_kind": pl.Utf8,
+        "trace_id": pl.Utf8,
     }
+    columns: dict[str, list[object]] = {name: [] for name in schema}
     extras: list[dict[str, object]] = []
     for span in spans:
         if span.end_ns is None:
@@ -99,30 +97,8 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
         )
         columns["span_kind"].append(span.kind)
         columns["trace_id"].append(span.trace_id or None)
-        extras.append(
-            {
-                "span_name": span.name,
-                **{k: v for k, v in span.attributes.items() if k not in _KNOWN},
-                **{f"resource.{k}": v for k, v in span.resource.items()},
-            }
-        )
-    frame = pl.DataFrame(
-        columns,
-        schema={
-            "request_id": pl.Utf8,
-            "span_id": pl.Utf8,
-            "arrival_ns": pl.Int64,
-            "end_ns": pl.Int64,
-            "ttfc_s": pl.Float64,
-            "prompt_tokens": pl.Int64,
-            "reported_output": pl.Int64,
-            "finish_reason": pl.Utf8,
-            "status": pl.Utf8,
-            "error_type": pl.Utf8,
-            "span_kind": pl.Utf8,
-            "trace_id": pl.Utf8,
-        },
-    )
+        extras.append({"span_name": span.name, **unmapped(span, _KNOWN)})
+    frame = pl.DataFrame(columns, schema=schema)
     # The response id names the request across systems; the span id is the fallback when
     # a span has none or two spans share one.
     unique = (

@@ -277,6 +277,15 @@ def count(span: Span, *names: str) -> int | None:
     return None
 
 
+def unmapped(span: Span, known: frozenset[str] | set[str]) -> dict[str, object]:
+    """The span's attributes a dialect does not map, and its resource's (``resource.``…):
+    kept as request attributes, so nothing the export holds is lost."""
+    return {
+        **{k: v for k, v in span.attributes.items() if k not in known},
+        **{f"resource.{k}": v for k, v in span.resource.items()},
+    }
+
+
 def finish_reasons(span: Span, *names: str) -> list[str]:
     for name in names:
         value = span.attributes.get(name)

@@ -46,7 +46,7 @@ import polars as pl
 
 from servetrace.sources._engine import ADMISSION, NS_PER_S, agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
-from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds
+from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds, unmapped
 from servetrace.sources.times import with_ns
 
 DIALECT = "vLLM llm_request"
@@ -93,27 +93,25 @@ def is_request_span(span: Span) -> bool:
 
 
 def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult:
-    rows: dict[str, list[object]] = {
-        name: []
-        for name in (
-            "request_id",
-            "arrival_ns",
-            "end_ns",
-            "queue_s",
-            "ttft_s",
-            "e2e_s",
-            "prefill_s",
-            "decode_s",
-            "inference_s",
-            "prompt_tokens",
-            "reported_output",
-            "finish_reason",
-            "trace_id",
-            "span_id",
-            "status",
-            "status_message",
-        )
+    schema = {
+        "request_id": pl.Utf8,
+        "arrival_ns": pl.Int64,
+        "end_ns": pl.Int64,
+        "queue_s": pl.Float64,
+        "ttft_s": pl.Float64,
+        "e2e_s": pl.Float64,
+        "prefill_s": pl.Float64,
+        "decode_s": pl.Float64,
+        "inference_s": pl.Float64,
+        "prompt_tokens": pl.Int64,
+        "reported_output": pl.Int64,
+        "finish_reason": pl.Utf8,
+        "trace_id": pl.Utf8,
+        "span_id": pl.Utf8,
+        "status": pl.Utf8,
+        "status_message": pl.Utf8,
     }
+    rows: dict[str, list[object]] = {name: [] for name in schema}
     extras: list[dict[str, object]] = []
     for span in spans:
         reasons = finish_reasons(span, *FINISH)
@@ -136,33 +134,8 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
         rows["span_id"].append(span.span_id or None)
         rows["status"].append(span.status)
         rows["status_message"].append(span.status_message)
-        extras.append(
-            {
-                **{k: v for k, v in span.attributes.items() if k not in _KNOWN},
-                **{f"resource.{k}": v for k, v in span.resource.items()},
-            }
-        )
-    frame = pl.DataFrame(
-        rows,
-        schema={
-            "request_id": pl.Utf8,
-            "arrival_ns": pl.Int64,
-            "end_ns": pl.Int64,
-            "queue_s": pl.Float64,
-            "ttft_s": pl.Float64,
-            "e2e_s": pl.Float64,
-            "prefill_s": pl.Float64,
-            "decode_s": pl.Float64,
-            "inference_s": pl.Float64,
-            "prompt_tokens": pl.Int64,
-            "reported_output": pl.Int64,
-            "finish_reason": pl.Utf8,
-            "trace_id": pl.Utf8,
-            "span_id": pl.Utf8,
-            "status": pl.Utf8,
-            "status_message": pl.Utf8,
-        },
-    )
+        extras.append(unmapped(span, _KNOWN))
+    frame = pl.DataFrame(rows, schema=schema)
     extra_columns, extra_names = extra_attributes(extras, "otlp")
     frame = with_ns(
         frame.with_columns(*extra_columns.values()),
