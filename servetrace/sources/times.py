@@ -73,7 +73,7 @@ def checked_ns(
     scale = (
         unit_ns.cast(pl.Float64)
         if isinstance(unit_ns, pl.Series)
-        else pl.Series([float(unit_ns)] * len(values), dtype=pl.Float64)
+        else pl.repeat(float(unit_ns), len(values), dtype=pl.Float64, eager=True)
     )
     frame = pl.DataFrame(
         {"value": values.cast(pl.List(pl.Float64) if nested else pl.Float64), "scale": scale}
