@@ -1,0 +1,43 @@
+"""The step-record formats servetrace reads, and the one entry point that reads any of them.
+
+Each format is a module with ``read(path, ticks) -> StepFile``; ``ticks`` are the trace's
+token-tick instants (sorted, unique, Int64 ns) when a trace is given beside the steps, so a
+format whose clock is coarse (a log prefix with one-second resolution) can align its steps
+to the trace and state the alignment error. Modules are imported only when their format is
+read.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True)
+class StepFile:
+    """The steps of one file in the canonical layout (`schema.conform`)."""
+
+    frame: pl.DataFrame
+    # Facts the user is told beside the result: how the steps were aligned, what was skipped.
+    notes: tuple[str, ...] = ()
+    # How far the aligned step ends may be from the true ones (ns); None when not aligned.
+    alignment_error_ns: int | None = None
+
+
+# format name → module implementing ``read``.
+STEP_FORMATS: dict[str, str] = {
+    "canonical": "servetrace.sources.steps.canonical",
+    "vidur": "servetrace.sources.steps.vidur",
+}
+
+
+def read_steps(path: Path, fmt: str, ticks: pl.Series | None = None) -> StepFile:
+    """Read ``path`` as step format ``fmt`` (a key of `STEP_FORMATS`)."""
+    module = importlib.import_module(STEP_FORMATS[fmt])
+    result: StepFile = module.read(path, ticks)
+    return result
