@@ -97,7 +97,17 @@ def reason(error: BaseException) -> str:
         return f"access denied: {text}"
     if "google::cloud::Status(" in text:
         return _gcs_reason(text)
+    azure = _AZURE_EXCEPTION.search(text)
+    if azure:
+        # the Azure SDK names its C++ exception class mangled ("N5Azure…E"): keep its words
+        detail = text[azure.end() :].strip()
+        if "Credentials" in azure.group(0):
+            return f"no credentials for the store: {detail}"
+        return detail
     return text
+
+
+_AZURE_EXCEPTION = re.compile(r"N5Azure\w*E: ")
 
 
 def _gcs_reason(text: str) -> str:

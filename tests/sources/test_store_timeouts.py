@@ -75,3 +75,14 @@ def test_an_unreachable_gcs_store_fails_in_seconds_naming_the_uri() -> None:
     done = _analyze(uri)
     assert time.monotonic() - started < 20
     _one_line(done, uri)
+
+
+def test_unusable_azure_credentials_are_one_line_in_words() -> None:
+    uri = "abfs://container@servetracenosuchaccount.dfs.core.windows.net/trace.parquet"
+    done = _analyze(uri, AZURE_STORAGE_ACCOUNT_KEY="")
+    assert done.returncode == 3, done.stderr
+    # the Azure SDK's credential chain shells out to `az`, whose shell may complain first
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert line.startswith(f"error: {uri}: ")
+    assert "no credentials for the store" in line
+    assert "N5Azure" not in line
