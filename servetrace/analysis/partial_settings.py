@@ -49,17 +49,20 @@ class ShardSettings:
         )
 
     def applied(self, given: AnalysisOptions) -> AnalysisOptions:
-        """The options a merge reports with: each one ``given`` sets (other than its
-        default) wins, the shards' own otherwise."""
+        """The options a merge reports with: each one the caller set wins (a value other
+        than the default, or one named in ``explicit``: a default given on purpose),
+        the shards' own otherwise."""
+
+        def chosen(name: str) -> Any:
+            mine = getattr(given, name)
+            wins = name in given.explicit or mine != getattr(DEFAULTS, name)
+            return mine if wins else getattr(self, name)
+
         return replace(
             given,
             goodput=given.goodput or self.goodput,
-            formula_abs_tol_ns=self.formula_abs_tol_ns
-            if given.formula_abs_tol_ns == DEFAULTS.formula_abs_tol_ns
-            else given.formula_abs_tol_ns,
-            formula_rel_tol=self.formula_rel_tol
-            if given.formula_rel_tol == DEFAULTS.formula_rel_tol
-            else given.formula_rel_tol,
+            formula_abs_tol_ns=chosen("formula_abs_tol_ns"),
+            formula_rel_tol=chosen("formula_rel_tol"),
         )
 
     def differing(self, other: ShardSettings) -> tuple[str, str, str] | None:

@@ -34,6 +34,8 @@ from servetrace.settings import Engine
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.inputs import resolve
 
+DEFAULTS = AnalysisOptions()
+
 PathsLike = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 GoodputLike = Sequence[GoodputTarget | str]
 
@@ -76,8 +78,8 @@ def settings_of(
     *,
     by: str | None = None,
     goodput: GoodputLike = (),
-    formula_abs_tol_ns: int = 1_000_000,
-    formula_rel_tol: float = 0.01,
+    formula_abs_tol_ns: int | None = None,
+    formula_rel_tol: float | None = None,
     streaming: bool | None = None,
     batch_rows: int | None = None,
     columns: Mapping[str, str] | None = None,
@@ -91,8 +93,18 @@ def settings_of(
     ray_address: str | None = None,
 ) -> Settings:
     """How to analyse, from the API's keyword arguments (each checked as the CLI checks it)."""
-    require_number("formula_abs_tol_ns", formula_abs_tol_ns, 0, 2**63 - 1)
-    require_number("formula_rel_tol", formula_rel_tol, 0)
+    given = {
+        name: value
+        for name, value in (
+            ("formula_abs_tol_ns", formula_abs_tol_ns),
+            ("formula_rel_tol", formula_rel_tol),
+        )
+        if value is not None
+    }
+    if formula_abs_tol_ns is not None:
+        require_number("formula_abs_tol_ns", formula_abs_tol_ns, 0, 2**63 - 1)
+    if formula_rel_tol is not None:
+        require_number("formula_rel_tol", formula_rel_tol, 0)
     if batch_rows is not None:
         require_number("batch_rows", batch_rows, 1000, 2**63 - 1)
     if window is not None and steady_state:
@@ -104,8 +116,9 @@ def settings_of(
     return Settings(
         options=AnalysisOptions(
             goodput=as_targets(goodput),
-            formula_abs_tol_ns=int(formula_abs_tol_ns),
-            formula_rel_tol=float(formula_rel_tol),
+            formula_abs_tol_ns=int(given.get("formula_abs_tol_ns", DEFAULTS.formula_abs_tol_ns)),
+            formula_rel_tol=float(given.get("formula_rel_tol", DEFAULTS.formula_rel_tol)),
+            explicit=frozenset(given),
             fluidity=parse_targets(fluidity) if isinstance(fluidity, str) else fluidity,
         ),
         ingest=ingest_options(columns, time_unit, event_map),
@@ -150,8 +163,8 @@ def analyze(
     *,
     by: str | None = None,
     goodput: GoodputLike = (),
-    formula_abs_tol_ns: int = 1_000_000,
-    formula_rel_tol: float = 0.01,
+    formula_abs_tol_ns: int | None = None,
+    formula_rel_tol: float | None = None,
     streaming: bool | None = None,
     batch_rows: int | None = None,
     columns: Mapping[str, str] | None = None,

@@ -129,16 +129,18 @@ ByOpt = Annotated[
 StrictOpt = Annotated[bool, typer.Option(help="Exit 1 if any request breaks a rule.")]
 NamingOpt = Annotated[Naming, typer.Option(help="Show metrics under the names this tool uses.")]
 FormulaAbsTolOpt = Annotated[
-    float,
+    float | None,
     typer.Option(
-        metavar="MS", help="Formula check: absolute tolerance (ms).", callback=DURATION_MS
+        metavar="MS",
+        help="Formula check: absolute tolerance, ms (default 1).",
+        callback=DURATION_MS,
     ),
 ]
 FormulaRelTolOpt = Annotated[
-    float,
+    float | None,
     typer.Option(
         metavar="FRACTION",
-        help="Formula check: tolerance relative to response time.",
+        help="Formula check: tolerance relative to response time (default 0.01).",
         callback=NON_NEGATIVE,
     ),
 ]

@@ -77,8 +77,8 @@ def analyze(
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,
     naming: NamingOpt = Naming.servetrace,
-    formula_abs_tol_ms: FormulaAbsTolOpt = 1.0,
-    formula_rel_tol: FormulaRelTolOpt = 0.01,
+    formula_abs_tol_ms: FormulaAbsTolOpt = None,
+    formula_rel_tol: FormulaRelTolOpt = None,
     streaming: Annotated[
         bool | None,
         typer.Option(
@@ -174,7 +174,9 @@ def analyze(
     options: dict[str, Any] = {
         "by": by,
         "goodput": goodput_targets(goodput),
-        "formula_abs_tol_ns": round(formula_abs_tol_ms * NS_PER_MS),
+        "formula_abs_tol_ns": None
+        if formula_abs_tol_ms is None
+        else round(formula_abs_tol_ms * NS_PER_MS),
         "formula_rel_tol": formula_rel_tol,
         **(reading or {}),
     }

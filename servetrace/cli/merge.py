@@ -54,8 +54,8 @@ def merge(
     goodput: GoodputOpt = None,
     strict: StrictOpt = False,
     naming: NamingOpt = Naming.servetrace,
-    formula_abs_tol_ms: FormulaAbsTolOpt = 1.0,
-    formula_rel_tol: FormulaRelTolOpt = 0.01,
+    formula_abs_tol_ms: FormulaAbsTolOpt = None,
+    formula_rel_tol: FormulaRelTolOpt = None,
     censoring: Annotated[
         bool,
         typer.Option("--censoring", help="Under the table: Kaplan–Meier percentiles."),

@@ -291,3 +291,18 @@ def test_a_merge_reports_with_the_settings_the_shards_were_made_with(tmp_path: P
         ],
     )
     assert _without_inputs(json.loads(other.stdout)) == _without_inputs(json.loads(plain.stdout))
+
+
+def test_a_tolerance_given_to_merge_wins_even_when_it_is_the_default(tmp_path: Path) -> None:
+    flags = ["--formula-rel-tol", "0.05", "--formula-abs-tol-ms", "5"]
+    partials = _shard_partials(tmp_path, flags, flags)
+
+    def tolerance(args: list[str]) -> dict[str, float]:
+        done = runner.invoke(app, ["merge", *partials, "-f", "json", *args])
+        assert done.exit_code == 0, done.stderr
+        return dict(json.loads(done.stdout)["formula"]["tolerance"])
+
+    assert tolerance([]) == {"abs_ms": 5.0, "rel": 0.05}  # the shards' own
+    # 0.01 and 1 ms are the defaults: given on purpose, they still replace the shards'.
+    assert tolerance(["--formula-rel-tol", "0.01"]) == {"abs_ms": 5.0, "rel": 0.01}
+    assert tolerance(["--formula-abs-tol-ms", "1"]) == {"abs_ms": 1.0, "rel": 0.05}
