@@ -12,6 +12,8 @@ and ``servetrace --help`` do not pay for Polars and the analysis modules:
 - ``check(trace, rules, **options) -> CheckResult``;
 - ``read_events(paths, **options) -> polars.DataFrame`` of canonical events;
 - ``capacity(runs, goodput=..., attainment=0.9) -> CapacityReport`` of a load sweep;
+- ``whatif(trace, [(policy, limits)], **options) -> WhatIf``: another policy predicted
+  on the trace's own requests by an engine model calibrated and validated on it;
 - ``to_dict(result)``: the JSON report of any of them, as ``--format json`` prints it.
 """
 
@@ -36,6 +38,7 @@ __all__ = [
     "compare",
     "read_events",
     "to_dict",
+    "whatif",
 ]
 
 _LAZY = frozenset(__all__) - {"SCHEMA_VERSION", "__version__"}
@@ -53,6 +56,7 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand
         check,
         compare,
         read_events,
+        whatif,
     )
     from servetrace.render.to_dict import to_dict
 

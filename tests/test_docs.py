@@ -124,6 +124,19 @@ def test_readme_analyze_output_is_real(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.stdout.splitlines() == _text_block_after(command)
 
 
+def test_readme_whatif_output_is_real(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    command = (
+        "servetrace whatif tests/data/vidur/synthetic_arxiv_poisson_qps2.0_n1000__vllm.parquet "
+        "--policy sjf --trace-limit max-running=128"
+    )
+    result = runner.invoke(app, shlex.split(command)[1:], env={"COLUMNS": "100"})
+    assert result.exit_code == 0
+    shown = _text_block_after(command)
+    assert shown[-1] == "…"
+    assert result.stdout.splitlines()[: len(shown) - 1] == shown[:-1]
+
+
 def test_readme_validate_output_is_real(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     command = "servetrace validate sample_traces/realistic.parquet"

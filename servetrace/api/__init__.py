@@ -32,6 +32,7 @@ _HOME = {
     "Comparison": "servetrace.comparison.compare",
     "compare": "servetrace.api._compare",
     "capacity": "servetrace.api._capacity",
+    "whatif": "servetrace.api._whatif",
 }
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from servetrace.api._capacity import capacity
     from servetrace.api._check import check, check_config
     from servetrace.api._compare import compare
+    from servetrace.api._whatif import whatif
     from servetrace.comparison.compare import Comparison
     from servetrace.rules.result import CheckResult
     from servetrace.runs.model import Run, Runs
@@ -58,6 +60,7 @@ __all__ = [
     "check_config",
     "compare",
     "read_events",
+    "whatif",
 ]
 
 

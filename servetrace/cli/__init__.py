@@ -30,10 +30,22 @@ from servetrace.cli import (
     report,
     simulate,
     timeline,
+    whatif,
 )
 from servetrace.cli._app import app
 
-COMMAND_MODULES = (analyze, capacity, check, compare, imports, merge, report, simulate, timeline)
+COMMAND_MODULES = (
+    analyze,
+    capacity,
+    check,
+    compare,
+    imports,
+    merge,
+    report,
+    simulate,
+    timeline,
+    whatif,
+)
 
 __all__ = ["app", "main"]
 
