@@ -1,0 +1,170 @@
+"""Placing steps whose clock is coarse on the trace's clock, by their durations.
+
+A log prefix dates a step to the second (and names no year or time zone); the step's
+duration is logged to 10 µs. Every token a step produces is emitted at its end, so on a
+trace the true step ends are token-tick instants. Within a *run* (a replica's steps in
+consecutive seconds, which the engine ran back to back) a step ends at
+``offset + cumulative duration``; each step votes for the offsets ``tick − cumulative``
+of the ticks inside its second, each chunk of ``CHUNK`` consecutive steps of a run takes
+the offset most of its steps agree on (within ``BIN_NS`` either side), and each step end
+then moves to the nearest tick within ``SNAP_NS``. How far the durations placed a step
+from the tick it moved to is the measured alignment error.
+
+Two things the durations do not hold make a run drift: the time between steps (the
+engine's scheduling and output handling, which vLLM's elapsed time does not count) and
+the rounding to 10 µs; a chunk's own offset bounds the drift to ``CHUNK`` steps. A step
+that still drifted more than ``SNAP_NS`` keeps its placed end. Steps of equal durations
+in one second cannot be told apart by durations: only the second boundaries a chunk
+spans pin them, so such a chunk may land whole steps off (its error then looks small).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+NS_PER_S = 1_000_000_000
+# A log prefix's resolution: the step ended somewhere in [second, second + 1 s).
+WINDOW_NS = NS_PER_S
+# Offsets within a bin either side of each other count as one vote.
+BIN_NS = 100_000
+# Consecutive steps of a run that share one offset (the drift between steps accumulates).
+CHUNK = 16
+# The farthest a placed step end moves to land on a tick.
+SNAP_NS = 1_000_000
+# A run needs this many agreeing steps before its offset is believed.
+MIN_VOTES = 2
+# Time-zone shifts tried between a log's local time and the trace's UTC clock.
+_ZONE_STEP_NS = 15 * 60 * NS_PER_S
+_ZONE_STEPS = 14 * 4
+# Ticks before this are not wall-clock epoch times (a trace on a relative clock).
+_EPOCH_FLOOR_NS = 100_000_000 * NS_PER_S
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """What the alignment did: counts of steps, the shift and the error it measured."""
+
+    total: int
+    snapped: int
+    placed: int
+    shift_ns: int
+    error_ns: int | None
+
+
+def tick_year(ticks: pl.Series) -> int | None:
+    """The UTC year of the first tick, when the ticks are wall-clock epoch times."""
+    first = ticks.min()
+    if not isinstance(first, int) or first < _EPOCH_FLOOR_NS:
+        return None
+    return int(pl.Series([first]).cast(pl.Datetime("ns")).dt.year()[0])
+
+
+def zone_shift(anchors: pl.Series, ticks: pl.Series) -> int | None:
+    """The whole-quarter-hour shift of ``anchors`` (log seconds) that puts the most of them
+    over a tick (ties: the smallest shift), or None when no shift puts any there."""
+    seconds = anchors.unique().to_numpy()
+    values = ticks.to_numpy()
+    shifts = np.arange(-_ZONE_STEPS, _ZONE_STEPS + 1, dtype=np.int64) * _ZONE_STEP_NS
+    starts = seconds[None, :] + shifts[:, None]
+    covered = np.searchsorted(values, starts + WINDOW_NS) > np.searchsorted(values, starts)
+    hits = covered.sum(axis=1)
+    order = np.argsort(np.abs(shifts), kind="stable")
+    best = order[np.argmax(hits[order])]
+    return int(shifts[best]) if hits[best] else None
+
+
+def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Alignment]:
+    """Each step's end on the trace's clock (null where it could not be aligned).
+
+    ``steps`` has ``replica`` (String), ``anchor`` (Int64 ns: the start of the second the
+    step was logged in, already on the trace's clock) and ``duration`` (Int64 ns), in the
+    engine's order; ``ticks`` are the trace's sorted unique token-tick instants.
+    """
+    tick_frame = pl.DataFrame({"tick": ticks.cast(pl.Int64())})
+    frame = steps.select("replica", "anchor", "duration").with_row_index("idx")
+    gap = pl.col("anchor").diff().fill_null(0).over("replica")
+    frame = frame.with_columns(run=(gap > WINDOW_NS).cast(pl.Int64()).cum_sum().over("replica"))
+    frame = frame.with_columns(
+        run=pl.col("run") * (frame.height + 1)
+        + pl.int_range(pl.len()).over("replica", "run") // CHUNK
+    )
+    frame = frame.with_columns(
+        cum=pl.col("duration").fill_null(0).cum_sum().over("replica", "run"),
+        lo=ticks.search_sorted(frame["anchor"], side="left"),
+        hi=ticks.search_sorted(frame["anchor"] + WINDOW_NS, side="left"),
+    )
+    candidates = (
+        frame.select("replica", "run", "cum", at=pl.int_ranges("lo", "hi", dtype=pl.Int64()))
+        .explode("at")
+        .drop_nulls("at")
+    )
+    candidates = candidates.with_columns(
+        offset=ticks.gather(candidates["at"]) - pl.col("cum")
+    ).with_columns(bin=pl.col("offset") // BIN_NS)
+    # A bin's score counts its neighbours too, so offsets split by a bin edge still agree.
+    near = pl.concat([candidates.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
+    votes = (
+        near.group_by("replica", "run", "bin")
+        .agg(votes=pl.len(), offset=pl.col("offset").median().round().cast(pl.Int64()))
+        .sort(["replica", "run", "votes", "bin"], descending=[False, False, True, False])
+        .unique(["replica", "run"], keep="first", maintain_order=True)
+        .filter(pl.col("votes") >= MIN_VOTES)
+    )
+    placed = (
+        frame.join(votes.select("replica", "run", "offset"), on=["replica", "run"], how="left")
+        .with_columns(placed=pl.col("offset") + pl.col("cum"))
+        .sort("placed", nulls_last=True)
+    )
+    nearest = placed.filter(pl.col("placed").is_not_null()).join_asof(
+        tick_frame, left_on="placed", right_on="tick", strategy="nearest"
+    )
+    nearest = nearest.with_columns(moved=pl.col("tick") - pl.col("placed")).with_columns(
+        snapped=pl.col("moved").abs() <= SNAP_NS
+    )
+    ends = (
+        frame.select("idx")
+        .join(nearest.select("idx", "placed", "tick", "moved", "snapped"), on="idx", how="left")
+        .sort("idx")
+    )
+    ts_end = ends.select(
+        pl.when(pl.col("snapped")).then(pl.col("tick")).otherwise(pl.col("placed"))
+    ).to_series()
+    snapped = ends.filter(pl.col("snapped"))
+    error = snapped["moved"].abs().max() if snapped.height else None
+    alignment = Alignment(
+        total=frame.height,
+        snapped=snapped.height,
+        placed=int(ends["placed"].is_not_null().sum()),
+        shift_ns=0,
+        error_ns=int(error) if isinstance(error, int) else None,
+    )
+    return ts_end.alias("ts_end"), alignment
+
+
+def describe(alignment: Alignment, what: str) -> str:
+    """The note a user reads about an alignment of ``what`` (e.g. "vLLM log steps")."""
+    shift = ""
+    if alignment.shift_ns:
+        hours = alignment.shift_ns / (3600 * NS_PER_S)
+        shift = f" after shifting the log's clock by {hours:+g} h (its time zone)"
+    error = (
+        f"; the logged durations placed them within {alignment.error_ns / 1000:g} µs of those"
+        " ticks (the measured alignment error)"
+        if alignment.error_ns is not None
+        else ""
+    )
+    rest = alignment.total - alignment.snapped
+    unmatched = (
+        f"; {rest} kept the time their durations give or, with no run to place them in,"
+        " their log second"
+        if rest
+        else ""
+    )
+    return (
+        f"{what}: {alignment.snapped} of {alignment.total} step ends aligned to token ticks"
+        f" of the trace{shift}, by their durations within runs of consecutive seconds"
+        f"{error}{unmatched}"
+    )
