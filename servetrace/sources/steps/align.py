@@ -3,17 +3,16 @@
 A log prefix dates a step to the second (and names no year or time zone); the step's
 duration is logged to 10 µs. Every token a step produces is emitted at its end, so on a
 trace the true step ends are token-tick instants. Within a *run* (a replica's steps in
-consecutive seconds, which the engine ran back to back) a step ends at
-``offset + cumulative duration``; each step votes for the offsets ``tick − cumulative``
-of the ticks inside its second, each chunk of ``CHUNK`` consecutive steps of a run takes
-the offset most of its steps agree on (within ``BIN_NS`` either side), and each step end
-then moves to the nearest tick within ``SNAP_NS``. How far the durations placed a step
-from the tick it moved to is the measured alignment error.
-
-Two things the durations do not hold make a run drift: the time between steps (the
-engine's scheduling and output handling, which vLLM's elapsed time does not count) and
-the rounding to 10 µs; a chunk's own offset bounds the drift to ``CHUNK`` steps. A step
-that still drifted more than ``SNAP_NS`` keeps its placed end. Steps of equal durations
+consecutive seconds, which the engine ran back to back) the k-th step ends at
+``offset + cumulative duration + k × gap``, the gap being the engine's time between
+steps (scheduling, output handling), which vLLM's elapsed time does not count. Each
+step votes for the offsets ``tick − cumulative − k × gap`` of the ticks inside its
+second; a run takes the gap and offset its first ``ESTIMATE_STEPS`` steps agree on most
+(within ``BIN_NS`` either side), each chunk of ``CHUNK`` steps then its own offset
+within ``DRIFT_NS`` of the run's (the gap varies from step to step, and the durations
+are rounded to 10 µs), and each step end moves to the nearest tick within ``SNAP_NS``.
+How far the durations placed a step from the tick it moved to is the measured alignment
+error. A step that drifted more than ``SNAP_NS`` keeps its placed end. Steps of equal durations
 in one second cannot be told apart by durations: only the second boundaries a chunk
 spans pin them, so such a chunk may land whole steps off (its error then looks small).
 """
@@ -32,6 +31,12 @@ WINDOW_NS = NS_PER_S
 BIN_NS = 100_000
 # Consecutive steps of a run that share one offset (the drift between steps accumulates).
 CHUNK = 16
+# The gap between steps is estimated per run, on its first steps, from this grid.
+MAX_GAP_NS = 1_000_000
+GAP_STEP_NS = 10_000
+ESTIMATE_STEPS = 32
+# How far a chunk's offset may drift from its run's.
+DRIFT_NS = 2_000_000
 # The farthest a placed step end moves to land on a tick.
 SNAP_NS = 1_000_000
 # A run needs this many agreeing steps before its offset is believed.
@@ -76,53 +81,85 @@ def zone_shift(anchors: pl.Series, ticks: pl.Series) -> int | None:
     return int(shifts[best]) if hits[best] else None
 
 
+def _best(candidates: pl.DataFrame, keys: list[str], prefer: list[str]) -> pl.DataFrame:
+    """Per ``keys``, the offset bin with the most votes (a bin's score counts its two
+    neighbours, so offsets split by a bin edge still agree); ties go to the smallest
+    ``prefer`` values, then the earliest bin."""
+    near = pl.concat([candidates.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
+    order = [*keys, "votes", *prefer, "bin"]
+    return (
+        near.group_by(*keys, *prefer, "bin")
+        .agg(votes=pl.len(), offset=pl.col("offset").median().round().cast(pl.Int64()))
+        .sort(order, descending=[False] * len(keys) + [True] + [False] * (len(prefer) + 1))
+        .unique(keys, keep="first", maintain_order=True)
+        .filter(pl.col("votes") >= MIN_VOTES)
+    )
+
+
 def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Alignment]:
     """Each step's end on the trace's clock (null where it could not be aligned).
 
     ``steps`` has ``replica`` (String), ``anchor`` (Int64 ns: the start of the second the
-    step was logged in, already on the trace's clock) and ``duration`` (Int64 ns), in the
-    engine's order; ``ticks`` are the trace's sorted unique token-tick instants.
+    step was logged in, already on the trace's clock), ``duration`` (Int64 ns) and
+    ``emits`` (False for a step known to emit no token, which neither votes nor moves to
+    a tick), in the engine's order; ``ticks`` are the trace's sorted unique token-tick
+    instants.
     """
-    tick_frame = pl.DataFrame({"tick": ticks.cast(pl.Int64())})
-    frame = steps.select("replica", "anchor", "duration").with_row_index("idx")
-    gap = pl.col("anchor").diff().fill_null(0).over("replica")
-    frame = frame.with_columns(run=(gap > WINDOW_NS).cast(pl.Int64()).cum_sum().over("replica"))
+    ticks = ticks.cast(pl.Int64())
+    frame = steps.select("replica", "anchor", "duration", "emits").with_row_index("idx")
+    jump = pl.col("anchor").diff().fill_null(0).over("replica")
+    frame = frame.with_columns(run=(jump > WINDOW_NS).cast(pl.Int64()).cum_sum().over("replica"))
     frame = frame.with_columns(
-        run=pl.col("run") * (frame.height + 1)
-        + pl.int_range(pl.len()).over("replica", "run") // CHUNK
-    )
-    frame = frame.with_columns(
+        k=pl.int_range(pl.len(), dtype=pl.Int64()).over("replica", "run"),
         cum=pl.col("duration").fill_null(0).cum_sum().over("replica", "run"),
         lo=ticks.search_sorted(frame["anchor"], side="left"),
         hi=ticks.search_sorted(frame["anchor"] + WINDOW_NS, side="left"),
-    )
+    ).with_columns(chunk=pl.col("k") // CHUNK)
     candidates = (
-        frame.select("replica", "run", "cum", at=pl.int_ranges("lo", "hi", dtype=pl.Int64()))
+        frame.filter("emits")
+        .select(
+            "replica", "run", "chunk", "k", "cum", at=pl.int_ranges("lo", "hi", dtype=pl.Int64())
+        )
         .explode("at")
         .drop_nulls("at")
     )
-    candidates = candidates.with_columns(
-        offset=ticks.gather(candidates["at"]) - pl.col("cum")
-    ).with_columns(bin=pl.col("offset") // BIN_NS)
-    # A bin's score counts its neighbours too, so offsets split by a bin edge still agree.
-    near = pl.concat([candidates.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
-    votes = (
-        near.group_by("replica", "run", "bin")
-        .agg(votes=pl.len(), offset=pl.col("offset").median().round().cast(pl.Int64()))
-        .sort(["replica", "run", "votes", "bin"], descending=[False, False, True, False])
-        .unique(["replica", "run"], keep="first", maintain_order=True)
-        .filter(pl.col("votes") >= MIN_VOTES)
+    candidates = candidates.with_columns(base=ticks.gather(candidates["at"]) - pl.col("cum"))
+    # 1. Per run, the gap between steps and the offset most of its first steps agree on.
+    gaps = pl.DataFrame({"gap": np.arange(0, MAX_GAP_NS + 1, GAP_STEP_NS, dtype=np.int64)})
+    estimate = (
+        candidates.filter(pl.col("k") < ESTIMATE_STEPS)
+        .join(gaps, how="cross")
+        .with_columns(offset=pl.col("base") - pl.col("k") * pl.col("gap"))
+        .with_columns(bin=pl.col("offset") // BIN_NS)
+    )
+    runs = _best(estimate, ["replica", "run"], ["gap"]).select(
+        "replica", "run", "gap", run_offset="offset"
+    )
+    # 2. Per chunk, its own offset near the run's: the gaps vary, so the drift does too.
+    near = (
+        candidates.join(runs, on=["replica", "run"])
+        .with_columns(offset=pl.col("base") - pl.col("k") * pl.col("gap"))
+        .filter((pl.col("offset") - pl.col("run_offset")).abs() <= DRIFT_NS)
+        .with_columns(bin=pl.col("offset") // BIN_NS)
+    )
+    chunks = _best(near, ["replica", "run", "chunk"], []).select(
+        "replica", "run", "chunk", chunk_offset="offset"
     )
     placed = (
-        frame.join(votes.select("replica", "run", "offset"), on=["replica", "run"], how="left")
-        .with_columns(placed=pl.col("offset") + pl.col("cum"))
+        frame.join(runs, on=["replica", "run"], how="left")
+        .join(chunks, on=["replica", "run", "chunk"], how="left")
+        .with_columns(
+            placed=pl.coalesce("chunk_offset", "run_offset")
+            + pl.col("cum")
+            + pl.col("k") * pl.col("gap")
+        )
         .sort("placed", nulls_last=True)
     )
     nearest = placed.filter(pl.col("placed").is_not_null()).join_asof(
-        tick_frame, left_on="placed", right_on="tick", strategy="nearest"
+        pl.DataFrame({"tick": ticks}), left_on="placed", right_on="tick", strategy="nearest"
     )
     nearest = nearest.with_columns(moved=pl.col("tick") - pl.col("placed")).with_columns(
-        snapped=pl.col("moved").abs() <= SNAP_NS
+        snapped=(pl.col("moved").abs() <= SNAP_NS) & pl.col("emits")
     )
     ends = (
         frame.select("idx")

@@ -130,6 +130,9 @@ def _place(
                         "replica": steps["replica"].fill_null(""),
                         "anchor": anchor + shift,
                         "duration": steps["duration"],
+                        # A dummy pass and a step with no output emit no token.
+                        "emits": ~steps["dummy"]
+                        & ((steps["decode_tokens"] > 0) | (steps["prefill_requests"] > 0)),
                     }
                 )
                 ts_end, alignment = align_to_ticks(frame, ticks)
