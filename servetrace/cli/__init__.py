@@ -27,13 +27,25 @@ from servetrace.cli import (
     compare,
     imports,
     merge,
+    record_steps,
     report,
     simulate,
     timeline,
 )
 from servetrace.cli._app import app
 
-COMMAND_MODULES = (analyze, capacity, check, compare, imports, merge, report, simulate, timeline)
+COMMAND_MODULES = (
+    analyze,
+    capacity,
+    check,
+    compare,
+    imports,
+    merge,
+    record_steps,
+    report,
+    simulate,
+    timeline,
+)
 
 __all__ = ["app", "main"]
 

@@ -27,6 +27,7 @@ COMMANDS = (
     "compare",
     "import",
     "merge",
+    "record-steps",
     "report",
     "simulate",
     "timeline",

@@ -40,7 +40,7 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.record import RECORD_FORMAT, RECORD_VERSION
+from servetrace.sources.steps.record import RECORD_FORMAT, RECORD_VERSION, require_extra
 from servetrace.sources.steps.schema import conform
 
 FORMAT = "forward-pass"
@@ -51,6 +51,7 @@ _INT64_MAX = 2**63 - 1
 
 
 def read(path: Path, ticks: pl.Series | None) -> StepFile:
+    require_extra("the forward-pass step format", "msgpack")
     import msgpack
 
     try:

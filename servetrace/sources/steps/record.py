@@ -29,6 +29,21 @@ CONNECT_TIMEOUT_S = 5.0
 _POLL_MS = 200
 
 
+def require_extra(what: str, *modules: str) -> None:
+    """Exit 2 with the install line when ``what`` needs a module of the steps extra."""
+    missing = []
+    for module in modules:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise UsageError(
+            f"{what} needs {', '.join(missing)}, which is not installed",
+            hint="pip install 'servetrace[steps]'",
+        )
+
+
 @dataclass(frozen=True)
 class Recording:
     """What a recording wrote: how many messages, and why it stopped."""
@@ -77,6 +92,7 @@ def record(
 ) -> Recording:
     """Subscribe to ``address`` and write what arrives to ``output`` until ``seconds``
     have passed or ``count`` messages arrived (or Ctrl-C)."""
+    require_extra("record-steps", "msgpack", "zmq")
     import msgpack
     import zmq
 

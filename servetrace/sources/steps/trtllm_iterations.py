@@ -61,7 +61,8 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
     at = frame["timestamp"]
     parsed = pl.coalesce(
         at.str.to_datetime("%m-%d-%Y %H:%M:%S%.f", time_unit="ns", strict=False),
-        at.str.to_datetime(time_unit="ns", strict=False),
+        at.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="ns", strict=False),
+        at.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="ns", strict=False),
     ).dt.epoch("ns")
     bad = frame.with_columns(parsed=parsed).filter(
         pl.col("timestamp").is_not_null() & pl.col("parsed").is_null()

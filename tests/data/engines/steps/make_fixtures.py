@@ -21,7 +21,9 @@ import msgpack
 HERE = Path(__file__).resolve().parent
 NS = 1_000_000_000
 # The simulated run starts here (UTC); the engine host's clock shows UTC+1.
-START_NS = int(datetime(2026, 2, 18, 16, 21, 19, tzinfo=timezone.utc).timestamp()) * NS + 700_000_000
+START_NS = (
+    int(datetime(2026, 2, 18, 16, 21, 19, tzinfo=timezone.utc).timestamp()) * NS + 700_000_000
+)
 LOCAL = timezone(timedelta(hours=1))
 # The log line is written this long after the step ends.
 LOG_DELAY_NS = 150_000
@@ -81,8 +83,7 @@ def _vllm_line(replica: int, step: int, row: dict, dummy: bool = False) -> str:
 
 def write_vllm_aligned() -> None:
     runs = {
-        0: _simulate(0, START_NS, 40, ["a0", "b0"])
-        + _simulate(0, START_NS + 3 * NS, 12, ["c0"]),
+        0: _simulate(0, START_NS, 40, ["a0", "b0"]) + _simulate(0, START_NS + 3 * NS, 12, ["c0"]),
         1: _simulate(1, START_NS + 3_300_000, 35, ["a1", "b1"]),
     }
     dummies = [
