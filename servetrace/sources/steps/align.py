@@ -30,11 +30,11 @@ WINDOW_NS = NS_PER_S
 # Offsets within a bin either side of each other count as one vote.
 BIN_NS = 100_000
 # Consecutive steps of a run that share one offset (the drift between steps accumulates).
-CHUNK = 16
+CHUNK = 8
 # The gap between steps is estimated per run, on its first steps, from this grid.
 MAX_GAP_NS = 1_000_000
 GAP_STEP_NS = 10_000
-ESTIMATE_STEPS = 32
+ESTIMATE_STEPS = 16
 # How far a chunk's offset may drift from its run's.
 DRIFT_NS = 2_000_000
 # The farthest a placed step end moves to land on a tick.
@@ -83,17 +83,114 @@ def zone_shift(anchors: pl.Series, ticks: pl.Series) -> int | None:
 
 def _best(candidates: pl.DataFrame, keys: list[str], prefer: list[str]) -> pl.DataFrame:
     """Per ``keys``, the offset bin with the most votes (a bin's score counts its two
-    neighbours, so offsets split by a bin edge still agree); ties go to the smallest
-    ``prefer`` values, then the earliest bin."""
-    near = pl.concat([candidates.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
+    neighbours, so offsets split by a bin edge still agree; ties go to the smallest
+    ``prefer`` values, then the earliest bin), and the median offset voted there."""
+    groups = [*keys, *prefer]
+    counts = candidates.group_by(*groups, "bin").agg(n=pl.len())
+    scored = (
+        pl.concat([counts.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
+        .group_by(*groups, "bin")
+        .agg(votes=pl.col("n").sum())
+    )
     order = [*keys, "votes", *prefer, "bin"]
-    return (
-        near.group_by(*keys, *prefer, "bin")
-        .agg(votes=pl.len(), offset=pl.col("offset").median().round().cast(pl.Int64()))
-        .sort(order, descending=[False] * len(keys) + [True] + [False] * (len(prefer) + 1))
+    winners = (
+        scored.sort(order, descending=[False] * len(keys) + [True] + [False] * (len(prefer) + 1))
         .unique(keys, keep="first", maintain_order=True)
         .filter(pl.col("votes") >= MIN_VOTES)
+        .rename({"bin": "center"})
     )
+    offsets = (
+        candidates.join(winners.select(*groups, "center"), on=groups)
+        .filter((pl.col("bin") - pl.col("center")).abs() <= 1)
+        .group_by(keys)
+        .agg(offset=pl.col("offset").median().round().cast(pl.Int64()))
+    )
+    return winners.join(offsets, on=keys)
+
+
+def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
+    """Each chunk's offset, chunk after chunk (a sequence over chunks, not over steps:
+    NumPy on each chunk's few candidates, all runs at once)."""
+    emitting = emitting.with_columns(
+        key=(pl.struct("replica", "run").rank("dense") - 1).cast(pl.Int64())
+    ).sort("chunk", "key", "k")
+    cols = {
+        name: emitting[name].to_numpy().astype(np.int64)
+        for name in ("key", "chunk", "k", "cum", "lo", "hi", "gap")
+    }
+    keys = emitting.select("key", "replica", "run", "run_offset").unique("key").sort("key")
+    offset = keys["run_offset"].to_numpy().astype(np.int64).copy()
+    out_key: list[np.ndarray] = []
+    out_chunk: list[np.ndarray] = []
+    out_offset: list[np.ndarray] = []
+    edges = np.flatnonzero(np.diff(cols["chunk"])) + 1
+    for start, stop in zip(
+        np.concatenate([[0], edges]), np.concatenate([edges, [len(cols["chunk"])]]), strict=True
+    ):
+        part = {name: values[start:stop] for name, values in cols.items()}
+        model = offset[part["key"]] + part["cum"] + part["k"] * part["gap"]
+        lo = np.maximum(part["lo"], np.searchsorted(ticks, model - DRIFT_NS, "left"))
+        hi = np.minimum(part["hi"], np.searchsorted(ticks, model + DRIFT_NS, "right"))
+        counts = np.clip(hi - lo, 0, None)
+        if counts.sum():
+            row = np.repeat(np.arange(len(model)), counts)
+            first = np.repeat(np.cumsum(counts) - counts, counts)
+            at = lo[row] + np.arange(len(row)) - first
+            votes_key = part["key"][row]
+            voted = ticks[at] - part["cum"][row] - part["k"][row] * part["gap"][row]
+            bins = voted // BIN_NS
+            span = int(bins.max() - bins.min()) + 3
+            code = votes_key * span + (bins - bins.min() + 1)
+            unique, count = np.unique(code, return_counts=True)
+            score = count.copy()
+            for step in (-1, 1):
+                where = np.searchsorted(unique, unique + step)
+                hit = (where < len(unique)) & (
+                    unique[np.minimum(where, len(unique) - 1)] == unique + step
+                )
+                score[hit] += count[where[hit]]
+            owner = unique // span
+            # Most votes first, then the earliest bin, per key.
+            order = np.lexsort((unique, -score, owner))
+            winners = order[np.unique(owner[order], return_index=True)[1]]
+            for winner in winners[score[winners] >= MIN_VOTES]:
+                key = owner[winner]
+                center = unique[winner]
+                mask = (votes_key == key) & (np.abs(code - center) <= 1)
+                offset[key] = int(np.round(np.median(voted[mask])))
+        present = np.unique(part["key"])
+        out_key.append(present)
+        out_chunk.append(np.full(len(present), part["chunk"][0]))
+        out_offset.append(offset[present].copy())
+    found = pl.DataFrame(
+        {
+            "key": np.concatenate(out_key) if out_key else np.array([], dtype=np.int64),
+            "chunk": np.concatenate(out_chunk) if out_chunk else np.array([], dtype=np.int64),
+            "chunk_offset": np.concatenate(out_offset)
+            if out_offset
+            else np.array([], dtype=np.int64),
+        },
+        schema={"key": pl.Int64(), "chunk": pl.Int64(), "chunk_offset": pl.Int64()},
+    )
+    return found.join(keys.select("key", "replica", "run"), on="key").drop("key")
+
+
+def _candidates(frame: pl.DataFrame, ticks: pl.Series, *keep: str) -> pl.DataFrame:
+    """One row per step and tick in its ``[lo, hi)`` range, with ``base = tick − cum``."""
+    exploded = (
+        frame.select(
+            "replica",
+            "run",
+            "chunk",
+            "k",
+            "cum",
+            *keep,
+            at=pl.int_ranges("lo", pl.max_horizontal("lo", "hi"), dtype=pl.Int64()),
+        )
+        .explode("at")
+        .drop_nulls("at")
+    )
+    return exploded.with_columns(base=ticks.gather(exploded["at"]) - pl.col("cum"))
 
 
 def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Alignment]:
@@ -115,36 +212,22 @@ def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Al
         lo=ticks.search_sorted(frame["anchor"], side="left"),
         hi=ticks.search_sorted(frame["anchor"] + WINDOW_NS, side="left"),
     ).with_columns(chunk=pl.col("k") // CHUNK)
-    candidates = (
-        frame.filter("emits")
-        .select(
-            "replica", "run", "chunk", "k", "cum", at=pl.int_ranges("lo", "hi", dtype=pl.Int64())
-        )
-        .explode("at")
-        .drop_nulls("at")
-    )
-    candidates = candidates.with_columns(base=ticks.gather(candidates["at"]) - pl.col("cum"))
     # 1. Per run, the gap between steps and the offset most of its first steps agree on.
+    first = _candidates(frame.filter(pl.col("emits") & (pl.col("k") < ESTIMATE_STEPS)), ticks)
     gaps = pl.DataFrame({"gap": np.arange(0, MAX_GAP_NS + 1, GAP_STEP_NS, dtype=np.int64)})
     estimate = (
-        candidates.filter(pl.col("k") < ESTIMATE_STEPS)
-        .join(gaps, how="cross")
+        first.join(gaps, how="cross")
         .with_columns(offset=pl.col("base") - pl.col("k") * pl.col("gap"))
         .with_columns(bin=pl.col("offset") // BIN_NS)
     )
     runs = _best(estimate, ["replica", "run"], ["gap"]).select(
         "replica", "run", "gap", run_offset="offset"
     )
-    # 2. Per chunk, its own offset near the run's: the gaps vary, so the drift does too.
-    near = (
-        candidates.join(runs, on=["replica", "run"])
-        .with_columns(offset=pl.col("base") - pl.col("k") * pl.col("gap"))
-        .filter((pl.col("offset") - pl.col("run_offset")).abs() <= DRIFT_NS)
-        .with_columns(bin=pl.col("offset") // BIN_NS)
-    )
-    chunks = _best(near, ["replica", "run", "chunk"], []).select(
-        "replica", "run", "chunk", chunk_offset="offset"
-    )
+    # 2. Chunk by chunk, each its own offset within DRIFT_NS of the previous chunk's: the
+    # gaps vary, so the drift does too, and a chunk follows it from where the last one
+    # ended. Only the ticks near where that puts a step vote, a few per step.
+    emitting = frame.filter("emits").join(runs, on=["replica", "run"])
+    chunks = _track(emitting, ticks.to_numpy())
     placed = (
         frame.join(runs, on=["replica", "run"], how="left")
         .join(chunks, on=["replica", "run", "chunk"], how="left")

@@ -15,7 +15,9 @@ Pinned to vllm-project/vllm:
   same fields as ``SchedulerIterationDetails`` and log the line from the front end,
   appending ``, GPU KV cache usage: <x>%`` and, with multimodal inputs, encoder counts;
 - the prefix: vLLM's logger format ``LEVEL MM-DD HH:MM:SS [file:line] message``
-  (``vllm/logger.py``), resolution one second, no year, no time zone.
+  (``vllm/logger.py``, ``_DATE_FORMAT = "%m-%d %H:%M:%S"`` at
+  00656a8e7442dec75d69881cee20ffe38f46f606, whose older ``file:line]`` is read too),
+  resolution one second, no year, no time zone.
 
 Mapping: ``Iteration(i)`` → ``step``; the DP rank (or the front end's ``Engine <n>:``)
 → ``replica``; context requests/tokens → ``prefill_requests``/``prefill_tokens``;
@@ -49,7 +51,7 @@ _MARKER = r"\bIteration\(\d+\): "
 _PATTERN = (
     r"^(?:\((?P<process>[A-Za-z]+)(?:_DP(?P<dp>\d+))?[^)]*\)\s+)?"
     r"[A-Z]+\s+(?P<month>\d{2})-(?P<day>\d{2})\s+"
-    r"(?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2})(?:[.,]\d+)?\s+\[[^\]]*\]\s+"
+    r"(?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2})(?:[.,]\d+)?\s+(?:\[[^\]]*\]|\S+\])\s+"
     r"(?:Engine (?P<engine>\d+): )?"
     r"Iteration\((?P<step>\d+)\): (?P<prefill_requests>\d+) context requests, "
     r"(?P<prefill_tokens>\d+) context tokens, (?P<decode_requests>\d+) generation requests, "
