@@ -109,3 +109,24 @@ def test_a_recording_needs_a_bound(tmp_path: Path) -> None:
     done = runner.invoke(app, ["record-steps", "tcp://127.0.0.1:9", "-o", str(tmp_path / "x")])
     assert done.exit_code == 2
     assert "give --seconds or --count" in done.stderr
+
+
+def test_ctrl_c_keeps_what_was_received(
+    publisher: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from servetrace.sources.steps.record import record
+
+    original = zmq.Socket.recv_multipart
+    calls = []
+
+    def interrupted_after_two(self: zmq.Socket, *args: object, **kwargs: object) -> list[bytes]:
+        calls.append(1)
+        if len(calls) > 2:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(zmq.Socket, "recv_multipart", interrupted_after_two)
+    out = tmp_path / "steps.fpm"
+    done = record(publisher, out, count=10)
+    assert (done.messages, done.stopped) == (2, "interrupted")
+    assert read_steps(out, "forward-pass").frame.height == 2

@@ -8,10 +8,11 @@ consecutive seconds, which the engine ran back to back) the k-th step ends at
 steps (scheduling, output handling), which vLLM's elapsed time does not count. Each
 step votes for the offsets ``tick − cumulative − k × gap`` of the ticks inside its
 second; a run takes the gap and offset its first ``ESTIMATE_STEPS`` steps agree on most
-(within ``BIN_NS`` either side), each chunk of ``CHUNK`` steps then its own offset
-within ``DRIFT_NS`` of the run's (the gap varies from step to step, and the durations
-are rounded to 10 µs), and each step end moves to the nearest tick within ``SNAP_NS``.
-How far the durations placed a step from the tick it moved to is the measured alignment
+(within ``BIN_NS`` either side); then, chunk after chunk of ``CHUNK`` steps, each chunk
+takes the offset its steps agree on within ``DRIFT_NS`` of the previous chunk's (the gap
+varies from step to step and the durations are rounded to 10 µs, so the drift wanders),
+and each step end moves to the nearest tick within ``SNAP_NS``. How far the durations
+placed a step from the tick it moved to is the measured alignment
 error. A step that drifted more than ``SNAP_NS`` keeps its placed end. Steps of equal durations
 in one second cannot be told apart by durations: only the second boundaries a chunk
 spans pin them, so such a chunk may land whole steps off (its error then looks small).
