@@ -92,9 +92,9 @@ def test_vllm_steps_align_to_the_trace_exactly_and_state_the_measured_error() ->
     assert (emitting["ts_end"] == emitting["ts_end_true"]).all()
     # The durations (rounded to 10 µs, with a 40-60 µs gap between steps) placed the
     # ends at most this far from those ticks: the make_fixtures.py run, measured.
-    assert result.alignment_error_ns == 70_765
+    assert result.alignment_error_ns == 15_012
     note = result.notes[-1]
-    assert "87 of 90 step ends aligned" in note and "-1 h" in note and "70.765 µs" in note
+    assert "87 of 90 step ends aligned" in note and "-1 h" in note and "15.012 µs" in note
     # The three dummy passes emit nothing: they keep their log second (16:21:22 UTC).
     dummies = joined.filter(pl.col("has_tokens") == 0)
     assert dummies["ts_end"].to_list() == [1771431682 * S] * 3

@@ -109,6 +109,79 @@ def _best(candidates: pl.DataFrame, keys: list[str], prefer: list[str]) -> pl.Da
     return winners.join(offsets, on=keys)
 
 
+def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:
+    """Per run, the gap between steps and the offset its first steps agree on most.
+
+    Each tick in the second of the run's first emitting step is a hypothesis for where
+    that step ended; each of the next ``ESTIMATE_STEPS`` steps then lands on a tick only
+    if it lies within ``[0, MAX_GAP_NS]`` per step later than the durations alone put it,
+    and every such tick votes for the gap it implies. The hypothesis and gap with the
+    most votes win (ties: the smaller gap, then the earlier tick).
+    """
+    first = emitting.filter(pl.col("k") == pl.col("k").min().over("replica", "run"))
+    hypotheses = _candidates(first, ticks).select(
+        "replica", "run", k0="k", offset="base", hypothesis=pl.int_range(pl.len(), dtype=pl.Int64())
+    )
+    later = emitting.join(hypotheses.select("replica", "run", "k0").unique(), on=["replica", "run"])
+    later = later.filter(
+        (pl.col("k") > pl.col("k0")) & (pl.col("k") <= pl.col("k0") + ESTIMATE_STEPS)
+    ).select("replica", "run", "k", "cum", "lo", "hi")
+    pairs = hypotheses.join(later, on=["replica", "run"]).with_columns(
+        base=pl.col("offset") + pl.col("cum"), steps=pl.col("k") - pl.col("k0")
+    )
+    pairs = pairs.with_columns(
+        lo=pl.max_horizontal("lo", ticks.search_sorted(pairs["base"], "left")),
+        hi=pl.min_horizontal(
+            "hi", ticks.search_sorted(pairs["base"] + pairs["steps"] * MAX_GAP_NS, "right")
+        ),
+    )
+    votes = (
+        pairs.select(
+            "replica",
+            "run",
+            "hypothesis",
+            "offset",
+            "k0",
+            "base",
+            "steps",
+            at=pl.int_ranges("lo", pl.max_horizontal("lo", "hi"), dtype=pl.Int64()),
+        )
+        .explode("at")
+        .drop_nulls("at")
+    )
+    votes = votes.with_columns(
+        gap=(ticks.gather(votes["at"]) - pl.col("base")) // pl.col("steps")
+    ).with_columns(bin=pl.col("gap") // GAP_STEP_NS)
+    counts = votes.group_by("replica", "run", "hypothesis", "bin").agg(n=pl.len())
+    scored = (
+        pl.concat([counts.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
+        .group_by("replica", "run", "hypothesis", "bin")
+        .agg(votes=pl.col("n").sum())
+        .filter(pl.col("votes") >= MIN_VOTES - 1)
+    )
+    best = scored.sort(
+        ["replica", "run", "votes", "bin", "hypothesis"],
+        descending=[False, False, True, False, False],
+    ).unique(["replica", "run"], keep="first", maintain_order=True)
+    chosen = (
+        votes.join(
+            best.select("replica", "run", "hypothesis", center="bin"),
+            on=["replica", "run", "hypothesis"],
+        )
+        .filter((pl.col("bin") - pl.col("center")).abs() <= 1)
+        .group_by("replica", "run")
+        .agg(
+            gap=pl.col("gap").median().round().cast(pl.Int64()),
+            offset=pl.col("offset").first(),
+            k0=pl.col("k0").first(),
+        )
+    )
+    # The model is offset + cum + k × gap, k counted from the run's start.
+    return chosen.select(
+        "replica", "run", "gap", run_offset=pl.col("offset") - pl.col("k0") * pl.col("gap")
+    )
+
+
 def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
     """Each chunk's offset, chunk after chunk (a sequence over chunks, not over steps:
     NumPy on each chunk's few candidates, all runs at once)."""
@@ -213,17 +286,7 @@ def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Al
         lo=ticks.search_sorted(frame["anchor"], side="left"),
         hi=ticks.search_sorted(frame["anchor"] + WINDOW_NS, side="left"),
     ).with_columns(chunk=pl.col("k") // CHUNK)
-    # 1. Per run, the gap between steps and the offset most of its first steps agree on.
-    first = _candidates(frame.filter(pl.col("emits") & (pl.col("k") < ESTIMATE_STEPS)), ticks)
-    gaps = pl.DataFrame({"gap": np.arange(0, MAX_GAP_NS + 1, GAP_STEP_NS, dtype=np.int64)})
-    estimate = (
-        first.join(gaps, how="cross")
-        .with_columns(offset=pl.col("base") - pl.col("k") * pl.col("gap"))
-        .with_columns(bin=pl.col("offset") // BIN_NS)
-    )
-    runs = _best(estimate, ["replica", "run"], ["gap"]).select(
-        "replica", "run", "gap", run_offset="offset"
-    )
+    runs = _estimate_runs(frame.filter("emits"), ticks)
     # 2. Chunk by chunk, each its own offset within DRIFT_NS of the previous chunk's: the
     # gaps vary, so the drift does too, and a chunk follows it from where the last one
     # ended. Only the ticks near where that puts a step vote, a few per step.
