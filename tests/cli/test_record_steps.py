@@ -130,3 +130,10 @@ def test_ctrl_c_keeps_what_was_received(
     done = record(publisher, out, count=10)
     assert (done.messages, done.stopped) == (2, "interrupted")
     assert read_steps(out, "forward-pass").frame.height == 2
+
+
+def test_output_in_a_missing_folder_is_exit_2(publisher: str, tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "steps.fpm"
+    done = runner.invoke(app, ["record-steps", publisher, "-o", str(out), "--count", "1"])
+    assert done.exit_code == 2
+    assert done.stderr.strip() == f"error: --output {out}: cannot write: No such file or directory"
