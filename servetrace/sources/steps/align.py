@@ -13,7 +13,10 @@ takes the offset its steps agree on within ``DRIFT_NS`` of the previous chunk's 
 varies from step to step and the durations are rounded to 10 µs, so the drift wanders),
 and each step end moves to the nearest tick within ``SNAP_NS``. How far the durations
 placed a step from the tick it moved to is the measured alignment
-error. A step that drifted more than ``SNAP_NS`` keeps its placed end. Steps of equal durations
+error. A step that drifted more than ``SNAP_NS`` keeps its placed end. A step known to
+emit nothing (a dummy pass) neither votes nor moves; a prefill chunk that completes no
+prompt emits nothing either but is not known to, so it votes and may move to a tick of
+another step. Steps of equal durations
 in one second cannot be told apart by durations: only the second boundaries a chunk
 spans pin them, so such a chunk may land whole steps off (its error then looks small).
 """

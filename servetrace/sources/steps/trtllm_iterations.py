@@ -21,7 +21,9 @@ so a recording is several lists; the file may be one list, or one list or record
 line. The PyTorch backend adds fields of its own (e.g. ``prevDeviceStepTimeMS``, the
 *previous* iteration's device time, one iteration late); they are not read.
 
-Mapping: ``iter`` → ``step``; ``iterLatencyMS`` → the duration; ``timestamp`` (the
+Mapping: ``iter`` → ``step``; ``iterLatencyMS`` → the duration (the executor's whole
+iteration, which under the PyTorch backend's overlap scheduler spans more than one
+forward pass); ``staticBatchingStats`` (static batching) is not read; ``timestamp`` (the
 executor's local wall time, ``MM-DD-YYYY HH:MM:SS.ffffff``, read as UTC; ISO 8601 also
 read) → ``ts_end``; ``numContextRequests``/``numCtxTokens`` →
 ``prefill_requests``/``prefill_tokens``; ``numGenRequests`` → ``decode_requests``;
@@ -78,7 +80,8 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
     )
     notes = (
         "trtllm-iterations: a step ends at its record's 'timestamp' (the executor's local "
-        "time read as UTC, µs resolution) and lasts 'iterLatencyMS'; decode tokens, cached "
+        "time read as UTC, µs resolution) and lasts 'iterLatencyMS' (the executor's whole "
+        "iteration: under the overlap scheduler not one forward pass); decode tokens, cached "
         "tokens and batch membership are not in the record (unavailable)",
     )
     return StepFile(conform(frame), notes, None)
