@@ -301,3 +301,21 @@ def test_a_file_that_is_not_a_recording_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         read_steps(path, "forward-pass")
     assert caught.value.message.startswith(f"{path}: record 1: not a servetrace record-steps")
+
+
+def test_alignment_with_nothing_to_vote_keeps_every_step_unaligned() -> None:
+    from servetrace.sources.steps.align import align_to_ticks
+
+    steps = pl.DataFrame(
+        {
+            "replica": ["0", "0", "1"],
+            "anchor": [10 * S, 10 * S, 50 * S],
+            "duration": [5 * MS, 5 * MS, 5 * MS],
+            "emits": [False, False, True],
+        }
+    )
+    # Step 3 is alone in its run: one step cannot agree with another (MIN_VOTES).
+    ticks = pl.Series([10 * S + 5 * MS, 50 * S + 7 * MS], dtype=pl.Int64)
+    ends, alignment = align_to_ticks(steps, ticks)
+    assert ends.to_list() == [None, None, None]
+    assert (alignment.total, alignment.snapped, alignment.error_ns) == (3, 0, None)

@@ -188,6 +188,16 @@ def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:
 def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
     """Each chunk's offset, chunk after chunk (a sequence over chunks, not over steps:
     NumPy on each chunk's few candidates, all runs at once)."""
+    empty = pl.DataFrame(
+        schema={
+            "chunk": pl.Int64(),
+            "chunk_offset": pl.Int64(),
+            "replica": pl.String(),
+            "run": pl.Int64(),
+        }
+    )
+    if emitting.height == 0:
+        return empty
     emitting = emitting.with_columns(
         key=(pl.struct("replica", "run").rank("dense") - 1).cast(pl.Int64())
     ).sort("chunk", "key", "k")
