@@ -27,9 +27,11 @@ COMMANDS = (
     "compare",
     "import",
     "merge",
+    "record-steps",
     "report",
     "simulate",
     "timeline",
+    "whatif",
 )
 
 

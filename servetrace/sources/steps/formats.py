@@ -33,6 +33,10 @@ class StepFile:
 STEP_FORMATS: dict[str, str] = {
     "canonical": "servetrace.sources.steps.canonical",
     "vidur": "servetrace.sources.steps.vidur",
+    "vllm-log": "servetrace.sources.steps.vllm_log",
+    "sglang-log": "servetrace.sources.steps.sglang_log",
+    "trtllm-iterations": "servetrace.sources.steps.trtllm_iterations",
+    "forward-pass": "servetrace.sources.steps.forward_pass",
 }
 
 

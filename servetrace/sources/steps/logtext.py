@@ -1,0 +1,74 @@
+"""Engine log text as a frame of numbered lines, and the errors that name a line.
+
+Engines write their step lines among every other log line; an importer keeps the lines
+that carry its message, parses them with one regular expression (vectorised), and
+refuses a line that starts like its message but does not parse: a changed format must
+not pass as fewer steps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from servetrace.errors import InputError
+
+# Terminal colours: vLLM colours its process prefix when the output is a terminal, and a
+# log captured through `script` or a container runtime keeps the escapes.
+_ANSI = r"\x1b\[[0-9;]*[A-Za-z]"
+
+
+def log_lines(path: Path) -> pl.DataFrame:
+    """``path``'s lines as ``line`` (1-based Int64) and ``text`` (colour escapes removed)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+    text = raw.decode("utf-8", errors="replace")
+    frame = pl.DataFrame({"text": text.splitlines()}, schema={"text": pl.String()})
+    return frame.with_row_index("line", offset=1).select(
+        pl.col("line").cast(pl.Int64()), pl.col("text").str.replace_all(_ANSI, "")
+    )
+
+
+def parse_marked(
+    lines: pl.DataFrame, marker: str, pattern: str, required: str, path: Path, rule: str
+) -> pl.DataFrame:
+    """The lines matching the regex ``marker``, with ``pattern``'s named groups as columns.
+
+    A marked line where ``pattern`` leaves the group ``required`` empty (it did not
+    match) is an input error naming the file, the line and ``rule`` (what the line
+    should look like).
+    """
+    marked = lines.filter(pl.col("text").str.contains(marker))
+    parsed = marked.with_columns(pl.col("text").str.extract_groups(pattern).alias("groups")).unnest(
+        "groups"
+    )
+    bad = parsed.filter(pl.col(required).is_null())
+    if bad.height:
+        line, text = bad.row(0)[:2]
+        shown = text if len(text) <= 160 else text[:157] + "..."
+        raise InputError(f"{path}: line {line}: {rule}: {shown!r}")
+    return parsed
+
+
+def no_lines(path: Path, what: str, hint: str) -> InputError:
+    """The error for a log that holds none of the lines the format reads."""
+    return InputError(f"{path}: no {what} in the file", hint=hint)
+
+
+def seconds_ns(
+    year: pl.Expr | int, month: str, day: str, hour: str, minute: str, second: str
+) -> pl.Expr:
+    """The epoch ns of a log prefix's date and time (UTC: the prefix names no zone)."""
+    year_expr = year if isinstance(year, pl.Expr) else pl.lit(year)
+    return pl.datetime(
+        year_expr,
+        pl.col(month).cast(pl.Int32()),
+        pl.col(day).cast(pl.Int32()),
+        pl.col(hour).cast(pl.Int32()),
+        pl.col(minute).cast(pl.Int32()),
+        pl.col(second).cast(pl.Int32()),
+        time_unit="ns",
+    ).dt.epoch("ns")
