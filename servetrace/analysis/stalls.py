@@ -1,0 +1,302 @@
+"""Where ITL stalls come from: a trace's inter-token gaps joined to the engine's steps
+(`stalls_join`) and their excess over the decode-step baseline split by cause
+(`stalls_attribution`); with the consistency findings between the two streams.
+
+`tick_gaps` turns the trace's events into the gaps the join reads (the gaps of the ITL
+metric: completed requests, consecutive output ticks); `stall_analysis` builds the one
+`Stalls` every view reads (design §10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from servetrace.analysis.stalls_attribution import (
+    CAUSES,
+    Baseline,
+    attribute,
+    fit_baseline,
+    shares,
+    with_step_baseline,
+)
+from servetrace.analysis.stalls_join import UNJOINED_REASONS, join_gaps, prepare_steps
+from servetrace.errors import InputError
+from servetrace.schema import TICK_EVENTS
+from servetrace.sources.steps.formats import StepFile
+
+# The per-gap file (``--stalls-out``): these columns first, in this order.
+GAP_COLUMNS = (
+    "request_id",
+    "gap_start_ns",
+    "gap_end_ns",
+    "steps",
+    "prefill_tokens",
+    "decode_tokens",
+    "excess_ns",
+    "cause",
+)
+WORST = 10
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A named inconsistency between the trace and the steps: how many steps, and words."""
+
+    name: str
+    steps: int
+    words: str
+
+
+@dataclass(frozen=True)
+class Stalls:
+    """Every gap of the ITL metric joined to its covering steps, and its excess by cause."""
+
+    steps_file: str
+    steps_format: str
+    steps: int
+    replicas: int
+    gaps: pl.DataFrame  # one row per gap: GAP_COLUMNS first, then the join's and causes'
+    fit: Baseline
+    tail_threshold_ns: int | None  # the pooled ITL p99
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = ()
+    alignment_error_ns: int | None = None
+
+    @property
+    def joined(self) -> pl.DataFrame:
+        return self.gaps.filter(pl.col("unjoined").is_null())
+
+    @property
+    def unjoined(self) -> dict[str, int]:
+        """Unjoined gaps by reason (`stalls_join.UNJOINED_REASONS`)."""
+        counts = self.gaps["unjoined"].drop_nulls().value_counts(sort=True)
+        return {str(r): int(n) for r, n in counts.iter_rows()}
+
+    @property
+    def tail(self) -> pl.DataFrame:
+        """Joined gaps at or above the pooled ITL p99."""
+        if self.tail_threshold_ns is None:
+            return self.joined.clear()
+        gap = pl.col("gap_end_ns") - pl.col("gap_start_ns")
+        return self.joined.filter(gap >= self.tail_threshold_ns)
+
+    def shares(self) -> dict[str, float | int | None]:
+        return shares(self.joined)
+
+    def tail_shares(self) -> dict[str, Any]:
+        tail = self.tail
+        out: dict[str, Any] = {"threshold_ns": self.tail_threshold_ns, "tail_gaps": tail.height}
+        with_prefill = int((tail["steps_with_prefill"].fill_null(0) > 0).sum())
+        out["prefill_fraction"] = with_prefill / tail.height if tail.height else None
+        return {**out, **shares(tail)}
+
+    def worst(self, n: int = WORST) -> pl.DataFrame:
+        """The ``n`` joined gaps of largest excess, with their covering steps."""
+        return (
+            self.joined.filter(pl.col("excess_ns").is_not_null())
+            .sort("excess_ns", descending=True, maintain_order=True)
+            .head(n)
+            .select(
+                "request_id",
+                "gap_start_ns",
+                "gap_end_ns",
+                (pl.col("gap_end_ns") - pl.col("gap_start_ns")).alias("gap_ns"),
+                "excess_ns",
+                "cause",
+                "steps",
+                "first_step",
+                "last_step",
+                "prefill_tokens",
+                "decode_requests",
+            )
+        )
+
+    def per_request(self, n: int = 5) -> dict[str, Any]:
+        """Tail stalls per request: how many requests have any, the most, the worst few."""
+        if self.tail_threshold_ns is None:
+            return {"requests_with_tail_stalls": None, "max_tail_stalls": None, "top": []}
+        per = (
+            self.tail.group_by("request_id")
+            .agg(pl.len().alias("tail_stalls"), pl.col("excess_ns").sum().alias("excess_ns"))
+            .sort(["tail_stalls", "excess_ns", "request_id"], descending=[True, True, False])
+        )
+        return {
+            "requests_with_tail_stalls": per.height,
+            "max_tail_stalls": int(per["tail_stalls"].max()) if per.height else 0,  # type: ignore[arg-type]
+            "top": per.head(n).to_dicts(),
+        }
+
+
+def tick_gaps(
+    events: pl.LazyFrame, per_request: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(gaps, ticks, spans): the ITL gaps of completed requests (``request_id``,
+    ``replica``, ``gap_start_ns``, ``gap_end_ns``, ``tokens`` of the later tick); every
+    output tick of a valid request (``request_id, ts, tokens, event, replica``); and each
+    valid request's ``replica``, ``start_ns`` (admission, else arrival) and ``end_ns``."""
+    names = events.collect_schema().names()
+    tokens = pl.col("tokens").fill_null(1) if "tokens" in names else pl.lit(1, pl.Int64)
+    rid = pl.col("request_id").cast(pl.String)
+    ticks = (
+        events.filter(pl.col("event").cast(pl.String).is_in(TICK_EVENTS))
+        .select(rid, "ts", tokens.cast(pl.Int64).alias("tokens"), pl.col("event").cast(pl.String))
+        .collect()
+        .join(per_request.select(rid), on="request_id", how="semi")
+    )
+    replica = (
+        per_request.select(rid, pl.col("replica").cast(pl.String).fill_null(""))
+        if "replica" in per_request.columns
+        else per_request.select(rid, pl.lit("").alias("replica"))
+    )
+    done = per_request.filter(
+        (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
+    ).select(rid)
+    gaps = (
+        ticks.join(done, on="request_id", how="semi")
+        .sort("request_id", "ts", maintain_order=True)
+        .with_columns(gap_start_ns=pl.col("ts").shift(1).over("request_id"))
+        .drop_nulls("gap_start_ns")
+        .join(replica, on="request_id", how="left")
+        .select("request_id", "replica", "gap_start_ns", pl.col("ts").alias("gap_end_ns"), "tokens")
+    )
+    spans = per_request.select(
+        rid,
+        (pl.col("arrival_ns") + pl.col("queue_wait_ns").fill_null(0)).alias("start_ns"),
+        (pl.col("arrival_ns") + pl.col("e2e_ns")).alias("end_ns"),
+    ).join(replica, on="request_id", how="left")
+    return gaps, ticks.join(replica, on="request_id", how="left"), spans
+
+
+def _replicas(steps: pl.DataFrame, gaps: pl.DataFrame, path: str) -> pl.DataFrame:
+    """Steps on the trace's replicas: with one replica on each side, the names need not match."""
+    named = steps["replica"].drop_nulls().unique()
+    traced = gaps["replica"].unique()
+    if traced.to_list() in ([""], []):
+        if named.len() > 1:
+            raise InputError(
+                f"{path}: the steps come from {named.len()} replicas but the trace names "
+                "no replica: rule replica_unknown",
+                hint="give the trace a 'replica' request attribute (the engine rank)",
+            )
+        return steps.with_columns(replica=pl.lit(""))
+    return steps.with_columns(pl.col("replica").fill_null(""))
+
+
+def _aligned(steps: pl.DataFrame, instants: pl.Series, path: str) -> None:
+    if steps.is_empty() or instants.is_empty():
+        return
+    start, end = int(steps["ts_start"].min()), int(steps["ts_end"].max())  # type: ignore[arg-type]
+    first, last = int(instants.min()), int(instants.max())  # type: ignore[arg-type]
+    if end < first or start > last:
+        raise InputError(
+            f"{path}: rule clocks_disjoint: the steps ({start} to {end} ns) and the trace's "
+            f"token ticks ({first} to {last} ns) do not overlap in time: they are on "
+            "different clocks and cannot be aligned",
+            hint="write the steps on the trace's clock (Int64 ns), or give the format that "
+            "aligns them (--steps-from)",
+        )
+
+
+def _findings(steps: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame) -> tuple[Finding, ...]:
+    """Decode tokens against the ticks at each step's end; the batch against the requests
+    running in the trace; overlapping steps."""
+    found: list[Finding] = []
+    at_end = (
+        ticks.filter(pl.col("event") == "token")
+        .group_by("replica", "ts")
+        .agg(pl.col("tokens").sum().alias("_ticked"))
+    )
+    compared = steps.join(
+        at_end.rename({"ts": "ts_end"}), on=["replica", "ts_end"], how="left"
+    ).with_columns(pl.col("_ticked").fill_null(0))
+    more = compared.filter(pl.col("_ticked") > pl.col("decode_tokens")).height
+    fewer = compared.filter(pl.col("_ticked") < pl.col("decode_tokens")).height
+    if more:
+        found.append(
+            Finding(
+                "ticks_above_decode_tokens",
+                more,
+                "steps whose end carries more output tokens in the trace than the step decoded",
+            )
+        )
+    if fewer:
+        found.append(
+            Finding(
+                "ticks_below_decode_tokens",
+                fewer,
+                "steps that decoded more tokens than the trace delivers at their end",
+            )
+        )
+    larger = 0
+    for (replica,), part in steps.group_by("replica"):
+        runs = spans.filter(pl.col("replica") == replica).drop_nulls(["start_ns", "end_ns"])
+        starts = np.sort(runs["start_ns"].to_numpy())
+        ends = np.sort(runs["end_ns"].to_numpy())
+        mid = ((part["ts_start"] + part["ts_end"]) // 2).to_numpy()
+        running = np.searchsorted(starts, mid, "right") - np.searchsorted(ends, mid, "left")
+        batch = part["prefill_requests"].fill_null(0) + part["decode_requests"].fill_null(0)
+        larger += int((batch.to_numpy() > running).sum())
+    if larger:
+        found.append(
+            Finding(
+                "batch_above_running",
+                larger,
+                "steps whose batch holds more requests than the trace has running then",
+            )
+        )
+    overlapping = int(prepare_steps(steps)["overlaps"].sum())
+    if overlapping:
+        found.append(
+            Finding(
+                "overlapping_steps",
+                overlapping,
+                "steps that start before the step before them on their replica ended",
+            )
+        )
+    return tuple(found)
+
+
+def stall_analysis(
+    gaps: pl.DataFrame,
+    ticks: pl.DataFrame,
+    spans: pl.DataFrame,
+    step_file: StepFile,
+    *,
+    path: str,
+    fmt: str,
+    tail_threshold_ns: int | None,
+) -> Stalls:
+    """Join ``gaps`` (`tick_gaps`) to the steps of ``step_file`` and attribute them."""
+    steps = _replicas(step_file.frame, gaps, path)
+    _aligned(steps, ticks["ts"], path)
+    fit = fit_baseline(steps)
+    steps = with_step_baseline(steps, fit)
+    joined = attribute(join_gaps(gaps, steps), fit)
+    ordered = joined.select(*GAP_COLUMNS, *[c for c in joined.columns if c not in GAP_COLUMNS])
+    return Stalls(
+        steps_file=path,
+        steps_format=fmt,
+        steps=steps.height,
+        replicas=steps["replica"].n_unique(),
+        gaps=ordered,
+        fit=fit,
+        tail_threshold_ns=tail_threshold_ns,
+        findings=_findings(steps, ticks, spans),
+        notes=step_file.notes,
+        alignment_error_ns=step_file.alignment_error_ns,
+    )
+
+
+__all__ = [
+    "CAUSES",
+    "GAP_COLUMNS",
+    "UNJOINED_REASONS",
+    "Finding",
+    "Stalls",
+    "stall_analysis",
+    "tick_gaps",
+]
