@@ -13,7 +13,8 @@ membership, else the tokens its tick carries):
 
 ``f`` is the least-squares fit of decode-only steps' duration on their decode batch size
 (and KV tokens, where every decode-only step gives them). The components add up to the
-excess ``g − n × f(usual batch)`` exactly; a gap's cause is its largest positive component.
+excess ``g − n × f(usual batch)`` exactly; a gap's cause is its largest component
+(``none`` without excess, ``unjoined:REASON`` for a gap no step covers).
 """
 
 from __future__ import annotations
@@ -109,7 +110,9 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         return frame.drop("_own", "_own_in_gap").with_columns(
             **nulls,
             **{c: pl.lit(None, pl.Int64) for c in COMPONENT.values()},
-            cause=pl.lit(None, pl.String),
+            cause=pl.when(pl.col("unjoined").is_not_null()).then(
+                pl.lit("unjoined:") + pl.col("unjoined")
+            ),
         )
     usual = fit.at(pl.lit(fit.usual_batch), pl.lit(fit.usual_kv_tokens))
     own_fit = pl.coalesce(
@@ -136,8 +139,15 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         },
     ).drop("_own", "_own_in_gap")
     largest = pl.max_horizontal([pl.col(COMPONENT[c]) for c in CAUSES])
-    cause = pl.when(pl.col("excess_ns").is_null()).then(None).when(pl.col("excess_ns") <= 0)
-    chain = cause.then(pl.lit("none"))
+    unjoined = pl.col("unjoined").is_not_null()
+    chain = (
+        pl.when(unjoined)
+        .then(pl.lit("unjoined:") + pl.col("unjoined"))
+        .when(pl.col("excess_ns").is_null())
+        .then(None)
+        .when(pl.col("excess_ns") <= 0)
+        .then(pl.lit("none"))
+    )
     for name in CAUSES:  # the first of equal largest components, in the order of CAUSES
         chain = chain.when(pl.col(COMPONENT[name]) == pl.col("_largest")).then(pl.lit(name))
     return (
