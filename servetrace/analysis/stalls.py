@@ -98,7 +98,11 @@ class Stalls:
         """The ``n`` joined gaps of largest excess, with their covering steps."""
         return (
             self.joined.filter(pl.col("excess_ns").is_not_null())
-            .sort("excess_ns", descending=True, maintain_order=True)
+            .sort(
+                ["excess_ns", "request_id", "gap_start_ns"],
+                descending=[True, False, False],
+                maintain_order=True,
+            )
             .head(n)
             .select(
                 "request_id",
@@ -133,42 +137,78 @@ class Stalls:
 
 def tick_gaps(
     events: pl.LazyFrame, per_request: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(gaps, ticks, spans): the ITL gaps of completed requests (``request_id``,
-    ``replica``, ``gap_start_ns``, ``gap_end_ns``, ``tokens`` of the later tick); every
-    output tick of a valid request (``request_id, ts, tokens, event, replica``); and each
-    valid request's ``replica``, ``start_ns`` (admission, else arrival) and ``end_ns``."""
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(gaps, ticks, spans, codes) of the trace, every request by an integer key ``_rk``
+    (its row in ``codes``: ``_rk, request_id, replica``):
+
+    - gaps: the ITL gaps of completed requests (``_rk``, ``replica``, ``gap_start_ns``,
+      ``gap_end_ns``, ``tokens`` of the later tick), sorted by request and time;
+    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``);
+    - spans: each valid request's ``replica``, ``start_ns`` (admission, else arrival) and
+      ``end_ns``.
+    """
     names = events.collect_schema().names()
     tokens = pl.col("tokens").fill_null(1) if "tokens" in names else pl.lit(1, pl.Int64)
-    rid = pl.col("request_id").cast(pl.String)
-    ticks = (
-        events.filter(pl.col("event").cast(pl.String).is_in(TICK_EVENTS))
-        .select(rid, "ts", tokens.cast(pl.Int64).alias("tokens"), pl.col("event").cast(pl.String))
-        .collect()
-        .join(per_request.select(rid), on="request_id", how="semi")
-    )
     replica = (
-        per_request.select(rid, pl.col("replica").cast(pl.String).fill_null(""))
+        pl.col("replica").cast(pl.String).fill_null("")
         if "replica" in per_request.columns
-        else per_request.select(rid, pl.lit("").alias("replica"))
+        else pl.lit("", pl.String)
     )
-    done = per_request.filter(
-        (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
-    ).select(rid)
-    gaps = (
-        ticks.join(done, on="request_id", how="semi")
-        .sort("request_id", "ts", maintain_order=True)
-        .with_columns(gap_start_ns=pl.col("ts").shift(1).over("request_id"))
-        .drop_nulls("gap_start_ns")
-        .join(replica, on="request_id", how="left")
-        .select("request_id", "replica", "gap_start_ns", pl.col("ts").alias("gap_end_ns"), "tokens")
-    )
-    spans = per_request.select(
-        rid,
+    done = (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
+    codes = per_request.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_rk"),
+        "request_id",
+        replica.alias("replica"),
+        done.alias("_done"),
         (pl.col("arrival_ns") + pl.col("queue_wait_ns").fill_null(0)).alias("start_ns"),
         (pl.col("arrival_ns") + pl.col("e2e_ns")).alias("end_ns"),
-    ).join(replica, on="request_id", how="left")
-    return gaps, ticks.join(replica, on="request_id", how="left"), spans
+    )
+    event = pl.col("event").cast(pl.String)
+    ticks = (
+        events.filter(event.is_in(TICK_EVENTS))
+        .select(
+            pl.col("request_id").cast(per_request.schema["request_id"]),
+            "ts",
+            tokens.cast(pl.Int64).alias("tokens"),
+            (event == "token").alias("is_token"),
+        )
+        .collect()
+        .join(codes.select("request_id", "_rk", "replica", "_done"), on="request_id")
+        .drop("request_id")
+    )
+    # A log is written in time order: a stable sort by request alone keeps each request's
+    # ticks in time order (one integer key, not two); a log that is not gets the full sort.
+    ordered = ticks.filter(pl.col("_done")).sort("_rk", maintain_order=True)
+    same = pl.col("_rk") == pl.col("_rk").shift(1)
+    if ordered.select((same & (pl.col("ts") < pl.col("ts").shift(1))).any()).item():
+        ordered = ordered.sort("_rk", "ts", maintain_order=True)
+    gaps = (
+        ordered.with_columns(gap_start_ns=pl.when(same).then(pl.col("ts").shift(1)))
+        .drop_nulls("gap_start_ns")
+        .select("_rk", "replica", "gap_start_ns", pl.col("ts").alias("gap_end_ns"), "tokens")
+    )
+    spans = codes.select("replica", "start_ns", "end_ns")
+    return gaps, ticks.drop("_done"), spans, codes.select("_rk", "request_id", "replica")
+
+
+def _members(steps: pl.DataFrame, codes: pl.DataFrame) -> pl.DataFrame | None:
+    """Every (request key, step row) pair of the steps' membership; None unless every
+    step gives its requests."""
+    ids = steps["request_ids"]
+    if ids.null_count() or steps.is_empty():
+        return None
+    dtype = codes.schema["request_id"]
+    pairs = (
+        steps.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "request_ids")
+        .explode("request_ids")
+        .rename({"request_ids": "request_id"})
+    )
+    if dtype.is_integer():
+        pairs = pairs.with_columns(pl.col("request_id").cast(dtype, strict=False))
+        on = codes
+    else:
+        on = codes.with_columns(pl.col("request_id").cast(pl.String))
+    return pairs.join(on.select("request_id", "_rk"), on="request_id").select("_rk", "_row")
 
 
 def _replicas(steps: pl.DataFrame, gaps: pl.DataFrame, path: str) -> pl.DataFrame:
@@ -205,11 +245,12 @@ def _findings(steps: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame) -> 
     """Decode tokens against the ticks at each step's end; the batch against the requests
     running in the trace; overlapping steps."""
     found: list[Finding] = []
+    by = ["replica", "ts"] if ticks["replica"].n_unique() > 1 else ["ts"]
     at_end = (
-        ticks.filter(pl.col("event") == "token")
-        .group_by("replica", "ts")
-        .agg(pl.col("tokens").sum().alias("_ticked"))
+        ticks.filter(pl.col("is_token")).group_by(by).agg(pl.col("tokens").sum().alias("_ticked"))
     )
+    if by == ["ts"]:
+        at_end = at_end.with_columns(replica=pl.lit(ticks["replica"][0] if ticks.height else ""))
     compared = steps.join(
         at_end.rename({"ts": "ts_end"}), on=["replica", "ts_end"], how="left"
     ).with_columns(pl.col("_ticked").fill_null(0))
@@ -264,18 +305,22 @@ def stall_analysis(
     gaps: pl.DataFrame,
     ticks: pl.DataFrame,
     spans: pl.DataFrame,
+    codes: pl.DataFrame,
     step_file: StepFile,
     *,
     path: str,
     fmt: str,
     tail_threshold_ns: int | None,
 ) -> Stalls:
-    """Join ``gaps`` (`tick_gaps`) to the steps of ``step_file`` and attribute them."""
+    """Join ``gaps`` (`tick_gaps`, with its ``ticks``, ``spans`` and ``codes``) to the
+    steps of ``step_file`` and attribute them."""
     steps = _replicas(step_file.frame, gaps, path)
     _aligned(steps, ticks["ts"], path)
     fit = fit_baseline(steps)
     steps = with_step_baseline(steps, fit)
-    joined = attribute(join_gaps(gaps, steps), fit)
+    joined = attribute(join_gaps(gaps, steps, _members(steps, codes)), fit)
+    ids = codes["request_id"].cast(pl.String).gather(joined["_rk"])
+    joined = joined.drop("_rk").with_columns(request_id=ids)
     ordered = joined.select(*GAP_COLUMNS, *[c for c in joined.columns if c not in GAP_COLUMNS])
     return Stalls(
         steps_file=path,

@@ -25,7 +25,7 @@ def with_stalls(
         )
     path = Path(steps)
     events = analysis.events("--steps joins the engine's steps to the trace's token ticks")
-    gaps, ticks, spans = tick_gaps(events, analysis.per_request)
+    gaps, ticks, spans, codes = tick_gaps(events, analysis.per_request)
     fmt = steps_from or detect_step_format(path)
     step_file = read_steps(path, fmt, ticks["ts"].unique().sort())
     p99 = analysis.summary.metrics.get("itl", {}).get("p99")
@@ -33,6 +33,7 @@ def with_stalls(
         gaps,
         ticks,
         spans,
+        codes,
         step_file,
         path=str(path),
         fmt=fmt,

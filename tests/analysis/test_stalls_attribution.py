@@ -15,10 +15,10 @@ from servetrace.analysis.stalls_attribution import (
     fit_baseline,
     with_step_baseline,
 )
-from servetrace.analysis.stalls_join import join_gaps
 from servetrace.api._stalls import with_stalls
 from servetrace.sources.steps.schema import conform
 from tests.analysis.stall_fixtures import CONFIG, LONG_IDS, write_injected
+from tests.analysis.test_stalls_join import _join
 
 # Ten decode-only steps back to back (batch 2 → 12 µs, batch 4 → 14 µs: 10 µs + 1 µs per
 # request), then P: a 500-token prefill beside 4 decoders (40 µs), S: a step without "a",
@@ -64,7 +64,7 @@ def test_hand_made_parts_add_up() -> None:
             "tokens": [1, 1],
         }
     )
-    out = attribute(join_gaps(gaps, with_step_baseline(HAND, fit)), fit)
+    out = attribute(_join(gaps, with_step_baseline(HAND, fit)), fit)
     # usual step: 13 µs. Gap 1 (40 µs in P): its batch of 4 costs 14 µs decode-only (+1 µs
     # large batch), the other 26 µs are P's prefill. Gap 2 (31 µs): 12 µs in S without
     # "a", 5 µs in no step, T at batch 4 (+1 µs).
@@ -86,7 +86,7 @@ def test_no_baseline_without_enough_decode_steps() -> None:
             "tokens": [1],
         }
     )
-    out = attribute(join_gaps(gaps, with_step_baseline(HAND, fit)), fit)
+    out = attribute(_join(gaps, with_step_baseline(HAND, fit)), fit)
     assert out["excess_ns"].to_list() == [None] and out["cause"].to_list() == [None]
     assert out["steps"].to_list() == [2]  # the join itself needs no baseline
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from servetrace.analysis.stalls import _members
 from servetrace.analysis.stalls_join import join_gaps
 from servetrace.sim.steps_record import canonical_steps
 from servetrace.sources.steps.schema import conform
@@ -27,6 +28,15 @@ STEPS = conform(
 )
 
 
+CODES = pl.DataFrame({"_rk": [0, 1, 2], "request_id": ["a", "b", "c"]})
+
+
+def _join(gaps: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """The join as the stall analysis calls it: requests by key, membership as pairs."""
+    keyed = gaps.join(CODES, on="request_id", how="left", maintain_order="left")
+    return join_gaps(keyed, steps, _members(steps, CODES))
+
+
 def _gaps(rows: list[tuple[str, str, int, int]]) -> pl.DataFrame:
     return pl.DataFrame(
         rows,
@@ -42,7 +52,7 @@ def _gaps(rows: list[tuple[str, str, int, int]]) -> pl.DataFrame:
 
 def test_covering_steps_and_sums() -> None:
     gaps = _gaps([("a", "", 10, 30), ("a", "", 30, 50), ("b", "", 10, 20)])
-    out = join_gaps(gaps, STEPS).select(
+    out = _join(gaps, STEPS).select(
         "steps",
         "prefill_tokens",
         "decode_requests",
@@ -66,7 +76,7 @@ def test_covering_steps_and_sums() -> None:
 
 def test_first_step_straddling_the_previous_tick() -> None:
     # (15, 30]: step 1 (10–20) ends in it but started before the tick: 5 ns of it count
-    out = join_gaps(_gaps([("a", "", 15, 30)]), STEPS).row(0, named=True)
+    out = _join(_gaps([("a", "", 15, 30)]), STEPS).row(0, named=True)
     assert (out["steps"], out["step_ns"], out["covered_ns"], out["between_ns"]) == (2, 20, 15, 0)
 
 
@@ -80,7 +90,7 @@ def test_unjoined_reasons() -> None:
             ("a", "0", 31, 35),  # inside the span, no step ends in it
         ]
     )
-    out = join_gaps(gaps, steps)
+    out = _join(gaps, steps)
     assert out["unjoined"].to_list() == [
         "replica_without_steps",
         "outside_steps",
@@ -95,14 +105,14 @@ def test_unknown_composition_stays_unknown() -> None:
     steps = STEPS.with_columns(
         prefill_tokens=pl.Series([0, None, 0, 0], dtype=pl.Int64), request_ids=None
     )
-    out = join_gaps(_gaps([("a", "", 10, 30), ("a", "", 30, 50)]), conform(steps))
+    out = _join(_gaps([("a", "", 10, 30), ("a", "", 30, 50)]), conform(steps))
     assert out["prefill_tokens"].to_list() == [None, 0]
     assert out["member_steps"].to_list() == [None, None]
 
 
 def test_overlapping_steps_are_named() -> None:
     steps = STEPS.with_columns(ts_start=pl.Series([0, 5, 20, 40], dtype=pl.Int64))
-    out = join_gaps(_gaps([("a", "", 0, 30)]), steps).row(0, named=True)
+    out = _join(_gaps([("a", "", 0, 30)]), steps).row(0, named=True)
     assert out["overlapping_steps"] == 1
     assert out["covered_ns"] == 30  # clipped to the gap: overlapping steps' time counts once
 
@@ -128,7 +138,10 @@ def oracle() -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def test_simulator_join_is_exact(oracle: tuple[pl.DataFrame, pl.DataFrame]) -> None:
     gaps, steps = oracle
-    out = join_gaps(gaps, steps)
+    codes = gaps.select("request_id").unique(maintain_order=True)
+    codes = codes.with_columns(_rk=pl.int_range(pl.len(), dtype=pl.Int64))
+    keyed = gaps.join(codes, on="request_id", maintain_order="left")
+    out = join_gaps(keyed, steps, _members(steps, codes))
     assert out.height == 10_086
     assert out["unjoined"].null_count() == out.height
     # one token per step: each gap is covered by exactly one step, which ran the request
