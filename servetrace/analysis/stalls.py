@@ -163,21 +163,27 @@ def tick_gaps(
         (pl.col("arrival_ns") + pl.col("queue_wait_ns").fill_null(0)).alias("start_ns"),
         (pl.col("arrival_ns") + pl.col("e2e_ns")).alias("end_ns"),
     )
-    event = pl.col("event").cast(pl.String)
+    # The event column is compared as it is (an enum in a canonical trace: no cast), and
+    # the ticks keep the file's order through a left join, so a log written in time order
+    # needs only a stable sort by request below.
     ticks = (
-        events.filter(event.is_in(TICK_EVENTS))
+        events.filter(pl.col("event").is_in(TICK_EVENTS))
         .select(
             pl.col("request_id").cast(per_request.schema["request_id"]),
             "ts",
             tokens.cast(pl.Int64).alias("tokens"),
-            (event == "token").alias("is_token"),
+            (pl.col("event") == "token").alias("is_token"),
         )
         .collect()
-        .join(codes.select("request_id", "_rk", "replica", "_done"), on="request_id")
+        .join(
+            codes.select("request_id", "_rk", "replica", "_done"),
+            on="request_id",
+            how="left",
+            maintain_order="left",
+        )
         .drop("request_id")
+        .drop_nulls("_rk")
     )
-    # A log is written in time order: a stable sort by request alone keeps each request's
-    # ticks in time order (one integer key, not two); a log that is not gets the full sort.
     ordered = ticks.filter(pl.col("_done")).sort("_rk", maintain_order=True)
     same = pl.col("_rk") == pl.col("_rk").shift(1)
     if ordered.select((same & (pl.col("ts") < pl.col("ts").shift(1))).any()).item():

@@ -100,17 +100,28 @@ def _membership(
     m_key = members["_rk"].to_numpy()
     m_end = steps["ts_end"].to_numpy()[rows]
     m_ns = (steps["ts_end"] - steps["ts_start"]).to_numpy()[rows]
-    # (request, time) pairs as one sortable integer: the time's rank among every instant
-    # in the low bits, the request key above them.
-    instants = np.unique(np.concatenate([b, m_end]))
-    bits = max(len(instants).bit_length(), 1)
+    # (request, time) pairs as one sortable integer: request × span + time since the
+    # first instant when that fits in 62 bits; else the time's rank among every instant in
+    # the low bits, the request key above them.
+    t0 = int(min(b.min(initial=0), m_end.min(initial=0)))
+    span = int(max(b.max(initial=0), m_end.max(initial=0))) - t0 + 1
     high = int(max(key.max(initial=0), m_key.max(initial=0)))
-    if high >= 1 << (62 - bits):
-        return None  # too many requests and instants to pack: membership left unknown
-    gap_pos = (key << bits) | np.searchsorted(instants, b)
-    order = np.argsort(gap_pos, kind="stable")
+    if (high + 1) * span < 1 << 62:
+        gap_pos = key * span + (b - t0)
+        member_pos = m_key * span + (m_end - t0)
+    else:
+        instants = np.unique(np.concatenate([b, m_end]))
+        bits = max(len(instants).bit_length(), 1)
+        if high >= 1 << (62 - bits):
+            return None  # too many requests and instants to pack: membership unknown
+        gap_pos = (key << bits) | np.searchsorted(instants, b)
+        member_pos = (m_key << bits) | np.searchsorted(instants, m_end)
+    # The gaps come sorted by request and time (``tick_gaps``): no sort unless they are not.
+    if len(gap_pos) > 1 and not bool(np.all(gap_pos[1:] >= gap_pos[:-1])):
+        order = np.argsort(gap_pos, kind="stable")
+    else:
+        order = np.arange(len(gap_pos))
     sorted_pos = gap_pos[order]
-    member_pos = (m_key << bits) | np.searchsorted(instants, m_end)
     found = np.searchsorted(sorted_pos, member_pos, side="left")
     found = np.minimum(found, len(order) - 1) if len(order) else found
     target = order[found] if len(order) else found

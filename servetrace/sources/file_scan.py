@@ -179,6 +179,11 @@ def read_table(path: Path) -> pl.DataFrame:
     return guarded(path, lambda: _scan_file(path).collect())
 
 
+def table_columns(path: Path) -> list[str]:
+    """The column names of one table file (Parquet and Arrow from their metadata)."""
+    return guarded(path, lambda: _scan_file(path).collect_schema().names())
+
+
 def row_count(raw: pl.LazyFrame) -> int:
     """Rows of a raw scan: Parquet/IPC metadata, text already parsed."""
     return int(raw.select(pl.len()).collect().item())

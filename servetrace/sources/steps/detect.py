@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from servetrace.errors import InputError
-from servetrace.sources.file_scan import read_table
+from servetrace.sources.file_scan import table_columns
 from servetrace.sources.steps.formats import STEP_FORMATS
 from servetrace.sources.steps.vidur import BATCH_COLUMNS
 
@@ -15,7 +15,7 @@ def detect_step_format(path: Path) -> str:
     name = path.name.lower()
     if name.endswith(("_batches.csv.gz", "_batches.csv")):
         return "vidur"
-    columns = set(read_table(path).columns)
+    columns = set(table_columns(path))
     if set(BATCH_COLUMNS) <= columns:
         return "vidur"
     if "ts_end" in columns:
