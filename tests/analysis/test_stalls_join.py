@@ -3,14 +3,19 @@ simulator's steps as the oracle (every gap covered by exactly its own step)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
+import servetrace
 from servetrace.analysis.stalls import _members
 from servetrace.analysis.stalls_join import join_gaps
+from servetrace.errors import InputError
 from servetrace.sim.steps_record import canonical_steps
 from servetrace.sources.steps.schema import conform
 from tests.analysis.stall_fixtures import injected_run
+from tests.conftest import events, make_request
 
 STEPS = conform(
     pl.DataFrame(
@@ -153,3 +158,43 @@ def test_simulator_join_is_exact(oracle: tuple[pl.DataFrame, pl.DataFrame]) -> N
     assert (checked["ts_end"] == checked["gap_end_ns"]).all()
     assert checked.select(pl.col("ids").list.contains(pl.col("request_id")).all()).item()
     assert (out["between_ns"] == 0).all()  # the engine runs steps back to back
+
+
+def test_gaps_join_only_their_own_replica(tmp_path: Path) -> None:
+    trace = events(
+        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30, replica="0"),
+        make_request("b", admission=0, first=12, ticks=[24, 36], complete=36, replica="1"),
+    )
+    path, steps_path = tmp_path / "t.parquet", tmp_path / "s.parquet"
+    trace.write_parquet(path)
+    ms = 1_000_000
+    conform(
+        pl.DataFrame(
+            {
+                "replica": ["0", "0", "0", "1", "1", "1"],
+                "ts_start": [0, 10 * ms, 20 * ms, 0, 12 * ms, 24 * ms],
+                "ts_end": [10 * ms, 20 * ms, 30 * ms, 12 * ms, 24 * ms, 36 * ms],
+                "prefill_requests": [1, 0, 0, 1, 0, 1],
+                "prefill_tokens": [100, 0, 0, 100, 0, 300],
+                "decode_requests": [0, 1, 1, 0, 1, 1],
+                "decode_tokens": [0, 1, 1, 0, 1, 1],
+            }
+        )
+    ).write_parquet(steps_path)
+    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    assert stalls is not None and stalls.replicas == 2
+    got = stalls.gaps.sort("request_id", "gap_start_ns").select(
+        "request_id", "replica", "steps", "prefill_tokens"
+    )
+    # b's (12, 24] would also hold replica 0's step ending at 20 ms if replicas mixed
+    assert got.rows() == [
+        ("a", "0", 1, 0),
+        ("a", "0", 1, 0),
+        ("b", "1", 1, 0),
+        ("b", "1", 1, 300),
+    ]
+    assert stalls.fit.unavailable == "only 3 decode-only steps (need 10)"
+    unnamed = tmp_path / "unnamed.parquet"
+    trace.drop("replica").write_parquet(unnamed)
+    with pytest.raises(InputError, match="rule replica_unknown"):
+        servetrace.analyze(unnamed, steps=steps_path)
