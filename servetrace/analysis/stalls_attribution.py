@@ -24,7 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.stalls_join import UNJOINED_REASONS
+
 CAUSES = ("prefill", "skipped", "between_steps", "large_batch", "other")
+# Every value a gap's ``cause`` takes (an enum of these).
+CAUSE_LABELS = ["none", *CAUSES, *(f"unjoined:{reason}" for reason in UNJOINED_REASONS)]
 COMPONENT = {cause: f"{cause}_ns" for cause in CAUSES}
 MIN_FIT_STEPS = 10
 
@@ -110,9 +114,9 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         return frame.drop("_own", "_own_in_gap").with_columns(
             **nulls,
             **{c: pl.lit(None, pl.Int64) for c in COMPONENT.values()},
-            cause=pl.when(pl.col("unjoined").is_not_null()).then(
-                pl.lit("unjoined:") + pl.col("unjoined")
-            ),
+            cause=pl.when(pl.col("unjoined").is_not_null())
+            .then(pl.lit("unjoined:") + pl.col("unjoined"))
+            .cast(pl.Enum(CAUSE_LABELS)),
         )
     usual = fit.at(pl.lit(fit.usual_batch), pl.lit(fit.usual_kv_tokens))
     own_fit = pl.coalesce(
@@ -139,22 +143,23 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         },
     ).drop("_own", "_own_in_gap")
     largest = pl.max_horizontal([pl.col(COMPONENT[c]) for c in CAUSES])
-    unjoined = pl.col("unjoined").is_not_null()
-    chain = (
-        pl.when(unjoined)
-        .then(pl.lit("unjoined:") + pl.col("unjoined"))
-        .when(pl.col("excess_ns").is_null())
-        .then(None)
-        .when(pl.col("excess_ns") <= 0)
-        .then(pl.lit("none"))
-    )
+    # The cause as a code into `CAUSE_LABELS`, then one gather into an enum: no string is
+    # built per gap.
+    code = pl.when(pl.col("unjoined").is_null() & pl.col("excess_ns").is_null()).then(None)
+    for reason in UNJOINED_REASONS:
+        label = CAUSE_LABELS.index(f"unjoined:{reason}")
+        code = code.when(pl.col("unjoined") == reason).then(label)
+    code = code.when(pl.col("excess_ns") <= 0).then(0)
     for name in CAUSES:  # the first of equal largest components, in the order of CAUSES
-        chain = chain.when(pl.col(COMPONENT[name]) == pl.col("_largest")).then(pl.lit(name))
-    return (
-        frame.with_columns(_largest=largest)
-        .with_columns(cause=chain.otherwise(None).cast(pl.String))
-        .drop("_largest")
-    )
+        code = code.when(pl.col(COMPONENT[name]) == pl.col("_largest")).then(
+            CAUSE_LABELS.index(name)
+        )
+    codes = frame.with_columns(_largest=largest).select(code.otherwise(None).cast(pl.UInt32))
+    return frame.with_columns(cause=_labels().gather(codes.to_series()))
+
+
+def _labels() -> pl.Series:
+    return pl.Series("cause", CAUSE_LABELS, dtype=pl.Enum(CAUSE_LABELS))
 
 
 def shares(gaps: pl.DataFrame) -> dict[str, float | int | None]:

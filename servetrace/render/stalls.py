@@ -172,5 +172,5 @@ def _tail_lines(report: dict[str, Any]) -> list[str]:
 
 
 def gap_rows(stalls: Stalls) -> pl.DataFrame:
-    """The ``--stalls-out`` frame: one row per gap, `GAP_COLUMNS`."""
-    return stalls.gaps.select(GAP_COLUMNS)
+    """The ``--stalls-out`` frame: one row per gap, `GAP_COLUMNS` (``cause`` as text)."""
+    return stalls.gaps.select(GAP_COLUMNS).with_columns(pl.col("cause").cast(pl.String))
