@@ -20,6 +20,7 @@ excess ``g − n × f(usual batch)`` exactly; a gap's cause is its largest compo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -145,7 +146,7 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
     largest = pl.max_horizontal([pl.col(COMPONENT[c]) for c in CAUSES])
     # The cause as a code into `CAUSE_LABELS`, then one gather into an enum: no string is
     # built per gap.
-    code = pl.when(pl.col("unjoined").is_null() & pl.col("excess_ns").is_null()).then(None)
+    code: Any = pl.when(pl.col("unjoined").is_null() & pl.col("excess_ns").is_null()).then(None)
     for reason in UNJOINED_REASONS:
         label = CAUSE_LABELS.index(f"unjoined:{reason}")
         code = code.when(pl.col("unjoined") == reason).then(label)
