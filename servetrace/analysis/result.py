@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -20,6 +20,9 @@ from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.summary import GoodputTarget, Summary
 from servetrace.analysis.window import Window
 from servetrace.errors import UsageError
+
+if TYPE_CHECKING:
+    from servetrace.analysis.stalls import Stalls
 
 Distribution = dict[str, float | int | None]
 EventsReader = Callable[[], pl.LazyFrame]
@@ -64,6 +67,7 @@ class Analysis:
     window: Window | None = None  # --window / --steady-state: what was analysed
     slices: pl.DataFrame | None = None  # --slice: analysis.slices.slice_figures
     fluidity: FluidityTargets | None = None
+    stalls: Stalls | None = None  # --steps: ITL gaps joined to the engine's steps
     events_reader: EventsReader | None = field(default=None, compare=False, repr=False)
 
     @property

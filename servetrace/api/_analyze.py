@@ -139,6 +139,8 @@ def analyze_runs(
     from_format: str | None = None,
     labels: Sequence[str] | None = None,
     pool: bool = False,
+    steps: str | os.PathLike[str] | None = None,
+    steps_from: str | None = None,
     **options: Any,
 ) -> Runs:
     """Analyse every run the inputs hold: one ``Run`` each, sorted by declared load.
@@ -149,13 +151,23 @@ def analyze_runs(
     its ``label`` (``labels``, else the path parts that differ), ``declared`` facts and
     ``analysis`` (None for a tool's summary alone, whose numbers are in ``reported``).
     ``pool=True`` pools the runs into one, request ids made unique per run (``LABEL:ID``,
-    and a ``run`` column). ``options`` are ``analyze``'s.
+    and a ``run`` column). ``steps`` (a step file, format ``steps_from`` or detected)
+    joins the one run's inter-token gaps to the engine's steps (``Analysis.stalls``).
+    ``options`` are ``analyze``'s.
     """
     settings = settings_of(**options)
     sources = resolve(path_texts(paths), from_format)
     if pool and len(sources) > 1:
-        return pool_runs(sources, settings, labels)
-    return load_runs(sources, settings, labels)
+        runs = pool_runs(sources, settings, labels)
+    else:
+        runs = load_runs(sources, settings, labels)
+    if steps is None:
+        return runs
+    from servetrace.api._stalls import with_stalls
+
+    analysis = one_run(runs, path_texts(paths))
+    joined = with_stalls(analysis, steps, steps_from)
+    return replace(runs, runs=(replace(runs[0], analysis=joined),))
 
 
 def analyze(
@@ -178,6 +190,8 @@ def analyze(
     fluidity: str | FluidityTargets | None = None,
     engine: Engine | str = Engine.local,
     ray_address: str | None = None,
+    steps: str | os.PathLike[str] | None = None,
+    steps_from: str | None = None,
 ) -> Analysis:
     """Analyse one run (``analyze_runs`` for several, or ``pool=True`` to pool them into
     one, request ids made unique per run): its ``Analysis``.
@@ -187,8 +201,10 @@ def analyze(
     per value of that request column. ``window`` (``"60:600"``, seconds from the trace
     start, or timestamps) or ``steady_state`` analyse only the requests arriving in it;
     ``slice_ns`` adds per-slice figures; ``fluidity`` (``"ttft=500ms,tbt=50ms"``) Etalon's
-    fluidity-index. Raises ``InputError`` (unreadable input) or ``UsageError`` (bad
-    option, or inputs that are not one run), never a Polars error.
+    fluidity-index; ``steps`` (a step file, ``steps_from`` its format, default detected)
+    adds ``stalls``: where the ITL stalls come from. Raises ``InputError`` (unreadable
+    input) or ``UsageError`` (bad option, or inputs that are not one run), never a Polars
+    error.
     """
     runs = analyze_runs(
         paths,
@@ -209,6 +225,8 @@ def analyze(
         fluidity=fluidity,
         engine=engine,
         ray_address=ray_address,
+        steps=steps,
+        steps_from=steps_from,
     )
     return one_run(runs, path_texts(paths))
 

@@ -52,6 +52,8 @@ def check(
     confidence: float | None = None,
     allow_inconclusive: bool = False,
     gate: PercentileGate | str = PercentileGate.interval,
+    steps: str | os.PathLike[str] | None = None,
+    steps_from: str | None = None,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on a trace (the CI gate).
 
@@ -63,7 +65,8 @@ def check(
     bootstrap of budgets and the percentile interval of SLOs. An SLO on a latency
     percentile whose interval contains the limit is INCONCLUSIVE and fails the check
     unless ``allow_inconclusive``; ``gate="point"`` decides it on the observed percentile
-    instead (the interval is still reported).
+    instead (the interval is still reported). ``steps`` (the engine's step records of the
+    trace, format ``steps_from`` or detected) gives ``stalls.*`` rules their values.
     """
     settings = check_config(config)
     checked = list(settings.rules)
@@ -104,16 +107,28 @@ def check(
     }
     notes: list[str] = []
 
-    def load(side: PathsLike | Analysis) -> Analysis:
+    def load(side: PathsLike | Analysis, with_steps: bool = False) -> Analysis:
         if isinstance(side, Analysis):
             analysis = side
         else:  # in memory: budgets are tested on every gap
-            analysis = analyze(side, goodput=targets, streaming=False, fluidity=fluidity, **reading)
+            analysis = analyze(
+                side,
+                goodput=targets,
+                streaming=False,
+                fluidity=fluidity,
+                steps=steps if with_steps else None,
+                steps_from=steps_from if with_steps else None,
+                **reading,
+            )
         notes.extend(analysis.read_warnings)  # already name their file
         notes.extend(f"{label_of(side)}: {message}" for message in analysis.summary.warnings)
         return analysis
 
-    analysis = load(trace)
+    analysis = load(trace, with_steps=True)
+    if steps is not None and isinstance(trace, Analysis) and trace.stalls is None:
+        from servetrace.api._stalls import with_stalls
+
+        analysis = with_stalls(analysis, steps, steps_from)
     chosen = baseline if baseline is not None else settings.baseline
     reference: Analysis | ReportBaseline | Mapping[str, Any] | None = None
     label: str | None = None

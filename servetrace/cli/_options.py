@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,6 +23,7 @@ from servetrace.cli._app import F, with_parameters
 from servetrace.render._csv import write_text_raw
 from servetrace.render.naming import Naming
 from servetrace.settings import IMPORT_FORMATS
+from servetrace.sources.steps.formats import STEP_FORMATS
 from servetrace.units import NS_PER_MS
 
 if TYPE_CHECKING:
@@ -142,6 +144,33 @@ FormulaRelTolOpt = Annotated[
         metavar="FRACTION",
         help="Formula check: tolerance relative to response time (default 0.01).",
         callback=NON_NEGATIVE,
+    ),
+]
+# analyze --steps: the engine's step records joined to the trace's token ticks.
+StepsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--steps",
+        metavar="STEPS",
+        help="Engine step records (one row per forward pass) of the same run: adds where "
+        "the ITL stalls come from (each gap joined to the steps that cover it).",
+    ),
+]
+StepsFromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--steps-from",
+        metavar="FORMAT",
+        help="Format of --steps: " + ", ".join(STEP_FORMATS) + " (default: detected).",
+    ),
+]
+StallsOutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--stalls-out",
+        metavar="FILE",
+        help="With --steps: one row per ITL gap (request_id, gap_start_ns, gap_end_ns, steps, "
+        "prefill_tokens, decode_tokens, excess_ns, cause), .csv or .parquet.",
     ),
 ]
 TracesArg = Annotated[

@@ -16,6 +16,9 @@ from servetrace.cli._options import (
     FormulaRelTolOpt,
     GoodputOpt,
     NamingOpt,
+    StallsOutOpt,
+    StepsFromOpt,
+    StepsOpt,
     StrictOpt,
     TracesArg,
     goodput_targets,
@@ -154,6 +157,9 @@ def analyze(
             "(always in the JSON as 'survival').",
         ),
     ] = False,
+    steps: StepsOpt = None,
+    steps_from: StepsFromOpt = None,
+    stalls_out: StallsOutOpt = None,
     partial_out: PartialOutOpt = None,
     engine: EngineOpt = Engine.local,
     ray_address: RayAddressOpt = None,
@@ -169,6 +175,7 @@ def analyze(
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
     check_report_output(output, traces)
     check_plots_dir(plots, traces)
+    check_steps_options(traces, steps, steps_from, stalls_out)
     requests_target = output_path(requests_out)  # a local Path, or a URI as text
     quarantine_target = output_path(quarantine_out)
     options: dict[str, Any] = {
@@ -189,6 +196,7 @@ def analyze(
             pool=pool,
             plots=plots,
             streaming=streaming,
+            steps=steps,
         )
         analysis = api.analyze_shard(traces, partial_out, **options)
     else:
@@ -204,6 +212,8 @@ def analyze(
             pool=pool,
             engine=engine,
             ray_address=ray_address,
+            steps=steps,
+            steps_from=steps_from,
             **options,
         )
         if len(runs) > 1 or runs[0].analysis is None:
@@ -222,6 +232,11 @@ def analyze(
         write_requests(
             analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
         )
+    if stalls_out is not None and analysis.stalls is not None:
+        from servetrace.outputs import write_table
+        from servetrace.render.stalls import gap_rows
+
+        write_table(gap_rows(analysis.stalls), stalls_out)
     links = analysis_plots(analysis, plots, traces) if plots else ""
     report = analysis_text(analysis, fmt, naming.value, censoring)
     if isinstance(report, str) and fmt is SummaryFormat.markdown:
@@ -229,6 +244,24 @@ def analyze(
     deliver(report, output)
     if strict and analysis.summary.accounting.rows_quarantined:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def check_steps_options(
+    traces: list[str], steps: Path | None, steps_from: str | None, stalls_out: Path | None
+) -> None:
+    """--steps-from and --stalls-out need --steps; outputs are checked before any read."""
+    from servetrace.outputs import check_frame_output, refuse_overwriting_inputs
+
+    if steps is None:
+        for flag, value in (("--steps-from", steps_from), ("--stalls-out", stalls_out)):
+            if value is not None:
+                raise UsageError(
+                    f"{flag} needs --steps",
+                    hint="give the engine's step records of the same run: --steps STEPS",
+                )
+        return
+    check_frame_output(stalls_out, "--stalls-out")
+    refuse_overwriting_inputs([("--stalls-out", stalls_out)], [*traces, steps])
 
 
 def refuse_with_partial(**given: object) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,6 +11,9 @@ from servetrace.cli._app import app, err_console, examples, guarded
 from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED, in_range
 from servetrace.sim.config import EngineConfig, Policy
 from servetrace.units import NS_PER_MS as MS
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @app.command(
@@ -84,16 +87,29 @@ def simulate_command(
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random draw.", callback=SEED)] = 0,
+    steps_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--steps-out",
+            metavar="FILE",
+            help="Also write the engine's steps (canonical step schema, with each step's "
+            "requests) for analyze --steps.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a continuous-batching engine and write its event log (seeded, exact)."""
     from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
     from servetrace.sim.readers import read_workload
-    from servetrace.sim.simulate import simulate
+    from servetrace.sim.simulate import run_simulation
+    from servetrace.sim.steps_record import canonical_steps
     from servetrace.sim.synthetic import synthetic_workload
     from servetrace.sim.workloads import head, scale_rate
 
     check_frame_output(output, "--output")
-    refuse_overwriting_inputs([("--output", output)], [workload] if workload else [])
+    check_frame_output(steps_out, "--steps-out")
+    refuse_overwriting_inputs(
+        [("--output", output), ("--steps-out", steps_out)], [workload] if workload else []
+    )
     if workload is not None:
         load = read_workload(workload)
     else:
@@ -114,10 +130,23 @@ def simulate_command(
         horizon_ns=round(horizon_s * 1e9) if horizon_s is not None else None,
         seed=seed,
     )
-    events = simulate(load, config)
+    sim = run_simulation(load, config)
+    events = sim.events
     write_frame(events, output)
+    if steps_out is not None:
+        write_frame(step_file_frame(canonical_steps(sim), steps_out), steps_out)
     err_console.print(
         f"wrote {output}: {events.height:,} events of {load.height:,} requests "
         f"(policy {policy.value}, seed {seed})",
         markup=False,
     )
+
+
+def step_file_frame(steps: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """CSV holds no list: there ``request_ids`` is the ids joined by ``;`` (as the canonical
+    step reader reads them)."""
+    import polars as pl
+
+    if path.suffix.lower() != ".csv":
+        return steps
+    return steps.with_columns(pl.col("request_ids").list.join(";"))

@@ -20,6 +20,9 @@ A key is ``metric.stat``:
 - ``fluidity``: Etalon's fluidity-index of each completed request (1 − missed/total
   per-token deadlines, ``servetrace.analysis.fluidity``; needs ``--fluidity`` targets),
   any statistic of its distribution (``fluidity.p50>=0.9``; higher is better);
+- ``stalls.<cause>_share`` / ``tail_<cause>_share`` / ``tail_prefill_fraction``: where the
+  ITL excess goes (``analyze --steps``, ``servetrace.analysis.stalls``), causes
+  ``prefill``, ``skipped``, ``between_steps``, ``large_batch``, ``other``;
 - ``preemptions.count`` (preemption events), ``fraction`` (of requests preempted at
   least once), ``mean`` (preemptions per request), over every valid request.
 
@@ -41,6 +44,7 @@ import polars as pl
 
 from servetrace.analysis.metrics import LATENCY_METRICS
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.stalls_attribution import CAUSES
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.unavailable import unavailable
 from servetrace.errors import UsageError
@@ -108,6 +112,20 @@ def _latency(name: str, source: Source, column: str, description: str) -> Metric
     return MetricSpec(name, "ns", "lower", source, column, "latency", (), description)
 
 
+# stalls.<cause>_share and stalls.tail_<cause>_share, and the fraction of tail gaps whose
+# covering steps carry prefill work.
+STALL_STATS = (
+    *(f"{cause}_share" for cause in CAUSES),
+    *(f"tail_{cause}_share" for cause in CAUSES),
+    "tail_prefill_fraction",
+)
+
+
+def is_fraction_stat(stat: str) -> bool:
+    """A statistic that is a fraction (written as a number or with %)."""
+    return stat == "fraction" or stat.endswith(("_share", "_fraction"))
+
+
 METRICS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
@@ -171,6 +189,16 @@ METRICS: dict[str, MetricSpec] = {
             "outcome",
             ("count", "fraction"),
             "errored requests: failed, not cancelled (fraction of all valid requests)",
+        ),
+        MetricSpec(
+            "stalls",
+            "",
+            "lower",
+            "summary",
+            "stalls",
+            "outcome",
+            STALL_STATS,
+            "share of the ITL excess by cause, overall and in the tail (needs --steps)",
         ),
         MetricSpec(
             "preemptions",
@@ -368,6 +396,8 @@ def metric_value(
             )
             raise MetricUnavailable(f"throughput.{stat} is not available: {reason}")
         return float(value)
+    if spec.name == "stalls":
+        return stall_value(analysis, stat)
     if spec.name == "goodput" and stat == "requests_per_s" and not goodput:
         value = analysis.summary.throughput.get("goodput_requests_per_s")
         if value is None:
@@ -387,6 +417,23 @@ def metric_value(
     if values.size == 0:
         return None
     return float(values.mean())
+
+
+def stall_value(analysis: Analysis, stat: str) -> float | None:
+    """``stalls.<cause>_share`` (of the stalled gaps' excess), ``stalls.tail_<cause>_share``
+    and ``stalls.tail_prefill_fraction`` (``analysis.stalls``)."""
+    stalls = analysis.stalls
+    if stalls is None:
+        raise MetricUnavailable(
+            f"stalls.{stat} needs the engine's steps", hint="give --steps STEPS"
+        )
+    if stat == "tail_prefill_fraction":
+        value = stalls.tail_shares()["prefill_fraction"]
+    elif stat.startswith("tail_"):
+        value = stalls.tail_shares()[stat.removeprefix("tail_")]
+    else:
+        value = stalls.shares()[stat]
+    return None if value is None else float(value)
 
 
 def _summary_stat(analysis: Analysis, metric: str, stat: str) -> float | None:

@@ -10,6 +10,8 @@ from servetrace.analysis.result import Analysis
 from servetrace.render.formats import SummaryFormat
 from servetrace.render.groups import footer, groups_markdown, groups_table, one_row_each
 from servetrace.render.results_json import analysis_dict
+from servetrace.render.stalls import TITLE as STALLS_TITLE
+from servetrace.render.stalls import stalls_dict, stalls_lines
 from servetrace.render.summary import render_csv, render_json, render_markdown, render_table
 from servetrace.render.survival import survival_lines
 from servetrace.render.time_report import lines as time_lines
@@ -29,9 +31,14 @@ def analysis_text(
         if "slices" in timed:
             return slice_csv(timed["slices"])
         return render_csv(groups or {None: summary}, analysis.by, naming)
+    stalls = (
+        stalls_dict(analysis.stalls, analysis.timeline.trace_start_ns) if analysis.stalls else None
+    )
     if fmt is SummaryFormat.markdown:
         text = render_markdown(summary, inputs, naming)
         text += "".join(f"- {line}\n" for line in time_lines(timed))
+        if stalls is not None:
+            text += f"\n### {STALLS_TITLE}\n\n" + "".join(f"- {x}\n" for x in stalls_lines(stalls))
         if "slices" in timed:
             text += slice_markdown(timed["slices"])
         text += "".join(f"- {line}\n" for line in survival_lines(summary.survival, censoring))
@@ -43,6 +50,12 @@ def analysis_text(
         return text
     parts: list[RenderableType] = [render_table(summary, inputs, naming)]
     parts += [Text(line) for line in time_lines(timed)]
+    if stalls is not None:
+        parts += [
+            Text(""),
+            Text(STALLS_TITLE.lower()),
+            *(Text(f"  {x}") for x in stalls_lines(stalls)),
+        ]
     if "slices" in timed:
         parts.append(Text(slice_table(timed["slices"])))
     parts += [Text(line) for line in survival_lines(summary.survival, censoring)]

@@ -60,6 +60,10 @@ def _unavailable(result: RuleResult, whose: str) -> str:
         )
     if reason is Reason.PROMPT_UNKNOWN:
         return f"prompt lengths are unknown in {whose}: no {metric}.{stat}"
+    if reason is Reason.NO_STEPS:
+        return f"no engine steps were joined to {whose}: give --steps STEPS for {metric}.{stat}"
+    if metric == "stalls":
+        return f"{whose} has no {metric}.{stat} (no decode-step baseline, or no stalled gap)"
     return f"no completed request of {whose} has a {metric}"
 
 

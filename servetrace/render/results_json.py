@@ -18,6 +18,10 @@ def analysis_dict(analysis: Analysis, naming: str = "servetrace") -> dict[str, A
     report = report_dict(analysis.summary, analysis.inputs, analysis.groups, analysis.by, naming)
     if analysis.declared is not None:
         report["declared"] = declared_dict(analysis.declared)
+    if analysis.stalls is not None:
+        from servetrace.render.stalls import stalls_dict
+
+        report["stalls"] = stalls_dict(analysis.stalls, analysis.timeline.trace_start_ns)
     return {**report, **time_dict(analysis)}
 
 

@@ -42,6 +42,7 @@ from servetrace.comparison.catalog import (
     MetricSpec,
     canonical_metric,
     check_stat,
+    is_fraction_stat,
     stats_help,
     suggest,
 )
@@ -284,12 +285,12 @@ def _check_unit(
                 f"unknown unit {unit!r} (use {_TIME_UNITS_TEXT}{' or %' if budget else ''})",
             )
         return unit
-    if unit == "%" and (budget or stat == "fraction"):
+    if unit == "%" and (budget or is_fraction_stat(stat)):
         return unit
     if unit and unit == spec.unit_of(stat):
         return ""
     if unit:
-        plain = "a fraction (a number, or %)" if stat == "fraction" else "a plain number"
+        plain = "a fraction (a number, or %)" if is_fraction_stat(stat) else "a plain number"
         raise _Fail(at, len(unit), f"{spec.name}.{stat} is {plain}: remove {unit!r}")
     return unit
 
@@ -308,7 +309,8 @@ def _check_range(
             f"{written} is longer than any trace can be "
             "(timestamps are Int64 ns: at most 2^63 - 1 ns, about 292 years)",
         )
-    if stat == "fraction" and (unit == "" or not budget) and internal_value(value, unit) > 1:
+    fraction = is_fraction_stat(stat)
+    if fraction and (unit == "" or not budget) and internal_value(value, unit) > 1:
         what = "a fraction limit" if not budget else "a budget of a fraction"
         raise _Fail(at, length, f"{what} is between 0 and 1 (0% and 100%), not {written}")
     if budget and unit == "%" and spec.better == "higher" and value > 100:

@@ -41,6 +41,7 @@ def trace_facts(analysis: Analysis) -> TraceFacts:
         window_known=summary.throughput.get("window_s") is not None,
         preemption_events=preemptions,
         output_unknown=output_unknown(unavailable_reasons(summary)),
+        steps_joined=analysis.stalls is not None,
     )
 
 

@@ -17,7 +17,8 @@ the reason decides the state, by one rule:
   logged none: ``analysis/output_counts.py``) there is no output/total tok/s,
   ``output_tokens`` or ``tpot`` (``output_count_unknown``); completed requests none of
   which has the metric (``tpot`` of
-  one-token answers: ``metric_missing``). A skipped rule passes the check unless
+  one-token answers: ``metric_missing``); ``stalls.*`` without the engine's steps
+  (``no_steps``). A skipped rule passes the check unless
   ``require_all`` (``--require-all``) asks for every rule to be checked.
 
 A fourth state, **INCONCLUSIVE** (``undecided``), belongs to SLOs on a latency
@@ -61,6 +62,7 @@ class Reason(str, Enum):
     PROMPT_UNKNOWN = "prompt_unknown"
     OUTPUT_UNKNOWN = "output_count_unknown"
     METRIC_MISSING = "metric_missing"
+    NO_STEPS = "no_steps"  # stalls.* without the engine's steps (--steps)
     # INCONCLUSIVE
     UNDECIDED = "undecided"  # the percentile's interval contains the limit
 
@@ -82,6 +84,7 @@ _STATUS: dict[Reason, Status] = {
             Reason.PROMPT_UNKNOWN,
             Reason.OUTPUT_UNKNOWN,
             Reason.METRIC_MISSING,
+            Reason.NO_STEPS,
         ),
         Status.SKIP,
     ),
@@ -109,6 +112,7 @@ class TraceFacts:
     # Metrics and rate statistics unavailable for unknown output counts
     # (analysis.unavailable's OUTPUT_RATES / OUTPUT_COUNTED that apply to the trace).
     output_unknown: frozenset[str] = frozenset()
+    steps_joined: bool = False  # the trace's gaps were joined to engine steps (--steps)
 
 
 def precheck(facts: TraceFacts, spec: MetricSpec) -> Reason | None:
@@ -138,6 +142,8 @@ def missing_reason(facts: TraceFacts, spec: MetricSpec, stat: str) -> Reason:
         if spec.name == "throughput" and stat in facts.output_unknown:
             return Reason.OUTPUT_UNKNOWN
         return Reason.PROMPT_UNKNOWN  # the only other rate that can be missing
+    if spec.name == "stalls" and not facts.steps_joined:
+        return Reason.NO_STEPS
     if facts.completed == 0:
         return Reason.NO_COMPLETED
     if spec.name in SERVER_SIDE and facts.client:

@@ -73,6 +73,7 @@ from servetrace.sim.eventlog import (
     Simulation,
     to_simulation,
 )
+from servetrace.sim.steps_record import StepRecorder
 
 # Request states inside the engine.
 _PENDING, _QUEUED, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3, 4
@@ -116,7 +117,7 @@ class _Engine:
         self.running: list[int] = []  # admission order
         self.used_blocks = 0
         self.log = EventLog()
-        self.step_rows: list[tuple[int, ...]] = []
+        self.steps = StepRecorder()
         self.step_index = 0
 
     # ---- queue ----------------------------------------------------------------
@@ -363,22 +364,9 @@ class _Engine:
             prefill_tokens = int(chunks.sum())
             context = int((self.prompt[decoders] + self.generated[decoders]).sum())
             t1 = t + cfg.step_time_ns(prefill_tokens, len(decoders), context)
-            self.step_rows.append(
-                (
-                    self.step_index,
-                    t,
-                    t1,
-                    prefill_tokens,
-                    len(decoders),
-                    prefill_tokens + len(decoders),
-                    len(pre),
-                    len(decoders),
-                    len(self.running),
-                    queued_before,
-                    self.used_blocks,
-                    preempted,
-                )
-            )
+            kv_tokens = context + int((self.computed[pre] + chunks).sum())
+            state = (len(self.running), queued_before, self.used_blocks, preempted, kv_tokens)
+            self.steps.record(self.step_index, (t, t1), decoders, pre, prefill_tokens, state)
             self._cancel_due(t1, inclusive=False, notice=t1)
             self._finish_step(t1, decoders, pre, chunks)
             self.step_index += 1
@@ -397,5 +385,5 @@ class _Engine:
             terminal_ts=self.terminal_ts,
             outcome_code=self.outcome,
             cancel_code=self.cancel_state,
-            step_rows=self.step_rows,
+            recorder=self.steps,
         )

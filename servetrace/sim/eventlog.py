@@ -16,6 +16,7 @@ import polars as pl
 
 from servetrace.schema import EVENT_KINDS
 from servetrace.sim.config import EngineConfig
+from servetrace.sim.steps_record import StepRecorder
 
 __all__ = ["EVENT_COLUMNS", "EventLog", "Simulation", "to_simulation"]
 
@@ -56,14 +57,19 @@ class Simulation:
     """The canonical event log (columns `EVENT_COLUMNS`), sorted by ``ts``."""
     steps: pl.DataFrame
     """One row per engine step: ``step, start_ns, end_ns, prefill_tokens, decode_tokens,
-    batch_tokens, prefill_seqs, decode_seqs, running, queued, kv_blocks_used, preempted``
-    (``kv_blocks_used`` is the peak within the step, after admission and growth)."""
+    batch_tokens, prefill_seqs, decode_seqs, running, queued, kv_blocks_used, preempted,
+    kv_tokens`` (``kv_blocks_used`` is the peak within the step, after admission and growth;
+    ``kv_tokens`` the cached tokens the step reads: decoders' context, prefills so far)."""
     requests: pl.DataFrame
     """One row per request in the log: ``request_id, arrival_ns, prompt_tokens,
     output_tokens, outcome`` (completed, cancelled, rejected, in_flight),
     ``cancel_state`` (queued, prefill, decode or null), ``preemptions``,
     ``tokens_delivered``, ``released``."""
     config: EngineConfig
+    members: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Each step's batch: one row per (``step``, ``request``: index into the workload)."""
+    workload_ids: pl.Series = field(default_factory=pl.Series)
+    """The workload's request ids, which ``members.request`` indexes."""
 
 
 @dataclass
@@ -105,7 +111,7 @@ def to_simulation(
     terminal_ts: np.ndarray,
     outcome_code: np.ndarray,
     cancel_code: np.ndarray,
-    step_rows: list[tuple[int, ...]],
+    recorder: StepRecorder,
 ) -> Simulation:
     """The run's `Simulation`: the log sorted by time and cut at the horizon, the steps,
     and each request's outcome as the (possibly cut) log shows it.
@@ -163,28 +169,10 @@ def to_simulation(
         pl.lit(cfg.policy, dtype=pl.String).alias("policy"),
     )
 
-    steps = pl.DataFrame(
-        step_rows,
-        schema={
-            name: pl.Int64
-            for name in (
-                "step",
-                "start_ns",
-                "end_ns",
-                "prefill_tokens",
-                "decode_tokens",
-                "batch_tokens",
-                "prefill_seqs",
-                "decode_seqs",
-                "running",
-                "queued",
-                "kv_blocks_used",
-                "preempted",
-            )
-        },
-        orient="row",
-    )
-    steps = steps.filter(pl.col("start_ns") <= horizon) if horizon is not None else steps
+    steps, members = recorder.frames()
+    if horizon is not None:
+        steps = steps.filter(pl.col("start_ns") <= horizon)
+        members = members.filter(pl.col("step").is_in(steps["step"].implode()))
 
     arrival = workload["arrival_ns"].to_numpy()
     in_log = arrival <= (horizon if horizon is not None else NEVER)
@@ -216,4 +204,6 @@ def to_simulation(
             "released": released,
         }
     ).filter(pl.Series(in_log))
-    return Simulation(events=events, steps=steps, requests=requests, config=cfg)
+    return Simulation(
+        events=events, steps=steps, requests=requests, config=cfg, members=members, workload_ids=ids
+    )

@@ -172,6 +172,18 @@ def raw_scan(path: Path, options: IngestOptions, partition: dict[str, str] | Non
     return with_partition_columns(_scan_file(path, text_columns), partition or {})
 
 
+def read_table(path: Path) -> pl.DataFrame:
+    """One table file (Parquet, Arrow, CSV, JSON Lines; text gzip allowed) read as it is,
+    for the canonical tables other than the event log (engine steps); failures as one line
+    naming the file (and, for text, the line)."""
+    return guarded(path, lambda: _scan_file(path).collect())
+
+
+def table_columns(path: Path) -> list[str]:
+    """The column names of one table file (Parquet and Arrow from their metadata)."""
+    return guarded(path, lambda: _scan_file(path).collect_schema().names())
+
+
 def row_count(raw: pl.LazyFrame) -> int:
     """Rows of a raw scan: Parquet/IPC metadata, text already parsed."""
     return int(raw.select(pl.len()).collect().item())

@@ -76,7 +76,7 @@ def calibrate(
     step records when given, else from the steps its ticks imply."""
     label = ", ".join(analysis.inputs)
     if steps is not None:
-        frame, source = from_step_records(steps), "step records"
+        frame, source = from_step_records(steps, events, label), "step records"
     else:
         frame, source = implied_steps(events, label), "implied by the trace's ticks"
     chunked = looks_chunked(frame)

@@ -87,17 +87,28 @@ def implied_steps(events: pl.DataFrame, label: str) -> pl.DataFrame:
     ).filter(pl.col("duration").is_not_null() & (pl.col("duration") > 0))
 
 
-def from_step_records(steps: pl.DataFrame) -> pl.DataFrame:
-    """Step records in the canonical layout, in the columns the fit reads."""
-    return steps.select(
+def from_step_records(steps: pl.DataFrame, events: pl.DataFrame, label: str) -> pl.DataFrame:
+    """Step records in the canonical layout, in the columns the fit reads. Where a record
+    has no ``kv_tokens``, the context its decodes read comes from the trace: the implied
+    step ending at the same instant (records and ticks share step ends); a record with
+    neither is left out of the fit, never read as an empty cache."""
+    frame = steps.select(
         "ts_start",
         "ts_end",
         duration=pl.col("ts_end") - pl.col("ts_start"),
         prefill_requests="prefill_requests",
         prefill_tokens="prefill_tokens",
         decode_requests="decode_requests",
-        context_tokens=pl.col("kv_tokens").fill_null(0),
-    ).filter(pl.col("duration") > 0)
+        context_tokens="kv_tokens",
+    )
+    if frame["context_tokens"].null_count():
+        implied = implied_steps(events, label).select("ts_end", implied="context_tokens")
+        frame = (
+            frame.join(implied, on="ts_end", how="left")
+            .with_columns(pl.col("context_tokens").fill_null(pl.col("implied")))
+            .drop("implied")
+        )
+    return frame.drop_nulls().filter(pl.col("duration") > 0)
 
 
 def looks_chunked(steps: pl.DataFrame) -> bool:

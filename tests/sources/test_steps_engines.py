@@ -93,7 +93,9 @@ def test_vllm_steps_align_to_the_trace_exactly_and_state_the_measured_error() ->
     # The durations (rounded to 10 µs, with a 40-60 µs gap between steps) placed the
     # ends at most this far from those ticks: the make_fixtures.py run, measured.
     assert result.alignment_error_ns == 15_012
-    note = result.notes[-1]
+    # The three dummy passes keep their log second, so they overlap aligned steps: said.
+    note, overlap = result.notes[-2:]
+    assert "overlapping_steps: 2 steps" in overlap
     assert "87 of 90 step ends aligned" in note and "-1 h" in note and "15.012 µs" in note
     # The three dummy passes emit nothing: they keep their log second (16:21:22 UTC).
     dummies = joined.filter(pl.col("has_tokens") == 0)

@@ -192,3 +192,19 @@ def test_vidur_vllm_replays_within_tolerance_and_sarathi_is_missed_as_the_readme
         },
         abs=5e-3,
     )
+
+
+def test_vidur_step_records_calibrate_like_the_implied_steps() -> None:
+    from servetrace.api._whatif import whatif as api_whatif
+
+    trace = VIDUR / "synthetic_arxiv_poisson_qps2.0_n1000__vllm.parquet"
+    records = VIDUR / "steps" / "synthetic_arxiv_poisson_qps2.0_n1000__vllm_batches.csv.gz"
+    result = api_whatif(
+        trace, [("sjf", {})], steps=records, steps_format="vidur", trace_limits={"max_running": 128}
+    )
+    model = result.calibration
+    assert model.source == "step records" and model.fit["steps"] == 12_283
+    # Vidur's batches have no KV size: the context comes from the trace's ticks.
+    assert model.costs["prefill_token_ns"] == pytest.approx(77_934, rel=0.01)
+    assert model.costs["context_token_ns"] == pytest.approx(288, rel=0.01)
+    assert result.trusted

@@ -10,9 +10,11 @@ read.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from servetrace.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -41,7 +43,17 @@ STEP_FORMATS: dict[str, str] = {
 
 
 def read_steps(path: Path, fmt: str, ticks: pl.Series | None = None) -> StepFile:
-    """Read ``path`` as step format ``fmt`` (a key of `STEP_FORMATS`)."""
+    """Read ``path`` as step format ``fmt`` (a key of `STEP_FORMATS`), checked by the rules
+    every format obeys (`validate`): a broken one is an `InputError` naming the record."""
+    from servetrace.sources.steps.validate import validate
+
+    if fmt not in STEP_FORMATS:
+        raise UsageError(
+            f"unknown step format {fmt!r}", hint="choose one of: " + ", ".join(STEP_FORMATS)
+        )
+    if not path.is_file():
+        raise InputError(f"{path}: no such step file")
     module = importlib.import_module(STEP_FORMATS[fmt])
     result: StepFile = module.read(path, ticks)
-    return result
+    findings = validate(path, result.frame, ends_known=getattr(module, "ENDS_KNOWN", True))
+    return replace(result, notes=(*result.notes, *findings)) if findings else result

@@ -40,6 +40,9 @@ from servetrace.sources.steps.logtext import log_lines, no_lines, parse_marked
 from servetrace.sources.steps.schema import conform
 
 FORMAT = "sglang-log"
+# A prefill line dates its batch when it is formed and a decode line when it is logged:
+# one end of each step is unknown (`validate`).
+ENDS_KNOWN = False
 _MARKER = r"\b(?:Prefill|Decode) batch(?: \[\d+\])?, "
 _PATTERN = (
     r"^\[(?P<stamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?)(?P<ranks>(?: [A-Z]+\d+)*)\] "

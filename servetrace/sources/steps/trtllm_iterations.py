@@ -46,6 +46,8 @@ from servetrace.sources.steps.formats import StepFile
 from servetrace.sources.steps.schema import conform
 
 FORMAT = "trtllm-iterations"
+# A poll without a `timestamp` leaves its iteration's end unknown (`validate`).
+ENDS_KNOWN = False
 _INT64_MAX = 2**63 - 1
 _BATCHING = {
     "prefill_requests": "numContextRequests",

@@ -1,0 +1,366 @@
+"""Where ITL stalls come from: a trace's inter-token gaps joined to the engine's steps
+(`stalls_join`) and their excess over the decode-step baseline split by cause
+(`stalls_attribution`); with the consistency findings between the two streams.
+
+`tick_gaps` turns the trace's events into the gaps the join reads (the gaps of the ITL
+metric: completed requests, consecutive output ticks); `stall_analysis` builds the one
+`Stalls` every view reads (design §10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from servetrace.analysis.stalls_attribution import (
+    CAUSES,
+    Baseline,
+    attribute,
+    fit_baseline,
+    shares,
+    with_step_baseline,
+)
+from servetrace.analysis.stalls_join import UNJOINED_REASONS, join_gaps, prepare_steps
+from servetrace.errors import InputError
+from servetrace.schema import TICK_EVENTS
+from servetrace.sources.steps.formats import StepFile
+
+# The per-gap file (``--stalls-out``): these columns first, in this order.
+GAP_COLUMNS = (
+    "request_id",
+    "gap_start_ns",
+    "gap_end_ns",
+    "steps",
+    "prefill_tokens",
+    "decode_tokens",
+    "excess_ns",
+    "cause",
+)
+WORST = 10
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A named inconsistency between the trace and the steps: how many steps, and words."""
+
+    name: str
+    steps: int
+    words: str
+
+
+@dataclass(frozen=True)
+class Stalls:
+    """Every gap of the ITL metric joined to its covering steps, and its excess by cause."""
+
+    steps_file: str
+    steps_format: str
+    steps: int
+    replicas: int
+    gaps: pl.DataFrame  # one row per gap: GAP_COLUMNS first, then the join's and causes'
+    fit: Baseline
+    tail_threshold_ns: int | None  # the pooled ITL p99
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = ()
+    alignment_error_ns: int | None = None
+
+    @property
+    def joined(self) -> pl.DataFrame:
+        return self.gaps.filter(pl.col("unjoined").is_null())
+
+    @property
+    def unjoined(self) -> dict[str, int]:
+        """Unjoined gaps by reason (`stalls_join.UNJOINED_REASONS`)."""
+        counts = self.gaps["unjoined"].drop_nulls().value_counts(sort=True)
+        return {str(r): int(n) for r, n in counts.iter_rows()}
+
+    @property
+    def tail(self) -> pl.DataFrame:
+        """Joined gaps at or above the pooled ITL p99."""
+        if self.tail_threshold_ns is None:
+            return self.joined.clear()
+        gap = pl.col("gap_end_ns") - pl.col("gap_start_ns")
+        return self.joined.filter(gap >= self.tail_threshold_ns)
+
+    def shares(self) -> dict[str, float | int | None]:
+        return shares(self.joined)
+
+    def tail_shares(self) -> dict[str, Any]:
+        tail = self.tail
+        out: dict[str, Any] = {"threshold_ns": self.tail_threshold_ns, "tail_gaps": tail.height}
+        with_prefill = int((tail["steps_with_prefill"].fill_null(0) > 0).sum())
+        out["prefill_fraction"] = with_prefill / tail.height if tail.height else None
+        return {**out, **shares(tail)}
+
+    def worst(self, n: int = WORST) -> pl.DataFrame:
+        """The ``n`` joined gaps of largest excess, with their covering steps."""
+        return (
+            self.joined.filter(pl.col("excess_ns").is_not_null())
+            .sort(
+                ["excess_ns", "request_id", "gap_start_ns"],
+                descending=[True, False, False],
+                maintain_order=True,
+            )
+            .head(n)
+            .select(
+                "request_id",
+                "gap_start_ns",
+                "gap_end_ns",
+                (pl.col("gap_end_ns") - pl.col("gap_start_ns")).alias("gap_ns"),
+                "excess_ns",
+                "cause",
+                "steps",
+                "first_step",
+                "last_step",
+                "prefill_tokens",
+                "decode_requests",
+            )
+        )
+
+    def per_request(self, n: int = 5) -> dict[str, Any]:
+        """Tail stalls per request: how many requests have any, the most, the worst few."""
+        if self.tail_threshold_ns is None:
+            return {"requests_with_tail_stalls": None, "max_tail_stalls": None, "top": []}
+        per = (
+            self.tail.group_by("request_id")
+            .agg(pl.len().alias("tail_stalls"), pl.col("excess_ns").sum().alias("excess_ns"))
+            .sort(["tail_stalls", "excess_ns", "request_id"], descending=[True, True, False])
+        )
+        return {
+            "requests_with_tail_stalls": per.height,
+            "max_tail_stalls": int(per["tail_stalls"].max()) if per.height else 0,  # type: ignore[arg-type]
+            "top": per.head(n).to_dicts(),
+        }
+
+
+def tick_gaps(
+    events: pl.LazyFrame, per_request: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(gaps, ticks, spans, codes) of the trace, every request by an integer key ``_rk``
+    (its row in ``codes``: ``_rk, request_id, replica``):
+
+    - gaps: the ITL gaps of completed requests (``_rk``, ``replica``, ``gap_start_ns``,
+      ``gap_end_ns``, ``tokens`` of the later tick), sorted by request and time;
+    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``);
+    - spans: each valid request's ``replica``, ``start_ns`` (admission, else arrival) and
+      ``end_ns``.
+    """
+    names = events.collect_schema().names()
+    tokens = pl.col("tokens").fill_null(1) if "tokens" in names else pl.lit(1, pl.Int64)
+    replica = (
+        pl.col("replica").cast(pl.String).fill_null("")
+        if "replica" in per_request.columns
+        else pl.lit("", pl.String)
+    )
+    done = (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
+    codes = per_request.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_rk"),
+        "request_id",
+        replica.alias("replica"),
+        done.alias("_done"),
+        (pl.col("arrival_ns") + pl.col("queue_wait_ns").fill_null(0)).alias("start_ns"),
+        (pl.col("arrival_ns") + pl.col("e2e_ns")).alias("end_ns"),
+    )
+    # The event column is compared as it is (an enum in a canonical trace: no cast), and
+    # the ticks keep the file's order through a left join, so a log written in time order
+    # needs only a stable sort by request below.
+    ticks = (
+        events.filter(pl.col("event").is_in(TICK_EVENTS))
+        .select(
+            pl.col("request_id").cast(per_request.schema["request_id"]),
+            "ts",
+            tokens.cast(pl.Int64).alias("tokens"),
+            (pl.col("event") == "token").alias("is_token"),
+        )
+        .collect()
+        .join(
+            codes.select("request_id", "_rk", "replica", "_done"),
+            on="request_id",
+            how="left",
+            maintain_order="left",
+        )
+        .drop("request_id")
+        .drop_nulls("_rk")
+    )
+    ordered = ticks.filter(pl.col("_done")).sort("_rk", maintain_order=True)
+    same = pl.col("_rk") == pl.col("_rk").shift(1)
+    if ordered.select((same & (pl.col("ts") < pl.col("ts").shift(1))).any()).item():
+        ordered = ordered.sort("_rk", "ts", maintain_order=True)
+    gaps = (
+        ordered.with_columns(gap_start_ns=pl.when(same).then(pl.col("ts").shift(1)))
+        .drop_nulls("gap_start_ns")
+        .select("_rk", "replica", "gap_start_ns", pl.col("ts").alias("gap_end_ns"), "tokens")
+    )
+    spans = codes.select("replica", "start_ns", "end_ns")
+    return gaps, ticks.drop("_done"), spans, codes.select("_rk", "request_id", "replica")
+
+
+def _members(steps: pl.DataFrame, codes: pl.DataFrame) -> pl.DataFrame | None:
+    """Every (request key, step row) pair of the steps' membership; None unless every
+    step gives its requests."""
+    ids = steps["request_ids"]
+    if ids.null_count() or steps.is_empty():
+        return None
+    dtype = codes.schema["request_id"]
+    pairs = (
+        steps.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "request_ids")
+        .explode("request_ids")
+        .rename({"request_ids": "request_id"})
+    )
+    if dtype.is_integer():
+        pairs = pairs.with_columns(pl.col("request_id").cast(dtype, strict=False))
+        on = codes
+    else:
+        on = codes.with_columns(pl.col("request_id").cast(pl.String))
+    return pairs.join(on.select("request_id", "_rk"), on="request_id").select("_rk", "_row")
+
+
+def _replicas(steps: pl.DataFrame, gaps: pl.DataFrame, path: str) -> pl.DataFrame:
+    """Steps on the trace's replicas: with one replica on each side, the names need not match."""
+    named = steps["replica"].drop_nulls().unique()
+    traced = gaps["replica"].unique()
+    if traced.to_list() in ([""], []):
+        if named.len() > 1:
+            raise InputError(
+                f"{path}: the steps come from {named.len()} replicas but the trace names "
+                "no replica: rule replica_unknown",
+                hint="give the trace a 'replica' request attribute (the engine rank)",
+            )
+        return steps.with_columns(replica=pl.lit(""))
+    return steps.with_columns(pl.col("replica").fill_null(""))
+
+
+def _aligned(steps: pl.DataFrame, instants: pl.Series, path: str) -> None:
+    if steps.is_empty() or instants.is_empty():
+        return
+    start, end = int(steps["ts_start"].min()), int(steps["ts_end"].max())  # type: ignore[arg-type]
+    first, last = int(instants.min()), int(instants.max())  # type: ignore[arg-type]
+    if end < first or start > last:
+        raise InputError(
+            f"{path}: rule clocks_disjoint: the steps ({start} to {end} ns) and the trace's "
+            f"token ticks ({first} to {last} ns) do not overlap in time: they are on "
+            "different clocks and cannot be aligned",
+            hint="write the steps on the trace's clock (Int64 ns), or give the format that "
+            "aligns them (--steps-from)",
+        )
+
+
+def _findings(steps: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame) -> tuple[Finding, ...]:
+    """Decode tokens against the ticks at each step's end; the batch against the requests
+    running in the trace; overlapping steps."""
+    found: list[Finding] = []
+    by = ["replica", "ts"] if ticks["replica"].n_unique() > 1 else ["ts"]
+    at_end = (
+        ticks.filter(pl.col("is_token")).group_by(by).agg(pl.col("tokens").sum().alias("_ticked"))
+    )
+    if by == ["ts"]:
+        at_end = at_end.with_columns(replica=pl.lit(ticks["replica"][0] if ticks.height else ""))
+    compared = steps.join(
+        at_end.rename({"ts": "ts_end"}), on=["replica", "ts_end"], how="left"
+    ).with_columns(pl.col("_ticked").fill_null(0))
+    more = compared.filter(pl.col("_ticked") > pl.col("decode_tokens")).height
+    fewer = compared.filter(pl.col("_ticked") < pl.col("decode_tokens")).height
+    if more:
+        found.append(
+            Finding(
+                "ticks_above_decode_tokens",
+                more,
+                "steps whose end carries more output tokens in the trace than the step decoded",
+            )
+        )
+    if fewer:
+        found.append(
+            Finding(
+                "ticks_below_decode_tokens",
+                fewer,
+                "steps that decoded more tokens than the trace delivers at their end",
+            )
+        )
+    larger = 0
+    for (replica,), part in steps.group_by("replica"):
+        runs = spans.filter(pl.col("replica") == replica).drop_nulls(["start_ns", "end_ns"])
+        starts = np.sort(runs["start_ns"].to_numpy())
+        ends = np.sort(runs["end_ns"].to_numpy())
+        mid = ((part["ts_start"] + part["ts_end"]) // 2).to_numpy()
+        running = np.searchsorted(starts, mid, "right") - np.searchsorted(ends, mid, "left")
+        batch = part["prefill_requests"].fill_null(0) + part["decode_requests"].fill_null(0)
+        larger += int((batch.to_numpy() > running).sum())
+    if larger:
+        found.append(
+            Finding(
+                "batch_above_running",
+                larger,
+                "steps whose batch holds more requests than the trace has running then",
+            )
+        )
+    overlapping = int(prepare_steps(steps)["overlaps"].sum())
+    if overlapping:
+        found.append(
+            Finding(
+                "overlapping_steps",
+                overlapping,
+                "steps that start before the step before them on their replica ended",
+            )
+        )
+    return tuple(found)
+
+
+def stall_analysis(
+    gaps: pl.DataFrame,
+    ticks: pl.DataFrame,
+    spans: pl.DataFrame,
+    codes: pl.DataFrame,
+    step_file: StepFile,
+    *,
+    path: str,
+    fmt: str,
+    tail_threshold_ns: int | None,
+) -> Stalls:
+    """Join ``gaps`` (`tick_gaps`, with its ``ticks``, ``spans`` and ``codes``) to the
+    steps of ``step_file`` and attribute them."""
+    timed = step_file.frame.filter(
+        pl.col("ts_start").is_not_null() & pl.col("ts_end").is_not_null()
+    )
+    untimed = step_file.frame.height - timed.height
+    if timed.height == 0:
+        raise InputError(
+            f"{path}: no step has both a start and an end time, and a gap is covered by the "
+            "steps that end in it, timed by their durations",
+            hint="give step records with both times (the engine's step metrics or a trace)",
+        )
+    notes = step_file.notes
+    if untimed:
+        notes = (*notes, f"{untimed:,} steps without a start or an end time left out of the join")
+    steps = _replicas(timed, gaps, path)
+    _aligned(steps, ticks["ts"], path)
+    fit = fit_baseline(steps)
+    steps = with_step_baseline(steps, fit)
+    joined = attribute(join_gaps(gaps, steps, _members(steps, codes)), fit)
+    ids = codes["request_id"].cast(pl.String).gather(joined["_rk"])
+    joined = joined.drop("_rk").with_columns(request_id=ids)
+    ordered = joined.select(*GAP_COLUMNS, *[c for c in joined.columns if c not in GAP_COLUMNS])
+    return Stalls(
+        steps_file=path,
+        steps_format=fmt,
+        steps=steps.height,
+        replicas=steps["replica"].n_unique(),
+        gaps=ordered,
+        fit=fit,
+        tail_threshold_ns=tail_threshold_ns,
+        findings=_findings(steps, ticks, spans),
+        notes=notes,
+        alignment_error_ns=step_file.alignment_error_ns,
+    )
+
+
+__all__ = [
+    "CAUSES",
+    "GAP_COLUMNS",
+    "UNJOINED_REASONS",
+    "Finding",
+    "Stalls",
+    "stall_analysis",
+    "tick_gaps",
+]

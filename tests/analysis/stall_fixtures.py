@@ -1,0 +1,54 @@
+"""A simulated run with injected long prefills, and its steps: the stall tests' oracle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from servetrace.sim.config import EngineConfig
+from servetrace.sim.eventlog import Simulation
+from servetrace.sim.simulate import run_simulation
+from servetrace.sim.steps_record import canonical_steps
+
+MS = 1_000_000
+# Chunked prefill, 512-token steps: a long prompt is prefilled 512 - (decoders) tokens
+# per step *beside* the decoding requests, which is what stretches their ITL.
+CONFIG = EngineConfig(policy="chunked", max_batch_tokens=512, kv_blocks=8192, seed=1)
+LONG_PROMPT = 8_000
+LONG_IDS = ("long-0", "long-1")
+
+
+def injected_workload(n: int = 160) -> pl.DataFrame:
+    """``n`` short requests, one every 40 ms (prompt 64, output 64), and two requests with
+    8,000-token prompts arriving at 2 s and 4 s."""
+    short = pl.DataFrame(
+        {
+            "request_id": [f"r{i:03d}" for i in range(n)],
+            "arrival_ns": [i * 40 * MS for i in range(n)],
+            "prompt_tokens": [64] * n,
+            "output_tokens": [64] * n,
+        }
+    )
+    long = pl.DataFrame(
+        {
+            "request_id": list(LONG_IDS),
+            "arrival_ns": [2000 * MS, 4000 * MS],
+            "prompt_tokens": [LONG_PROMPT] * 2,
+            "output_tokens": [4] * 2,
+        }
+    )
+    return pl.concat([short, long]).sort("arrival_ns", "request_id")
+
+
+def injected_run() -> Simulation:
+    return run_simulation(injected_workload(), CONFIG)
+
+
+def write_injected(directory: Path) -> tuple[Path, Path]:
+    """The run's events and steps as Parquet files in ``directory``."""
+    sim = injected_run()
+    trace, steps = directory / "injected.parquet", directory / "injected_steps.parquet"
+    sim.events.write_parquet(trace)
+    canonical_steps(sim).write_parquet(steps)
+    return trace, steps

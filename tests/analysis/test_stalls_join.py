@@ -1,0 +1,200 @@
+"""The join of inter-token gaps to the steps that cover them: hand-made steps, and the
+simulator's steps as the oracle (every gap covered by exactly its own step)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import servetrace
+from servetrace.analysis.stalls import _members
+from servetrace.analysis.stalls_join import join_gaps
+from servetrace.errors import InputError
+from servetrace.sim.steps_record import canonical_steps
+from servetrace.sources.steps.schema import conform
+from tests.analysis.stall_fixtures import injected_run
+from tests.conftest import events, make_request
+
+STEPS = conform(
+    pl.DataFrame(
+        {
+            "step": [0, 1, 2, 3],
+            "ts_start": [0, 10, 20, 40],
+            "ts_end": [10, 20, 30, 50],
+            "prefill_requests": [0, 1, 0, 0],
+            "prefill_tokens": [0, 500, 0, 0],
+            "decode_requests": [2, 1, 2, 2],
+            "decode_tokens": [2, 1, 2, 2],
+            "request_ids": [["a", "b"], ["b", "c"], ["a", "b"], ["a", "b"]],
+        }
+    )
+)
+
+
+CODES = pl.DataFrame({"_rk": [0, 1, 2], "request_id": ["a", "b", "c"]})
+
+
+def _join(gaps: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """The join as the stall analysis calls it: requests by key, membership as pairs."""
+    keyed = gaps.join(CODES, on="request_id", how="left", maintain_order="left")
+    return join_gaps(keyed, steps, _members(steps, CODES))
+
+
+def _gaps(rows: list[tuple[str, str, int, int]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        rows,
+        schema={
+            "request_id": pl.String,
+            "replica": pl.String,
+            "gap_start_ns": pl.Int64,
+            "gap_end_ns": pl.Int64,
+        },
+        orient="row",
+    ).with_columns(tokens=pl.lit(1, pl.Int64))
+
+
+def test_covering_steps_and_sums() -> None:
+    gaps = _gaps([("a", "", 10, 30), ("a", "", 30, 50), ("b", "", 10, 20)])
+    out = _join(gaps, STEPS).select(
+        "steps",
+        "prefill_tokens",
+        "decode_requests",
+        "steps_with_prefill",
+        "covered_ns",
+        "between_ns",
+        "first_step",
+        "last_step",
+        "member_steps",
+        "member_ns",
+        "unjoined",
+    )
+    assert out.rows() == [
+        # (10, 30]: steps 1 and 2 end in it; a ran only in step 2 (skipped step 1's prefill)
+        (2, 500, 3, 1, 20, 0, 1, 2, 1, 10, None),
+        # (30, 50]: step 3 (40–50); 30–40 is inside no step
+        (1, 0, 2, 0, 10, 10, 3, 3, 1, 10, None),
+        (1, 500, 1, 1, 10, 0, 1, 1, 1, 10, None),
+    ]
+
+
+def test_first_step_straddling_the_previous_tick() -> None:
+    # (15, 30]: step 1 (10–20) ends in it but started before the tick: 5 ns of it count
+    out = _join(_gaps([("a", "", 15, 30)]), STEPS).row(0, named=True)
+    assert (out["steps"], out["step_ns"], out["covered_ns"], out["between_ns"]) == (2, 20, 15, 0)
+
+
+def test_unjoined_reasons() -> None:
+    steps = STEPS.with_columns(replica=pl.lit("0"))
+    gaps = _gaps(
+        [
+            ("a", "1", 10, 30),  # replica 1 has no steps
+            ("a", "0", 60, 70),  # after the last step
+            ("a", "0", 30, 30),  # two ticks at one instant
+            ("a", "0", 31, 35),  # inside the span, no step ends in it
+        ]
+    )
+    out = _join(gaps, steps)
+    assert out["unjoined"].to_list() == [
+        "replica_without_steps",
+        "outside_steps",
+        "zero_length",
+        "no_step_ends_in_gap",
+    ]
+    assert out["steps"].to_list() == [0, 0, 0, 0]
+    assert out["last_step"].null_count() == 4  # no covering step: none named
+
+
+def test_unknown_composition_stays_unknown() -> None:
+    steps = STEPS.with_columns(
+        prefill_tokens=pl.Series([0, None, 0, 0], dtype=pl.Int64), request_ids=None
+    )
+    out = _join(_gaps([("a", "", 10, 30), ("a", "", 30, 50)]), conform(steps))
+    assert out["prefill_tokens"].to_list() == [None, 0]
+    assert out["member_steps"].to_list() == [None, None]
+
+
+def test_overlapping_steps_are_named() -> None:
+    steps = STEPS.with_columns(ts_start=pl.Series([0, 5, 20, 40], dtype=pl.Int64))
+    out = _join(_gaps([("a", "", 0, 30)]), steps).row(0, named=True)
+    assert out["overlapping_steps"] == 1
+    assert out["covered_ns"] == 30  # clipped to the gap: overlapping steps' time counts once
+
+
+@pytest.fixture(scope="module")
+def oracle() -> tuple[pl.DataFrame, pl.DataFrame]:
+    sim = injected_run()
+    ticks = sim.events.filter(pl.col("event").is_in(["first_token", "token"]))
+    gaps = (
+        ticks.sort("request_id", "ts")
+        .with_columns(gap_start_ns=pl.col("ts").shift(1).over("request_id"))
+        .drop_nulls("gap_start_ns")
+        .select(
+            "request_id",
+            pl.lit("").alias("replica"),
+            "gap_start_ns",
+            pl.col("ts").alias("gap_end_ns"),
+            "tokens",
+        )
+    )
+    return gaps, canonical_steps(sim)
+
+
+def test_simulator_join_is_exact(oracle: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    gaps, steps = oracle
+    codes = gaps.select("request_id").unique(maintain_order=True)
+    codes = codes.with_columns(_rk=pl.int_range(pl.len(), dtype=pl.Int64))
+    keyed = gaps.join(codes, on="request_id", maintain_order="left")
+    out = join_gaps(keyed, steps, _members(steps, codes))
+    assert out.height == 10_086
+    assert out["unjoined"].null_count() == out.height
+    # one token per step: each gap is covered by exactly one step, which ran the request
+    assert (out["steps"] == 1).all() and (out["member_steps"] == 1).all()
+    own = steps.select(
+        pl.col("step").alias("last_step"), "ts_end", pl.col("request_ids").alias("ids")
+    )
+    checked = out.join(own, on="last_step")
+    assert (checked["ts_end"] == checked["gap_end_ns"]).all()
+    assert checked.select(pl.col("ids").list.contains(pl.col("request_id")).all()).item()
+    assert (out["between_ns"] == 0).all()  # the engine runs steps back to back
+
+
+def test_gaps_join_only_their_own_replica(tmp_path: Path) -> None:
+    trace = events(
+        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30, replica="0"),
+        make_request("b", admission=0, first=12, ticks=[24, 36], complete=36, replica="1"),
+    )
+    path, steps_path = tmp_path / "t.parquet", tmp_path / "s.parquet"
+    trace.write_parquet(path)
+    ms = 1_000_000
+    conform(
+        pl.DataFrame(
+            {
+                "replica": ["0", "0", "0", "1", "1", "1"],
+                "ts_start": [0, 10 * ms, 20 * ms, 0, 12 * ms, 24 * ms],
+                "ts_end": [10 * ms, 20 * ms, 30 * ms, 12 * ms, 24 * ms, 36 * ms],
+                "prefill_requests": [1, 0, 0, 1, 0, 1],
+                "prefill_tokens": [100, 0, 0, 100, 0, 300],
+                "decode_requests": [0, 1, 1, 0, 1, 1],
+                "decode_tokens": [0, 1, 1, 0, 1, 1],
+            }
+        )
+    ).write_parquet(steps_path)
+    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    assert stalls is not None and stalls.replicas == 2
+    got = stalls.gaps.sort("request_id", "gap_start_ns").select(
+        "request_id", "replica", "steps", "prefill_tokens"
+    )
+    # b's (12, 24] would also hold replica 0's step ending at 20 ms if replicas mixed
+    assert got.rows() == [
+        ("a", "0", 1, 0),
+        ("a", "0", 1, 0),
+        ("b", "1", 1, 0),
+        ("b", "1", 1, 300),
+    ]
+    assert stalls.fit.unavailable == "only 3 decode-only steps (need 10)"
+    unnamed = tmp_path / "unnamed.parquet"
+    trace.drop("replica").write_parquet(unnamed)
+    with pytest.raises(InputError, match="rule replica_unknown"):
+        servetrace.analyze(unnamed, steps=steps_path)
