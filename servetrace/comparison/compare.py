@@ -21,9 +21,11 @@ from servetrace.comparison.attribution import Tradeoff, decompose, length_bucket
 from servetrace.comparison.catalog import (
     DEFAULT_COMPARE_METRICS,
     DEFAULT_COMPARE_STATS,
+    METRICS,
     GoodputTarget,
     MetricSpec,
     get_metric,
+    stats_help,
 )
 from servetrace.comparison.caveats import Caveat, caveats
 from servetrace.comparison.load import LoadMatch
@@ -106,7 +108,9 @@ class Comparison:
         return self.rows.filter(pl.col("significant"))
 
 
-def _resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricSpec], list[str]]:
+def resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricSpec], list[str]]:
+    """The specs of ``metrics`` and the canonical ``stats``; one UsageError naming every
+    unknown one, with the names the catalog accepts."""
     problems: list[str] = []
     specs: list[MetricSpec] = []
     for name in metrics:
@@ -127,9 +131,7 @@ def _resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricS
     if problems:
         raise UsageError(
             "; ".join(problems),
-            hint="metrics: "
-            + ", ".join(DEFAULT_COMPARE_METRICS)
-            + "; statistics: mean, std, min, max, p50, p90, p99, p99_9 or any pNN",
+            hint=f"metrics: {', '.join(METRICS)}; statistics: {stats_help(METRICS['ttft'])}",
         )
     return specs, canonical
 
@@ -183,7 +185,7 @@ def compare(
     cancelled and preemptions one row per statistic of their own. Metrics the traces
     cannot provide (no goodput targets, no prompt lengths) are skipped, and say why.
     """
-    specs, stat_names = _resolve(metrics, stats)
+    specs, stat_names = resolve(metrics, stats)
     match = match_workloads(base.per_request, cand.per_request, pair_on, arrival_tolerance_ns)
     ctx = context(
         base,
