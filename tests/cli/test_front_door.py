@@ -4,6 +4,7 @@ summary file, an overloaded simulation, the files other tools write."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -42,3 +43,50 @@ def test_an_unknown_metric_is_a_usage_error_listing_the_names() -> None:
     assert first == "error: unknown metric 'tft' (did you mean 'ttft'?)"
     assert hint.startswith("hint: metrics: " + ", ".join(METRICS) + "; statistics: count, mean")
     assert done.stdout == ""
+
+
+AIPERF_CANCEL = str(DATA / "peers" / "aiperf_s1_cancel20")
+
+
+def test_aiperf_cancellations_are_in_an_unknown_stage() -> None:
+    """AIPerf drops a cancelled request's partial output: its 59 cancellations (0.2 s in,
+    against a 45 ms TTFT median) are not "before the first token, 0 delivered"."""
+    done = runner.invoke(app, ["analyze", AIPERF_CANCEL, "-f", "json", "-q"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["cancelled_in"] == {
+        "queued": 0,
+        "prefill": 0,
+        "decode": 0,
+        "before_first_token": 0,
+        "unknown": 59,
+    }
+    assert report["cancelled"]["output_tokens_delivered"] is None
+    assert report["cancelled"]["unknown_reason"] == (
+        "the source drops the partial output of a cancelled request"
+    )
+    ttft, e2e = report["survival"]["ttft"], report["survival"]["e2e"]
+    # Left out of the TTFT estimate, not censored before a first token they may have had.
+    assert (ttft["events"], ttft["censored"], ttft["left_out_unknown"]) == (241, 0, 59)
+    assert ttft["p90"] == ttft["completed_only"]["p90"]
+    # Their e2e is still known to exceed the time to cancel: censored there.
+    assert (e2e["censored_cancelled"], e2e["left_out_unknown"]) == (59, 0)
+
+
+def test_aiperf_cancellations_say_the_unknown_in_words() -> None:
+    done = runner.invoke(app, ["analyze", AIPERF_CANCEL, "--censoring"])
+    assert done.exit_code == 0, done.output
+    assert (
+        "cancelled in: unknown 59 (the source drops the partial output of a cancelled "
+        "request); tokens delivered unknown before cancel"
+    ) in done.stdout
+    assert (
+        "censored ttft: none censored (59 cancelled left out: the source drops the partial "
+        "output of a cancelled request, so whether each had its first token is unknown)"
+    ) in done.stdout
+    assert "understates" not in done.stdout
+    assert "before_first_token" not in done.stdout and "0 tokens delivered" not in done.stdout
+    assert (
+        "warning: " + AIPERF_CANCEL + "/profile_export.jsonl.gz: 59 cancelled records carry no "
+        "partial output (AIPerf drops it)"
+    ) in done.stderr
