@@ -90,3 +90,37 @@ def test_aiperf_cancellations_say_the_unknown_in_words() -> None:
         "warning: " + AIPERF_CANCEL + "/profile_export.jsonl.gz: 59 cancelled records carry no "
         "partial output (AIPerf drops it)"
     ) in done.stderr
+
+
+def test_compare_headline_leads_with_the_overall_effect() -> None:
+    """Vidur vLLM → Sarathi: e2e is 1.47x faster at mean and p50, 1.53x at p90, 1.43x at
+    p99; the TTFT p50 / ITL p99 trade-off follows it."""
+    metrics = ["--metric", "ttft", "--metric", "itl", "--metric", "e2e"]
+    done = runner.invoke(app, ["compare", VLLM, SARATHI, "-f", "json", *metrics])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["headlines"][SARATHI] == (
+        f"{SARATHI}: e2e 1.43-1.53x faster at every statistic (mean, p50, p90, p99); "
+        "it trades 152 ms of TTFT p50 for 486 ms of ITL p99"
+    )
+    assert report["tradeoffs"][SARATHI] == (
+        f"{SARATHI} trades 152 ms of TTFT p50 for 486 ms of ITL p99"
+    )
+    table = runner.invoke(app, ["compare", VLLM, SARATHI, "--metric", "e2e", "--metric", "ttft"])
+    assert (
+        " ".join(table.stdout.split()).count(
+            f"{SARATHI}: e2e 1.43-1.53x faster at every statistic (mean, p50, p90, p99)"
+        )
+        == 1
+    )
+
+
+def test_a_split_overall_effect_names_each_side() -> None:
+    """With --min-change 0.5, e2e p50 (1.47x) does not count as a change, p90 (1.53x)
+    does: the headline says which statistic moved and which did not."""
+    stats = ["--stat", "p50", "--stat", "p90", "--min-change", "0.5"]
+    done = runner.invoke(app, ["compare", VLLM, SARATHI, "-f", "json", "--metric", "e2e", *stats])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["headlines"][SARATHI] == (
+        f"{SARATHI}: e2e faster at p90 (1.53x), no significant change at p50"
+    )
