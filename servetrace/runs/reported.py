@@ -123,6 +123,11 @@ def _vllm_row(row: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
 
 
+# A tool's summary counts the requests that completed, not those that failed apart from
+# those the client cancelled.
+ERRORED_UNTOLD = "the source does not tell failed from cancelled requests"
+
+
 def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(reported, declared)`` of a summary-only run."""
     path = source.summary
@@ -165,5 +170,6 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
         "file": str(path),
         "note": "the tool's own summary: no per-request file, so no per-request statistics",
         **body,
+        "unavailable": {"errored": ERRORED_UNTOLD},
     }
     return reported, declared

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -124,3 +125,51 @@ def test_a_split_overall_effect_names_each_side() -> None:
     assert json.loads(done.stdout)["headlines"][SARATHI] == (
         f"{SARATHI}: e2e faster at p90 (1.53x), no significant change at p50"
     )
+
+
+BENCHMARK_RESULTS = (
+    DATA / "real" / "vllm-bench-llama33-70b-a100" / "01_tp8_pp1" / "benchmark_results.json"
+)
+
+
+def test_a_summary_file_labels_its_rows_by_test_name(tmp_path: Path) -> None:
+    """vLLM's benchmark_results.json alone: four rows, each named by its 'Test name'."""
+    shutil.copy(BENCHMARK_RESULTS, tmp_path)
+    done = runner.invoke(app, ["analyze", str(tmp_path / BENCHMARK_RESULTS.name), "-q"])
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert lines[0] == "4 runs"
+    assert [line.split()[0] for line in lines[2:6]] == [
+        "tp8_pp1_qps_01",
+        "tp8_pp1_qps_04",
+        "tp8_pp1_qps_16",
+        "tp8_pp1_qps_inf",
+    ]
+    assert "#2" not in done.stdout
+    assert (
+        "n/a in every run, left out: concurrency (not declared), errored (unavailable: the "
+        "source does not tell failed from cancelled requests), goodput/s, attainment (needs a "
+        "per-request file)"
+    ) in done.stdout
+    report = json.loads(
+        runner.invoke(
+            app, ["analyze", str(tmp_path / BENCHMARK_RESULTS.name), "-q", "-f", "json"]
+        ).stdout
+    )
+    assert [run["label"] for run in report["runs"]][1] == "tp8_pp1_qps_04"
+    assert report["runs"][1]["reported"]["unavailable"] == {
+        "errored": "the source does not tell failed from cancelled requests"
+    }
+
+
+def test_one_run_is_one_run(tmp_path: Path) -> None:
+    rows = json.loads(BENCHMARK_RESULTS.read_text())
+    (tmp_path / "benchmark_results.json").write_text(json.dumps(rows[1:2]))
+    done = runner.invoke(app, ["analyze", str(tmp_path / "benchmark_results.json"), "-q"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[0] == "1 run"
+    assert done.stdout.splitlines()[2].split()[:3] == ["tp8_pp1_qps_04", "4", "200"]
+    markdown = runner.invoke(
+        app, ["analyze", str(tmp_path / "benchmark_results.json"), "-q", "-f", "markdown"]
+    )
+    assert markdown.stdout.startswith("## 1 run\n")
