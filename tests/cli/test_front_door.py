@@ -4,11 +4,13 @@ summary file, an overloaded simulation, the files other tools write."""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
@@ -173,3 +175,55 @@ def test_one_run_is_one_run(tmp_path: Path) -> None:
         app, ["analyze", str(tmp_path / "benchmark_results.json"), "-q", "-f", "markdown"]
     )
     assert markdown.stdout.startswith("## 1 run\n")
+
+
+AZURE = DATA / "workloads" / "azure_conv_2023_head300.csv"
+
+
+def _azure_work_s(kv_tokens: int = (4096 - 40) * 16) -> float:
+    """The engine time a request of the Azure slice needs at least, by hand: the default
+    engine (80 µs a prompt token, 10 ms a step shared by 4,096 tokens or by the batch,
+    0.1 ms a decoding sequence, 0.25 µs a context token; prompt + output − 1 ≤ 4,096 for
+    fcfs, else rejected at no cost)."""
+    with AZURE.open(newline="") as handle:
+        rows = [
+            (int(r["ContextTokens"]), int(r["GeneratedTokens"])) for r in csv.DictReader(handle)
+        ]
+    fits = [(p, o) for p, o in rows if p + o - 1 <= 4096]
+    held = sum(p + o / 2 for p, o in fits) / len(fits)
+    batch = min(128, int(kv_tokens // held))
+    total = 0.0
+    for p, o in fits:
+        context = sum(p + k for k in range(1, o))
+        total += 80e-6 * p + 10e-3 * p / 4096 + (o - 1) * (0.1e-3 + 10e-3 / batch)
+        total += 0.25e-6 * context
+    return total / len(rows)
+
+
+def test_simulate_says_when_the_workload_saturates_the_engine(tmp_path: Path) -> None:
+    """The Azure slice: 299 requests in 83.797671 s (3.556 req/s). Replayed as is, the
+    engine keeps up (utilisation 0.68); twice as fast it cannot, and says so."""
+    work = _azure_work_s()
+    args = ["simulate", "--workload", str(AZURE), "-f", "json"]
+    calm = runner.invoke(app, [*args, "-o", str(tmp_path / "calm.parquet")])
+    assert calm.exit_code == 0, calm.output
+    assert "warning:" not in calm.stderr
+    load = json.loads(calm.stdout)["offered_load"]
+    assert load["arrival_rate_per_s"] == pytest.approx(298 / 83.797671)
+    assert load["work_ms"] == pytest.approx(work * 1000, rel=1e-9)
+    assert load["utilisation"] == pytest.approx(298 / 83.797671 * work, rel=1e-9)
+    assert round(load["utilisation"], 2) == 0.68
+    assert (load["saturated"], load["warning"]) == (False, None)
+
+    fast = runner.invoke(app, [*args, "--speed", "2", "-o", str(tmp_path / "fast.parquet")])
+    assert fast.exit_code == 0, fast.output
+    load = json.loads(fast.stdout)["offered_load"]
+    assert load["utilisation"] == pytest.approx(2 * 298 / 83.797671 * work, rel=1e-6)
+    assert load["saturated"] is True
+    warning = [line for line in fast.stderr.splitlines() if line.startswith("warning:")]
+    assert warning == [f"warning: {load['warning']}"]
+    assert load["warning"].startswith(
+        "the workload offers 7.11 req/s, each needing at least 190 ms of engine time: 135% of "
+        "what the modelled engine can serve (at most 5.25 req/s, at its best batching)"
+    )
+    assert "replay it slower (--speed 1.18)" in load["warning"]
