@@ -63,7 +63,7 @@ def row_values(run: Run) -> dict[str, Any]:
         row["output_tokens_per_s"] = throughput.get("output_tokens_per_s")
         completed = reported.get("completed")
         row["completed"] = int(completed) if completed is not None else None
-        row["errored"] = None
+        row["errored"] = reported.get("errored")
         row["goodput_requests_per_s"] = None
         row["slo_attainment"] = None
         return row

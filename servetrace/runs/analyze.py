@@ -62,16 +62,16 @@ def analyze_runs(
 
 def _own_names(parts: Sequence[Loaded]) -> list[str]:
     """Each run's own name, when every run is a summary row naming itself (vLLM's ``Test
-    name``) and no two share one; else empty."""
-    names = [str((p.reported or {}).get("test_name") or "") for p in parts]
+    name``, GuideLLM's strategy) and no two share one; else empty."""
+    names = [str((p.reported or {}).get("run_name") or "") for p in parts]
     return names if all(names) and len(set(names)) == len(names) else []
 
 
 def _named_by(part: Loaded) -> Path:
     """The path a run's label is made from: a row of a summary holding several runs (vLLM's
-    ``benchmark_results.json``) is named by the row's own ``Test name``, as if it were a
+    ``benchmark_results.json``) is named by the row's own name (``Test name``), as if it were a
     file beside the summary, so its label reads like its per-request file's (``qps_04``)."""
-    name = (part.reported or {}).get("test_name")
+    name = (part.reported or {}).get("run_name")
     where = part.source.where
     return where.parent / str(name) if name else where
 

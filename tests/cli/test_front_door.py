@@ -5,6 +5,7 @@ summary file, an overloaded simulation, the files other tools write."""
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import re
 import shutil
@@ -227,3 +228,56 @@ def test_simulate_says_when_the_workload_saturates_the_engine(tmp_path: Path) ->
         "what the modelled engine can serve (at most 5.25 req/s, at its best batching)"
     )
     assert "replay it slower (--speed 1.18)" in load["warning"]
+
+
+GUIDELLM = DATA / "peers" / "guidellm_s1_conc8"
+GUIDELLM_CSV = DATA / "peers" / "guidellm_s1_conc8_csv" / "benchmarks.csv"
+
+
+def test_guidellm_benchmarks_csv_is_read_as_its_summary() -> None:
+    """Every figure equals GuideLLM's own, as its benchmarks.json of the same run has it."""
+    done = runner.invoke(app, ["analyze", str(GUIDELLM_CSV), "-f", "json"])
+    assert done.exit_code == 0, done.output
+    assert "give every column its own name" not in done.output
+    (run,) = json.loads(done.stdout)["runs"]
+    with gzip.open(GUIDELLM / "benchmarks.json.gz") as handle:
+        own = json.load(handle)["benchmarks"][0]["metrics"]
+    reported = run["reported"]
+    for ours, theirs, to_ms in (
+        ("ttft", "time_to_first_token_ms", 1),
+        ("tpot", "inter_token_latency_ms", 1),
+        ("e2e", "request_latency", 1000),
+    ):
+        figures = own[theirs]["successful"]
+        expected = {
+            "mean": figures["mean"],
+            "p50": figures["median"],
+            "std": figures["std_dev"],
+            "min": figures["min"],
+            "p90": figures["percentiles"]["p90"],
+            "p95": figures["percentiles"]["p95"],
+            "p99": figures["percentiles"]["p99"],
+            "max": figures["max"],
+        }
+        got = {k: v for k, v in reported["metrics"][ours].items() if k in expected}
+        assert got == pytest.approx({k: v * to_ms for k, v in expected.items()}, rel=1e-15)
+    assert reported["metrics"]["ttft"]["p99"] == 349.61962699890137
+    assert reported["throughput"] == {
+        "requests_per_s": own["requests_per_second"]["successful"]["mean"],
+        "output_tokens_per_s": own["output_tokens_per_second"]["successful"]["mean"],
+    }
+    assert (reported["completed"], reported["errored"]) == (400, 0)
+    assert run["label"] == "concurrent@8"
+    declared = run["declared"]
+    assert (declared["max_concurrency"], declared["num_prompts"]) == (8, 400)
+    assert declared["duration_s"] == 23.10758948326111 and declared["model"] == "mock-llm"
+
+
+def test_guidellm_csv_beside_its_json_defers_to_the_json(tmp_path: Path) -> None:
+    shutil.copy(GUIDELLM / "benchmarks.json.gz", tmp_path)
+    shutil.copy(GUIDELLM_CSV, tmp_path)
+    done = runner.invoke(app, ["analyze", str(tmp_path / "benchmarks.csv"), "-f", "json"])
+    assert done.exit_code == 0, done.output
+    assert "guidellm's summary, not a per-request file: using" in done.stderr
+    report = json.loads(done.stdout)
+    assert report["accounting"]["requests"] == 400  # the per-request analysis
