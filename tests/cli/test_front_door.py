@@ -281,3 +281,31 @@ def test_guidellm_csv_beside_its_json_defers_to_the_json(tmp_path: Path) -> None
     assert "guidellm's summary, not a per-request file: using" in done.stderr
     report = json.loads(done.stdout)
     assert report["accounting"]["requests"] == 400  # the per-request analysis
+
+
+BURSTGPT = DATA / "real" / "burstgpt-replay" / "detail_log_scale100_prompt500.json"
+
+
+def test_a_per_request_log_read_as_events_leads_with_from_requests() -> None:
+    """BurstGPT's detail log is one JSON object of 500 records keyed by id: the error says
+    how to read it first, in one line, and names the records' fields, not 500 keys."""
+    done = runner.invoke(app, ["analyze", str(BURSTGPT)])
+    assert done.exit_code == 3
+    first, hint = done.stderr.splitlines()
+    assert first == (
+        f"error: {BURSTGPT}: read it with --from requests --column ttft=NAME --column e2e=NAME "
+        "(and arrival=NAME or end=NAME): it holds 500 per-request records keyed by id "
+        "(event_id, out_len, out_len_expected, in_len, sampled_in_num, sampled_out_len, "
+        "first_chunk_time, total_chunk_time, …), not an event log"
+    )
+    assert hint == (
+        "hint: the keys become the request ids; as an event log it would need 'request_id', "
+        "'event', 'ts'"
+    )
+    # The suggestion, followed, reads it.
+    mapped = ["--column", "ttft=first_chunk_time", "--column", "e2e=total_chunk_time"]
+    followed = runner.invoke(
+        app, ["analyze", str(BURSTGPT), "--from", "requests", *mapped, "-q", "-f", "json"]
+    )
+    assert followed.exit_code == 0, followed.output
+    assert json.loads(followed.stdout)["metrics"]["ttft"]["count"] == 500
