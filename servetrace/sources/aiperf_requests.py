@@ -158,10 +158,16 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
                 )
             ),
             prompt_tokens=pl.coalesce("prompt_tokens", "raw_prompt_tokens"),
+        )
+        .with_columns(
             # AIPerf drops the partial output of a cancelled request: without a chunk, its
-            # state at cancel (before or after its first token) and its tokens are unknown.
+            # state at cancel (before or after its first token) and its tokens are unknown,
+            # unless it was cancelled as it was sent ("after 0.000 seconds").
             partial_output_known=~(
-                failed & ~errored & (pl.col("ticks_ns").list.len().fill_null(0) == 0)
+                failed
+                & ~errored
+                & (pl.col("ticks_ns").list.len().fill_null(0) == 0)
+                & (pl.col("terminal_ns") > pl.col("arrival_ns"))
             ),
         )
     )

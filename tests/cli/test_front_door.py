@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -309,3 +310,65 @@ def test_a_per_request_log_read_as_events_leads_with_from_requests() -> None:
     )
     assert followed.exit_code == 0, followed.output
     assert json.loads(followed.stdout)["metrics"]["ttft"]["count"] == 500
+
+
+EDGE_CLIENT_CANCEL = DATA / "edge" / "client_cancel_before_first_token.csv"
+AIPERF_OSS = DATA / "real" / "aiperf-gpt-oss-20b-run1"
+
+
+def _timeline(tmp_path: Path, trace: str, *extra: str) -> tuple[dict[str, Any], str]:
+    out = tmp_path / "timeline.json"
+    done = runner.invoke(app, ["timeline", trace, "-o", str(out), *extra])
+    assert done.exit_code == 0, done.output
+    return json.loads(out.read_text()), done.stderr
+
+
+def _named(trace: dict[str, Any], cat: str, request_id: str) -> list[tuple[str, float]]:
+    return [
+        (e["name"], e.get("dur", 0.0))
+        for e in trace["traceEvents"]
+        if e.get("cat") == cat and e["args"]["request_id"] == request_id
+    ]
+
+
+def test_timeline_a_client_request_cancelled_without_a_token_awaits_it(tmp_path: Path) -> None:
+    """Sent at 0, cancelled at 40 ms, no token: one 40 ms awaiting_token phase, not ttft."""
+    trace, _ = _timeline(tmp_path, str(EDGE_CLIENT_CANCEL))
+    assert _named(trace, "phase", "c1") == [("awaiting_token", 40_000.0)]
+    assert _named(trace, "lifecycle", "c1") == [("cancelled before the first token", 0.0)]
+    assert _named(trace, "phase", "ok") == [("ttft", 2_000.0), ("decode", 1_000.0)]
+
+
+def test_timeline_markers_and_phases_say_what_the_source_knows(tmp_path: Path) -> None:
+    trace, stderr = _timeline(tmp_path, AIPERF_CANCEL, "-q")
+    names = [e["name"] for e in trace["traceEvents"] if e.get("cat") in ("phase", "lifecycle")]
+    # AIPerf dropped what the 59 cancelled requests delivered: neither ttft nor awaiting.
+    assert names.count("unknown_state") == 59 and names.count("ttft") == 241
+    assert "awaiting_token" not in names
+    assert names.count("cancelled, stage unknown (the source drops the partial output)") == 59
+    assert not any(name.startswith("cancelled in ") for name in names)
+    # The 11 cancelled "after 0.000 seconds" of the real AIPerf run had nothing to deliver.
+    trace, stderr = _timeline(tmp_path, str(AIPERF_OSS))
+    markers = [e["name"] for e in trace["traceEvents"] if e.get("cat") == "lifecycle"]
+    assert markers.count("cancelled before the first token") == 11
+    assert markers.count("completed") == 89
+    assert stderr.splitlines()[0].startswith("warning: ")
+    assert all(line.startswith(("warning: ", "wrote ")) for line in stderr.splitlines()), stderr
+
+
+def test_timeline_inputs_carry_no_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    trace, _ = _timeline(tmp_path, str(EDGE_CLIENT_CANCEL.resolve()), "-q")
+    assert trace["otherData"]["inputs"] == ["tests/data/edge/client_cancel_before_first_token.csv"]
+    elsewhere = tmp_path / "copy" / "trace.csv"
+    elsewhere.parent.mkdir()
+    shutil.copy(EDGE_CLIENT_CANCEL, elsewhere)
+    trace, _ = _timeline(tmp_path, str(elsewhere), "-q")
+    assert trace["otherData"]["inputs"] == ["trace.csv"]
+    # As the user gave it when relative.
+    trace, _ = _timeline(tmp_path, "tests/data/edge/../edge/client_cancel_before_first_token.csv")
+    assert trace["otherData"]["inputs"] == [
+        "tests/data/edge/../edge/client_cancel_before_first_token.csv"
+    ]
