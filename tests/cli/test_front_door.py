@@ -232,7 +232,7 @@ def test_simulate_says_when_the_workload_saturates_the_engine(tmp_path: Path) ->
 
 
 GUIDELLM = DATA / "peers" / "guidellm_s1_conc8"
-GUIDELLM_CSV = DATA / "peers" / "guidellm_s1_conc8_csv" / "benchmarks.csv"
+GUIDELLM_CSV = DATA / "summaries" / "guidellm_s1_conc8" / "benchmarks.csv"
 
 
 def test_guidellm_benchmarks_csv_is_read_as_its_summary() -> None:
