@@ -179,7 +179,8 @@ def na_line(keys: Sequence[str], values: Sequence[dict[str, Any]], lead: str) ->
     for i, key in enumerate(keys):
         last = i + 1 == len(keys) or reasons[i + 1] != reasons[i]
         why = reasons[i]
-        parts.append(_HEAD[key] + (f" ({why})" if last and why else ""))
+        head = _HEAD[key].split(" (")[0]  # "rate", not "rate (req/s)", before a reason
+        parts.append(head + (f" ({why})" if last and why else ""))
     return lead + ", ".join(parts)
 
 
