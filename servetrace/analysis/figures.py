@@ -20,7 +20,8 @@ from servetrace.stats.describe import describe_sorted
 from servetrace.units import NS_PER_S
 
 OUTCOMES = ("completed", "cancelled", "in_flight", ERRORED)
-CANCEL_STAGES = ("queued", "prefill", "decode", "before_first_token")
+# "unknown": the source dropped the request's partial output (analysis.metrics).
+CANCEL_STAGES = ("queued", "prefill", "decode", "before_first_token", "unknown")
 THROUGHPUT_KEYS = (
     "window_s",
     "requests_per_s",

@@ -7,6 +7,7 @@ never reached (a TTFT for a request cancelled while queued) is null, never zero.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,11 @@ class MetricSpec:
     definition: str
     per: str = "request"  # "request" (one value per request) or "gap" (pooled gaps)
 
+
+# A request attribute an importer sets to False where the source dropped what a cancelled
+# request delivered; such a request was cancelled in an unknown stage.
+PARTIAL_OUTPUT_KNOWN = "partial_output_known"
+UNKNOWN_STAGE = "unknown"
 
 LATENCY_METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("queue_wait", "queue_wait_ns", "first admission - arrival"),
@@ -67,7 +73,15 @@ REQUEST_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _cancelled_in() -> pl.Expr:
+def partial_output_dropped(columns: Sequence[str]) -> pl.Expr:
+    """Whether the source dropped what a cancelled request delivered (AIPerf keeps no
+    partial output): its state at cancel and its output count are unknown."""
+    if PARTIAL_OUTPUT_KNOWN not in columns:
+        return pl.lit(False)
+    return pl.col(PARTIAL_OUTPUT_KNOWN).fill_null(True).not_() & pl.col("first_tick_ns").is_null()
+
+
+def _cancelled_in(columns: Sequence[str]) -> pl.Expr:
     state = pl.col("cancel_state")
     reached_first = pl.col("first_tick_ns").is_not_null() & (
         pl.col("first_tick_ns") <= pl.col("terminal_ns")
@@ -82,6 +96,8 @@ def _cancelled_in() -> pl.Expr:
     return (
         pl.when(pl.col("outcome") != "cancelled")
         .then(pl.lit(None, pl.String))
+        .when(partial_output_dropped(columns))
+        .then(pl.lit(UNKNOWN_STAGE))
         .when(state == QUEUED)
         .then(pl.lit("queued"))
         .when((state == DECODING) | ((state == RUNNING) & reached_first))
@@ -118,13 +134,16 @@ def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
     # A request-level trace's one tick is no count: unknown, not 1 (analysis.output_counts).
     frame = valid.with_columns(
         last_tick.alias("_last_tick_ns"),
-        pl.when(known_count(no_ticks, reported, pl.col("ticks")))
+        pl.when(
+            known_count(no_ticks, reported, pl.col("ticks"))
+            & ~partial_output_dropped(valid.columns)
+        )
         .then(n_out.fill_null(0))
         .cast(pl.Int64)
         .alias("output_tokens"),
         pl.col("ticks").fill_null(0).cast(pl.Int64),
         pl.col("preemptions").fill_null(0).cast(pl.Int64),
-        _cancelled_in(),
+        _cancelled_in(valid.columns),
     )
     arrival, first = pl.col("arrival_ns"), pl.col("first_tick_ns")
     last, n = pl.col("_last_tick_ns"), pl.col("output_tokens")

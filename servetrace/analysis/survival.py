@@ -7,6 +7,9 @@ cancelled or still running at the end of the trace. Here they are right-censored
 - ``ttft``: observed for every request with a first token (completed, cancelled after
   its first token, in flight after it); censored at the cancellation for a request
   cancelled before its first token, at the end of the trace for one in flight without.
+  A request cancelled in an unknown stage (the source dropped its partial output,
+  ``analysis.metrics.partial_output_dropped``) may have had its first token: it is left
+  out, and counted as ``left_out_unknown``.
 - ``e2e``: observed for completed requests; censored at the cancellation (time to
   cancel) and, for in-flight requests, at the end of the trace.
 - ``queue_wait`` (traces with admissions): observed once admitted; censored at the
@@ -27,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.groups import CODE, Groups
+from servetrace.analysis.metrics import UNKNOWN_STAGE
 from servetrace.stats.survival import kaplan_meier
 
 METRICS = ("ttft", "e2e", "queue_wait")
@@ -42,12 +46,13 @@ def censoring_columns(metric: str, trace_end: int | pl.Expr) -> tuple[pl.Expr, p
     end = trace_end if isinstance(trace_end, pl.Expr) else pl.lit(trace_end)
     outcome, age = pl.col("outcome"), end - pl.col("arrival_ns")
     cancelled, flying = outcome == "cancelled", outcome == "in_flight"
+    unknown = cancelled & (pl.col("cancelled_in") == UNKNOWN_STAGE)
     if metric == "ttft":
         seen = pl.col("ttft_ns").is_not_null()
         duration = (
             pl.when(seen)
             .then(pl.col("ttft_ns"))
-            .when(cancelled)
+            .when(cancelled & ~unknown)
             .then(pl.col("e2e_ns"))
             .when(flying)
             .then(age)
@@ -66,6 +71,8 @@ def censoring_columns(metric: str, trace_end: int | pl.Expr) -> tuple[pl.Expr, p
             .then(age)
         )
     why = pl.when(seen).then(pl.lit(None, pl.String)).otherwise(outcome)
+    if metric == "ttft":
+        why = pl.when(unknown).then(pl.lit(UNKNOWN_STAGE)).otherwise(why)
     return duration.cast(pl.Int64), seen, why
 
 
@@ -91,7 +98,15 @@ def estimate_by_group(
     columns = []
     for metric in METRICS:
         duration, seen, why = censoring_columns(metric, pl.col("_end"))
-        kind = pl.when(why == "cancelled").then(1).when(why == "in_flight").then(2).otherwise(0)
+        kind = (
+            pl.when(why == "cancelled")
+            .then(1)
+            .when(why == "in_flight")
+            .then(2)
+            .when(why == UNKNOWN_STAGE)
+            .then(3)
+            .otherwise(0)
+        )
         columns += [
             duration.is_not_null().alias(f"{metric}:kept"),
             duration.fill_null(0).alias(f"{metric}:d"),
@@ -110,12 +125,14 @@ def estimate_by_group(
             if metric == "queue_wait" and not admissions[g]:
                 continue
             kept = arrays[f"{metric}:kept"][lo:hi]
+            causes = arrays[f"{metric}:why"][lo:hi]
             out[g][metric] = _estimate(  # type: ignore[index]
                 arrays[f"{metric}:d"][lo:hi][kept],
                 arrays[f"{metric}:seen"][lo:hi][kept],
-                arrays[f"{metric}:why"][lo:hi][kept],
+                causes[kept],
                 completed_only[g][metric],
                 arrival_known[g],
+                left_out=int((causes == 3).sum()),
             )
     return out
 
@@ -126,9 +143,11 @@ def _estimate(
     why: np.ndarray,
     completed_only: Mapping[str, Any],
     arrival_known: bool,
+    left_out: int = 0,
 ) -> dict[str, Any]:
     """One metric's estimate from each kept request's duration, whether it was observed,
-    and why not (1 cancelled, 2 in flight)."""
+    and why not (1 cancelled, 2 in flight); ``left_out`` requests were cancelled in an
+    unknown stage."""
     in_flight = int((why == 2).sum())
     events = int(observed.sum())
     base: dict[str, Any] = {
@@ -137,6 +156,7 @@ def _estimate(
         "censored": int(observed.size - events),
         "censored_cancelled": int((why == 1).sum()),
         "censored_in_flight": in_flight,
+        "left_out_unknown": left_out,
         "completed_only": {k: completed_only.get(k) for k in QUANTILES},
     }
     if in_flight and not arrival_known:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand, TyperOption
 
 from servetrace.errors import FULL_DEVICE, ExitCode, ServetraceError, unwritable
 
@@ -31,6 +32,21 @@ def examples(*commands: str, before: str = "") -> str:
     kept as written (click's ``\b`` stops it from re-flowing them)."""
     lines = "\n".join(f"  {command}" for command in commands)
     return (f"{before}\n\n" if before else "") + f"Examples:\n\n\b\n{lines}"
+
+
+def help_built_when_shown(**helps: Callable[[], str]) -> type[TyperCommand]:
+    """A command class whose options named in ``helps`` get their help text only when the
+    help is shown: text listed by a heavy module (the metric catalog imports Polars)
+    without loading it for every start-up."""
+
+    class Command(TyperCommand):
+        def format_help(self, ctx: Any, formatter: Any) -> None:
+            for param in self.params:
+                if param.name in helps and isinstance(param, TyperOption):
+                    param.help = helps[param.name]()
+            super().format_help(ctx, formatter)
+
+    return Command
 
 
 def _version(value: bool) -> None:

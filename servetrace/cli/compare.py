@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from servetrace.cli._app import app, examples, guarded, warn
+from servetrace.cli._app import app, examples, guarded, help_built_when_shown, warn
 from servetrace.cli._events import PlotsOpt, check_plots_dir, compare_plots
 from servetrace.cli._options import (
     DURATION_MS,
@@ -27,8 +27,20 @@ if TYPE_CHECKING:
     from servetrace.analysis.result import Analysis
 
 
+def _metric_help() -> str:
+    from servetrace.comparison.catalog import COMPARED_METRICS, DEFAULT_COMPARE_METRICS
+
+    others = [name for name in COMPARED_METRICS if name not in DEFAULT_COMPARE_METRICS]
+    return (
+        "Metric to compare; repeatable: "
+        + ", ".join(COMPARED_METRICS)
+        + f" (default: all but {', '.join(others)})."
+    )
+
+
 @app.command(
     "compare",
+    cls=help_built_when_shown(metric=_metric_help),
     epilog=examples(
         "servetrace compare fcfs.parquet chunked.parquet",
         "servetrace compare fcfs.parquet chunked.parquet sjf.parquet --metric ttft --metric e2e",
@@ -48,7 +60,8 @@ def compare_command(
         bool, typer.Option("--verbose", "-v", help="Show non-significant rows too.")
     ] = False,
     metric: Annotated[
-        list[str] | None, typer.Option(help="Metrics to compare (default: all); repeatable.")
+        list[str] | None,
+        typer.Option(metavar="METRIC", help="Metric to compare; repeatable (listed in --help)."),
     ] = None,
     stat: Annotated[
         list[str] | None, typer.Option(help="Statistics (default: mean p50 p90 p99).")
@@ -91,8 +104,13 @@ def compare_command(
 ) -> None:
     """Compare candidates with a baseline: ratio, CI, significance and a verdict per metric."""
     from servetrace.api import analyze, compare
+    from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS, DEFAULT_COMPARE_STATS
+    from servetrace.comparison.compare import resolve
     from servetrace.render.compare import render_compare
     from servetrace.render.compare_words import comparison_warnings
+
+    # An unknown metric or statistic is a usage error before any trace is read.
+    resolve(metric or DEFAULT_COMPARE_METRICS, stat or DEFAULT_COMPARE_STATS)
 
     if label is not None and len(label) != 1 + len(candidates):
         raise UsageError(

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from servetrace.cli._app import app, err_console, examples, guarded
+from servetrace.cli._app import app, emit, err_console, examples, guarded, warn
 from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED, in_range
+from servetrace.render.formats import SimulateFormat
 from servetrace.sim.config import EngineConfig, Policy
 from servetrace.units import NS_PER_MS as MS
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
         "servetrace simulate -o trace.parquet",
         "servetrace simulate --policy chunked --requests 2000 --rate 8 -o chunked.parquet",
         "servetrace simulate --workload azure_conv.csv --limit 5000 -o azure.parquet",
+        "servetrace simulate --workload azure_conv.csv --speed 0.8 -o azure.parquet -f json",
     ),
 )
 @guarded
@@ -96,9 +98,20 @@ def simulate_command(
             "requests) for analyze --steps.",
         ),
     ] = None,
+    fmt: Annotated[
+        SimulateFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text: one line on stderr; json: what was written and the offered load "
+            "against the engine's capacity, on stdout.",
+        ),
+    ] = SimulateFormat.text,
 ) -> None:
     """Simulate a continuous-batching engine and write its event log (seeded, exact)."""
     from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
+    from servetrace.render.simulate import saturation_warning, simulate_json
+    from servetrace.sim.capacity import offered_load
     from servetrace.sim.readers import read_workload
     from servetrace.sim.simulate import run_simulation
     from servetrace.sim.steps_record import canonical_steps
@@ -130,6 +143,10 @@ def simulate_command(
         horizon_ns=round(horizon_s * 1e9) if horizon_s is not None else None,
         seed=seed,
     )
+    offered = offered_load(load, config)
+    saturated = saturation_warning(offered, speed)
+    if saturated:  # said before the run: a saturated replay is also a long one
+        warn(saturated)
     sim = run_simulation(load, config)
     events = sim.events
     write_frame(events, output)
@@ -140,6 +157,18 @@ def simulate_command(
         f"(policy {policy.value}, seed {seed})",
         markup=False,
     )
+    if fmt is SimulateFormat.json:
+        emit(
+            simulate_json(
+                output=str(output),
+                events=events.height,
+                policy=policy.value,
+                seed=seed,
+                load=offered,
+                speed=speed,
+            ),
+            end="",
+        )
 
 
 def step_file_frame(steps: pl.DataFrame, path: Path) -> pl.DataFrame:

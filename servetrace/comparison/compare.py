@@ -19,11 +19,15 @@ from servetrace.analysis.result import Analysis
 from servetrace.analysis.unavailable import unavailable
 from servetrace.comparison.attribution import Tradeoff, decompose, length_buckets, tradeoff
 from servetrace.comparison.catalog import (
+    CHECK_ONLY,
+    COMPARED_METRICS,
     DEFAULT_COMPARE_METRICS,
     DEFAULT_COMPARE_STATS,
+    METRICS,
     GoodputTarget,
     MetricSpec,
     get_metric,
+    stats_help,
 )
 from servetrace.comparison.caveats import Caveat, caveats
 from servetrace.comparison.load import LoadMatch
@@ -106,7 +110,9 @@ class Comparison:
         return self.rows.filter(pl.col("significant"))
 
 
-def _resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricSpec], list[str]]:
+def resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricSpec], list[str]]:
+    """The specs of ``metrics`` and the canonical ``stats``; one UsageError naming every
+    unknown one, with the names the catalog accepts."""
     problems: list[str] = []
     specs: list[MetricSpec] = []
     for name in metrics:
@@ -115,7 +121,9 @@ def _resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricS
         except UsageError as error:
             problems.append(error.message)
             continue
-        if spec not in specs:
+        if spec.name in CHECK_ONLY:
+            problems.append(f"{spec.name} is gated by check (with --steps), not compared")
+        elif spec not in specs:
             specs.append(spec)
     canonical: list[str] = []
     for stat in stats:
@@ -127,9 +135,8 @@ def _resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricS
     if problems:
         raise UsageError(
             "; ".join(problems),
-            hint="metrics: "
-            + ", ".join(DEFAULT_COMPARE_METRICS)
-            + "; statistics: mean, std, min, max, p50, p90, p99, p99_9 or any pNN",
+            hint=f"metrics: {', '.join(COMPARED_METRICS)}; "
+            f"statistics: {stats_help(METRICS['ttft'])}",
         )
     return specs, canonical
 
@@ -183,7 +190,7 @@ def compare(
     cancelled and preemptions one row per statistic of their own. Metrics the traces
     cannot provide (no goodput targets, no prompt lengths) are skipped, and say why.
     """
-    specs, stat_names = _resolve(metrics, stats)
+    specs, stat_names = resolve(metrics, stats)
     match = match_workloads(base.per_request, cand.per_request, pair_on, arrival_tolerance_ns)
     ctx = context(
         base,

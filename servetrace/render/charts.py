@@ -23,6 +23,7 @@ PHASE_COLORS = {
     "decode": "#4e79a7",
     "delivery_tail": "#9c9c9c",
     "awaiting_token": "#ff9d9a",
+    "unknown_state": "#bab0ac",
     "requeued": "#e15759",
 }
 MS = 1e6

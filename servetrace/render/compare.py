@@ -39,6 +39,7 @@ from servetrace.render.compare_words import (
     comparison_warnings,
     display_buckets,
     display_decomposition,
+    headline_text,
     method_dict,
     method_line,
     tradeoff_text,
@@ -80,6 +81,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "tradeoffs": {
                 c.candidate_label: tradeoff_text(c.tradeoff, c.candidate_label) for c in comparisons
             },
+            "headlines": {c.candidate_label: headline_text(c) for c in comparisons},
             "warnings": [w for c in comparisons for w in comparison_warnings(c)],
             "notes": [n for c in comparisons for n in comparison_notes(c)],
         }
@@ -224,10 +226,10 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
         errored = errored_line(comparison)
         if errored:
             parts.append(Text(errored))
-        tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
-        if tradeoff:
+        headline = headline_text(comparison)
+        if headline:
             parts.append(Text(""))
-            parts.append(Text(tradeoff, style="bold"))
+            parts.append(Text(headline, style="bold"))
         if comparison.decomposition.height:
             who = "paired requests" if comparison.workload.paired else "completed requests"
             parts.append(Text(""))

@@ -20,8 +20,8 @@ from servetrace.render.compare_cells import (
 from servetrace.render.compare_words import (
     comparison_warnings,
     display_decomposition,
+    headline_text,
     method_line,
-    tradeoff_text,
 )
 from servetrace.render.format import format_value, signed
 from servetrace.render.load import load_message
@@ -76,9 +76,9 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
         if errored:
             lines.append(md_text(errored))
             lines.append("")
-        tradeoff = tradeoff_text(comparison.tradeoff, comparison.candidate_label)
-        if tradeoff:
-            lines.append(f"**{md_text(tradeoff)}**")
+        headline = headline_text(comparison)
+        if headline:
+            lines.append(f"**{md_text(headline)}**")
             lines.append("")
         if comparison.decomposition.height:
             lines.append("<details><summary>Where the e2e difference comes from</summary>")

@@ -139,6 +139,61 @@ def tradeoff_text(tradeoff: Tradeoff | None, label: str) -> str | None:
     )
 
 
+# The overall effect a headline leads with: the latency a request sees from send to end.
+OVERALL_METRIC = "e2e"
+
+
+def _factors(rows: list[dict[str, Any]]) -> str:
+    """ "1.47x" or "1.43-1.53x": the spread of the change factors of ``rows``."""
+    factors = sorted(max(r["ratio"], 1 / r["ratio"]) if r["ratio"] > 0 else math.inf for r in rows)
+    low, high = f"{factors[0]:.2f}", f"{factors[-1]:.2f}"
+    return f"{low}x" if low == high else f"{low}-{high}x"
+
+
+def overall_text(comparison: Comparison) -> str | None:
+    """ "e2e 1.43-1.53x faster at every statistic (mean, p50, p90, p99)", or how its
+    statistics split; None when e2e was not compared."""
+    rows = [
+        r
+        for r in comparison.rows.iter_rows(named=True)
+        if r["metric"] == OVERALL_METRIC and r["ratio"] is not None
+    ]
+    if not rows:
+        return None
+    moved: dict[str, list[dict[str, Any]]] = {"faster": [], "slower": []}
+    for row in rows:
+        if row["significant"] and row["verdict"] in moved:
+            moved[row["verdict"]].append(row)
+    stats = lambda group: ", ".join(r["stat"] for r in group)  # noqa: E731
+    for verdict, group in moved.items():
+        if len(group) == len(rows):
+            return (
+                f"{OVERALL_METRIC} {_factors(group)} {verdict} at every statistic ({stats(group)})"
+            )
+    parts = [
+        f"{verdict} at {stats(group)} ({_factors(group)})"
+        for verdict, group in moved.items()
+        if group
+    ]
+    if not parts:
+        return f"no significant change in {OVERALL_METRIC} ({stats(rows)})"
+    unchanged = [r for r in rows if not any(r in group for group in moved.values())]
+    if unchanged:
+        parts.append(f"no significant change at {stats(unchanged)}")
+    return f"{OVERALL_METRIC} " + ", ".join(parts)
+
+
+def headline_text(comparison: Comparison) -> str | None:
+    """The overall effect first, then the trade-off: "B: e2e 1.47x faster at every
+    statistic (mean, p50); it trades 152 ms of TTFT p50 for 486 ms of ITL p99"."""
+    label = comparison.candidate_label
+    overall = overall_text(comparison)
+    tradeoff = tradeoff_text(comparison.tradeoff, "it")
+    if overall is None:
+        return tradeoff_text(comparison.tradeoff, label)
+    return f"{label}: {overall}" + (f"; {tradeoff}" if tradeoff else "")
+
+
 def caveat_text(caveat: Caveat, comparison: Comparison) -> str:
     """One caveat as the warning line a reader gets."""
     label = {"baseline": comparison.baseline_label, "candidate": comparison.candidate_label}

@@ -36,3 +36,10 @@ class CompareFormat(str, Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
+
+
+class SimulateFormat(str, Enum):
+    """Output formats of ``servetrace simulate``: a line on stderr, or a JSON report."""
+
+    text = "text"
+    json = "json"

@@ -65,10 +65,15 @@ def errored_lines(summary: Summary) -> list[str]:
     ]
 
 
-def delivered_phrase(tokens: int | None) -> str:
+# Why a request cancelled in the "unknown" stage (analysis.metrics) tells neither where it
+# was nor what it delivered.
+PARTIAL_OUTPUT_DROPPED = "the source drops the partial output of a cancelled request"
+
+
+def delivered_phrase(tokens: int | None, why: str = WORDS[OUTPUT_UNKNOWN]) -> str:
     """``1,200 tokens delivered``, or why the count is unknown (analysis.output_counts)."""
     if tokens is None:
-        return f"tokens delivered unknown ({WORDS[OUTPUT_UNKNOWN]})"
+        return f"tokens delivered unknown ({why})"
     return f"{tokens:,} tokens delivered"
 
 

@@ -11,7 +11,7 @@ import polars as pl
 from servetrace.comparison.compare import Comparison
 from servetrace.render import charts, series
 from servetrace.render.compare import errored_line, unavailable_line
-from servetrace.render.compare_words import display_rows, method_dict, tradeoff_text
+from servetrace.render.compare_words import display_rows, headline_text, method_dict
 from servetrace.render.report_sections import Section, TraceView
 from servetrace.units import NS_PER_MS
 
@@ -64,9 +64,7 @@ def comparison_sections(
     # "slower" is worse in the metric's direction (a higher latency, a lower throughput).
     better = sig.filter(pl.col("verdict") == "faster")
     worse = sig.filter(pl.col("verdict") == "slower")
-    trade = "; ".join(
-        text for c in comparisons if (text := tradeoff_text(c.tradeoff, c.candidate_label))
-    )
+    trade = "; ".join(text for c in comparisons if (text := headline_text(c)))
     sentence = (
         f"Against {base.label}: {better.height} statistics significantly better, "
         f"{worse.height} worse, "

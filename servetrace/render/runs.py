@@ -19,6 +19,7 @@ from servetrace.render.fit import fit_columns, left_out_line
 from servetrace.render.markdown_text import md_text
 from servetrace.render.summary import render_json
 from servetrace.runs.model import Run, Runs
+from servetrace.runs.reported import ERRORED_UNTOLD
 from servetrace.units import NS_PER_MS
 
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -62,7 +63,7 @@ def row_values(run: Run) -> dict[str, Any]:
         row["output_tokens_per_s"] = throughput.get("output_tokens_per_s")
         completed = reported.get("completed")
         row["completed"] = int(completed) if completed is not None else None
-        row["errored"] = None
+        row["errored"] = reported.get("errored")
         row["goodput_requests_per_s"] = None
         row["slo_attainment"] = None
         return row
@@ -150,6 +151,43 @@ _DROP_ORDER = (
 _HEAD = dict(COLUMNS)
 
 
+# Why a run given only as its tool's summary has no value in a column.
+_REPORTED_NA = {
+    "errored": f"unavailable: {ERRORED_UNTOLD}",
+    "goodput_requests_per_s": "needs a per-request file",
+    "slo_attainment": "needs a per-request file",
+}
+_NOT_DECLARED = ("rate", "concurrency")
+
+
+def _why_na(key: str, values: Sequence[dict[str, Any]]) -> str | None:
+    """Why ``key`` is n/a in every run of ``values``, when one reason covers them all."""
+    if key in _NOT_DECLARED:
+        return "not declared"
+    if all(v["reported"] for v in values):
+        return _REPORTED_NA.get(key, "not in the tool's summary")
+    if key in ("goodput_requests_per_s", "slo_attainment"):
+        return "needs --goodput targets"
+    return None
+
+
+def na_line(keys: Sequence[str], values: Sequence[dict[str, Any]], lead: str) -> str:
+    """``LEAD concurrency (not declared), goodput/s, attainment (needs …)``: the columns,
+    each run of them sharing a reason followed by it."""
+    parts: list[str] = []
+    reasons = [_why_na(k, values) for k in keys]
+    for i, key in enumerate(keys):
+        last = i + 1 == len(keys) or reasons[i + 1] != reasons[i]
+        why = reasons[i]
+        head = _HEAD[key].split(" (")[0]  # "rate", not "rate (req/s)", before a reason
+        parts.append(head + (f" ({why})" if last and why else ""))
+    return lead + ", ".join(parts)
+
+
+def runs_phrase(runs: Runs) -> str:
+    return f"{len(runs)} run{'' if len(runs) == 1 else 's'}"
+
+
 def _fit(values: Sequence[dict[str, Any]], width: int | None) -> tuple[list[str], list[str]]:
     """The columns shown, and lines that say which were left out and why."""
     keys = [key for key, _ in COLUMNS]
@@ -157,7 +195,7 @@ def _fit(values: Sequence[dict[str, Any]], width: int | None) -> tuple[list[str]
     empty = [k for k in keys if k != "label" and all(v.get(k) is None for v in values)]
     if empty:
         keys = [k for k in keys if k not in empty]
-        said.append("n/a in every run, left out: " + ", ".join(_HEAD[k] for k in empty))
+        said.append(na_line(empty, values, "n/a in every run, left out: "))
     tools = {v.get("tool") for v in values}
     if len(tools) == 1 and "tool" in keys:
         keys.remove("tool")
@@ -186,19 +224,22 @@ def render_runs_table(runs: Runs, width: int | None = None) -> str:
             for c, w, key in zip(cells, widths, keys, strict=True)
         ).rstrip()
 
-    out = [f"{len(runs)} runs", line(heads), *(line(r) for r in rows)]
+    out = [runs_phrase(runs), line(heads), *(line(r) for r in rows)]
     return "\n".join([*out, *said, *_footer(runs, grouped)]) + "\n"
 
 
 def render_runs_markdown(runs: Runs) -> str:
     ordered, grouped = by_configuration(runs)
     keys = [key for key, _ in COLUMNS]
-    out = [f"## {len(runs)} runs", ""]
+    out = [f"## {runs_phrase(runs)}", ""]
     out.append("| " + " | ".join(_HEAD[k] for k in keys) + " |")
     out.append("|" + "|".join("---" if k in ("label", "tool") else "---:" for k in keys) + "|")
-    cells = _cells([row_values(run) for run in ordered], keys)
+    values = [row_values(run) for run in ordered]
+    cells = _cells(values, keys)
     out += ["| " + " | ".join(map(md_text, r)) + " |" for r in cells]
-    out += ["", *(f"- {md_text(line, cell=False)}" for line in _footer(runs, grouped))]
+    empty = [k for k in keys if k != "label" and all(v.get(k) is None for v in values)]
+    said = [na_line(empty, values, "n/a in every run: ")] if empty else []
+    out += ["", *(f"- {md_text(line, cell=False)}" for line in [*said, *_footer(runs, grouped)])]
     return "\n".join(out) + "\n"
 
 

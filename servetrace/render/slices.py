@@ -10,7 +10,10 @@ so a slice's length *is* the metric of the same name:
 - ``ttft``           arrival → first token, only for client traces without admissions;
 - ``decode``         first token → last token (``decode_ns``);
 - ``delivery_tail``  last token → completion (``delivery_tail_ns``), when non-zero;
-- ``awaiting_token`` last token → cancellation (or the end of the trace): nothing came;
+- ``awaiting_token`` last token (client-side: the send, when no token came) → the
+  cancellation, error or end of the trace: nothing came;
+- ``unknown_state``  the same span of a request whose source dropped its partial output
+  (``cancelled_in`` unknown): whether a token came is not known;
 - ``requeued``       preemption → next control event, within one of the above.
 """
 
@@ -27,7 +30,15 @@ from servetrace.analysis.result import Analysis
 from servetrace.errors import UsageError
 from servetrace.schema import TICK_EVENTS
 
-PHASES = ("queued", "ttft", "prefill", "decode", "delivery_tail", "awaiting_token")
+PHASES = (
+    "queued",
+    "ttft",
+    "prefill",
+    "decode",
+    "delivery_tail",
+    "awaiting_token",
+    "unknown_state",
+)
 MAX_RATE_BINS = 2_000
 NICE_STEPS_NS = [m * 10**e for e in range(6, 12) for m in (1, 2, 5)]  # 1 ms … 500 s
 
@@ -119,23 +130,29 @@ def phase_slices(bounds: pl.DataFrame, has_admissions: bool) -> pl.DataFrame:
     """One row per lifecycle phase of each request: name, start, end (ns)."""
     s, e = pl.col("start"), pl.col("end")
     adm, first, last = pl.col("admitted"), pl.col("first"), pl.col("last")
-    parts = [
+    # After the last token (or, client-side, from the send when no token came): the
+    # delivery tail of a completed request, else a wait that ended without a token; a
+    # source that dropped the partial output cannot say whether one came.
+    after = (
+        pl.when(pl.col("outcome") == "completed")
+        .then(pl.lit("delivery_tail"))
+        .when(pl.col("cancelled_in") == "unknown")
+        .then(pl.lit("unknown_state"))
+        .otherwise(pl.lit("awaiting_token"))
+    )
+    parts: list[tuple[pl.Expr, pl.Expr, pl.Expr] | None] = [
         # A request cancelled while queued has its queue wait up to the cancellation.
-        ("queued", s, pl.min_horizontal(pl.coalesce(adm, e), e)) if has_admissions else None,
-        None if has_admissions else ("ttft", s, pl.coalesce(first, e)),
-        ("prefill", adm, pl.coalesce(first, e)) if has_admissions else None,
-        ("decode", first, last),
-        (None, last, e),
+        (pl.lit("queued"), s, pl.min_horizontal(pl.coalesce(adm, e), e))
+        if has_admissions
+        else None,
+        None if has_admissions else (pl.lit("ttft"), s, first),
+        None if has_admissions else (after, s, pl.when(first.is_null()).then(e)),
+        (pl.lit("prefill"), adm, pl.coalesce(first, e)) if has_admissions else None,
+        (pl.lit("decode"), first, last),
+        (after, last, e),
     ]
     frames = []
-    for name, lo, hi in (p for p in parts if p is not None):
-        label = (
-            pl.lit(name)
-            if name
-            else pl.when(pl.col("outcome") == "completed")
-            .then(pl.lit("delivery_tail"))
-            .otherwise(pl.lit("awaiting_token"))
-        )
+    for label, lo, hi in (p for p in parts if p is not None):
         frames.append(
             bounds.select(KEY, label.alias("name"), lo.alias("lo"), hi.alias("hi")).filter(
                 pl.col("lo").is_not_null()

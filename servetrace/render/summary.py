@@ -24,6 +24,7 @@ from servetrace.render.format import table_number
 from servetrace.render.markdown_text import md_text
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
+    PARTIAL_OUTPUT_DROPPED,
     delivered_phrase,
     errored_lines,
     errored_part,
@@ -111,6 +112,10 @@ def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]
         )
     cancelled = dict(summary.cancelled)
     cancelled["time_to_cancel"] = distribution_ms(cancelled.pop("time_to_cancel_ns"))
+    # Why cancelled_in.unknown and a null output_tokens_delivered are unknown (else null).
+    cancelled["unknown_reason"] = (
+        PARTIAL_OUTPUT_DROPPED if summary.cancelled_in.get("unknown") else None
+    )
     in_flight = dict(summary.in_flight)
     in_flight["age_at_end"] = distribution_ms(in_flight.pop("age_at_end_ns"), "s")
     return {
@@ -274,10 +279,17 @@ def _lines(summary: Summary) -> list[str]:
     ci = {k: v for k, v in summary.cancelled_in.items() if v}
     if summary.outcomes["cancelled"]:
         tokens = summary.cancelled["output_tokens_delivered"]
+        dropped = bool(ci.get("unknown"))
+        stages = [f"{k} {v:,}" for k, v in ci.items() if k != "unknown"]
+        if dropped:
+            stages.append(f"unknown {ci['unknown']:,} ({PARTIAL_OUTPUT_DROPPED})")
+        delivered = (
+            "tokens delivered unknown" if dropped and tokens is None else delivered_phrase(tokens)
+        )
         lines.append(
             "cancelled in: "
-            + ", ".join(f"{k} {v:,}" for k, v in ci.items())
-            + f"; {delivered_phrase(tokens)} before cancel"
+            + ", ".join(stages)
+            + f"; {delivered} before cancel"
             + (
                 f"; {summary.cancelled['with_error']:,} of them ended with an error"
                 if summary.cancelled.get("with_error")

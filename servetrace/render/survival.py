@@ -10,6 +10,7 @@ from typing import Any
 
 from servetrace.analysis.survival import QUANTILES
 from servetrace.render.naming import display_name
+from servetrace.render.outcomes import PARTIAL_OUTPUT_DROPPED
 from servetrace.units import NS_PER_MS
 
 _CAUSES = {"censored_cancelled": "cancelled", "censored_in_flight": "in flight"}
@@ -65,6 +66,7 @@ def survival_dict(survival: dict[str, dict[str, Any]] | None, naming: str) -> di
             **{stat: _ms(fit[stat]) for stat in QUANTILES},
             "censored_cancelled": fit["censored_cancelled"],
             "censored_in_flight": fit["censored_in_flight"],
+            "left_out_unknown": fit.get("left_out_unknown", 0),
             "completed_only": {k: _ms(v) for k, v in fit["completed_only"].items()},
             "understatement": {
                 stat: bias(fit[stat], fit["completed_only"][stat]) for stat in QUANTILES
@@ -115,7 +117,14 @@ def survival_lines(survival: dict[str, dict[str, Any]] | None, shown: bool = Tru
         return []
     lines: list[str] = []
     for metric, fit in survival.items():
+        left_out = fit.get("left_out_unknown", 0)
+        unknown = (
+            f"{left_out:,} cancelled left out: {PARTIAL_OUTPUT_DROPPED}, so whether each "
+            "had its first token is unknown"
+        )
         if not fit["censored"]:
+            if left_out:
+                lines.append(f"censored {metric}: none censored ({unknown})")
             continue
         if fit.get("unavailable"):
             lines.append(f"censored {metric}: unavailable ({_UNAVAILABLE[fit['unavailable']]})")
@@ -127,7 +136,7 @@ def survival_lines(survival: dict[str, dict[str, Any]] | None, shown: bool = Tru
         causes = " + ".join(f"{fit[k]:,} {w}" for k, w in _CAUSES.items() if fit[k])
         line = (
             f"censored {metric} (Kaplan–Meier, {fit['events']:,} observed, {causes} "
-            f"censored), ms (completed-only): {pairs}"
+            f"censored{f'; {unknown}' if left_out else ''}), ms (completed-only): {pairs}"
         )
         worst = _worst_bias(fit)
         if worst is not None:

@@ -9,11 +9,14 @@ terminal event, so its duration is its e2e) with its lifecycle phases nested ins
 - ``ttft``           arrival → first token, only for client traces without admissions;
 - ``decode``         first token → last token (``decode_ns``);
 - ``delivery_tail``  last token → completion (``delivery_tail_ns``), when non-zero;
-- ``awaiting_token`` last token → cancellation (or the end of the trace): nothing came;
+- ``awaiting_token`` last token (client-side: the send, when no token came) → the
+  cancellation, error or end of the trace: nothing came;
+- ``unknown_state``  that span when the source dropped the partial output;
 - ``requeued``       nested one level deeper, preemption → re-admission (``requeued_ns``);
 
-then an instant marker at the terminal event (``completed``, ``cancelled in decode``…, or
-``in flight at end of trace``). The phases partition the request, so they sum to its e2e.
+then an instant marker at the terminal event, in words (``completed``, ``cancelled before
+the first token``, ``cancelled while decoding``…, ``failed with an error`` or ``in flight
+at end of trace``). The phases partition the request, so they sum to its e2e.
 Process 1 holds counter tracks (queued, running, in system, output tokens/s), and, opt-in,
 every output tick is an instant event on its request's lane.
 
@@ -28,7 +31,9 @@ https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -90,15 +95,42 @@ def _ndjson(frame: pl.DataFrame) -> list[str]:
     return frame.write_ndjson().removesuffix("\n").split("\n") if frame.height else []
 
 
+# How a cancelled request ended, by its stage (analysis.metrics), in words.
+CANCELLED_WORDS = {
+    "queued": "cancelled while queued",
+    "prefill": "cancelled in prefill, before the first token",
+    "decode": "cancelled while decoding",
+    "before_first_token": "cancelled before the first token",
+    "unknown": "cancelled, stage unknown (the source drops the partial output)",
+}
+
+
 def _marker_name() -> pl.Expr:
     outcome = pl.col("outcome")
+    stage = pl.col("cancelled_in").replace_strict(
+        CANCELLED_WORDS, default="cancelled", return_dtype=pl.String
+    )
     return (
         pl.when(outcome == "completed")
         .then(pl.lit("completed"))
         .when(outcome == "cancelled")
-        .then(pl.lit("cancelled in ") + pl.col("cancelled_in").fill_null("?"))
+        .then(stage)
+        .when(outcome == "errored")
+        .then(pl.lit("failed with an error"))
         .otherwise(pl.lit("in flight at end of trace"))
     )
+
+
+def shown_input(text: str) -> str:
+    """An input as the file may show it to others: relative to the working directory
+    when under it, else its file name; never this machine's absolute path (URIs stay)."""
+    if "://" in text or not os.path.isabs(text):
+        return text
+    path = Path(text)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return path.name
 
 
 def build_trace(
@@ -242,7 +274,7 @@ def build_trace(
     }
     other = {
         "servetrace_version": __version__,
-        "inputs": list(analysis.inputs),
+        "inputs": [shown_input(text) for text in analysis.inputs],
         "trace_start_ns": origin,
         "time_origin": "ts are µs since trace_start_ns (the first event of the trace)",
         **{k: v for k, v in info.items() if k != "trace_start_ns"},

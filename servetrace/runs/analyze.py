@@ -5,13 +5,14 @@ declared load; or, with ``pool``, every run's events in one trace, ids made uniq
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import polars as pl
 
 from servetrace.errors import UsageError
 from servetrace.runs.declared import declared_for
 from servetrace.runs.labels import make_labels
-from servetrace.runs.load import Settings, analyze_in_memory, collected, load
+from servetrace.runs.load import Loaded, Settings, analyze_in_memory, collected, load
 from servetrace.runs.model import Run, Runs
 from servetrace.settings import Engine
 from servetrace.sources.inputs import RunSource
@@ -34,9 +35,11 @@ def analyze_runs(
                 hint="give one --label per run, in the order the runs are found, or none",
             )
         names = list(labels)
+    elif _own_names(parts):
+        names = _own_names(parts)
     else:
         names = make_labels(
-            [p.source.where for p in parts],
+            [_named_by(p) for p in parts],
             [None if p.benchmark is None else str(p.benchmark) for p in parts]
             if any(p.benchmark is not None for p in parts)
             else None,
@@ -55,6 +58,22 @@ def analyze_runs(
     if sort:
         runs.sort(key=lambda run: run.load_key)
     return Runs(runs=tuple(runs))
+
+
+def _own_names(parts: Sequence[Loaded]) -> list[str]:
+    """Each run's own name, when every run is a summary row naming itself (vLLM's ``Test
+    name``, GuideLLM's strategy) and no two share one; else empty."""
+    names = [str((p.reported or {}).get("run_name") or "") for p in parts]
+    return names if all(names) and len(set(names)) == len(names) else []
+
+
+def _named_by(part: Loaded) -> Path:
+    """The path a run's label is made from: a row of a summary holding several runs (vLLM's
+    ``benchmark_results.json``) is named by the row's own name (``Test name``), as if it were a
+    file beside the summary, so its label reads like its per-request file's (``qps_04``)."""
+    name = (part.reported or {}).get("run_name")
+    where = part.source.where
+    return where.parent / str(name) if name else where
 
 
 def pool_runs(

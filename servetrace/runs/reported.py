@@ -17,7 +17,9 @@ from typing import Any
 
 from servetrace.errors import InputError
 from servetrace.runs import declared as declared_facts
+from servetrace.runs import guidellm_summary
 from servetrace.runs.facts import Kind, checked
+from servetrace.sources.guidellm_csv import read_rows
 from servetrace.sources.inputs import RunSource
 from servetrace.sources.reading import load_json
 from servetrace.sources.registry import nesting_refused
@@ -123,14 +125,21 @@ def _vllm_row(row: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
 
 
+# A tool's summary counts the requests that completed, not those that failed apart from
+# those the client cancelled.
+ERRORED_UNTOLD = "the source does not tell failed from cancelled requests"
+
+
 def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(reported, declared)`` of a summary-only run."""
     path = source.summary
     assert path is not None
     kind = source.fmt or ""
+    doc: Any = None
     try:
-        with nesting_refused(path):
-            doc = load_json(path)
+        if kind != "guidellm":  # its summary is a CSV, read below
+            with nesting_refused(path):
+                doc = load_json(path)
     except InputError as error:
         raise InputError(f"{path}: {kind} summary unreadable: {error.message}") from None
     declared: dict[str, Any]
@@ -147,6 +156,15 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
             declared["request_rate_per_s"] = value
             declared["sources"]["request_rate_per_s"] = "Test name"
         body["test_name"] = name
+        body["run_name"] = name
+    elif kind == "guidellm":
+        rows = read_rows(path)
+        index = source.summary_row or 0
+        if not 0 <= index < len(rows):
+            raise InputError(f"{path}: no benchmark row {index + 1} (it has {len(rows)})")
+        where = f"{path}: benchmark row {index + 1}"
+        body = guidellm_summary.reported_row(rows[index], where)
+        declared = guidellm_summary.declared_row(rows[index], path, where)
     elif kind == "llmperf" and isinstance(doc, Mapping):
         body = _llmperf(doc, path)
         declared = declared_facts.llmperf(path, doc)
@@ -166,4 +184,6 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
         "note": "the tool's own summary: no per-request file, so no per-request statistics",
         **body,
     }
+    if reported.get("errored") is None:
+        reported["unavailable"] = {"errored": ERRORED_UNTOLD}
     return reported, declared

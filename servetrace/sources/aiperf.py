@@ -32,7 +32,10 @@ Mapping:
   (``terminal_known=False``). AIPerf 0.13 stamps a cancelled record's ``request_start_ns``
   when it is cancelled, not when it is sent: the importer detects this (the raw export's
   perf clock, or ``trace_data.request_send_start_ns`` earlier than the start) and moves
-  the arrival back by the measured time to cancel, with a warning.
+  the arrival back by the measured time to cancel, with a warning. AIPerf drops the
+  partial output of a cancelled request: one without a chunk carries
+  ``partial_output_known=False`` (its state at cancel and its tokens are unknown, not
+  "before the first token, 0 delivered").
 
 AIPerf records no admission: this is a client-side trace (``source = "client"``).
 """
@@ -61,7 +64,14 @@ from servetrace.sources.reading import (
 __all__ = ["FORMAT", "read", "sniff_raw_record", "sniff_record"]
 
 FORMAT = "aiperf"
-_ATTRIBUTES = ("conversation_id", "turn_index", "worker_id", "phase", "reasoning_tokens")
+_ATTRIBUTES = (
+    "conversation_id",
+    "turn_index",
+    "worker_id",
+    "phase",
+    "reasoning_tokens",
+    "partial_output_known",
+)
 
 
 def read(

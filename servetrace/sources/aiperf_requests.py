@@ -81,6 +81,7 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
         )
 
     failed = pl.col("error_code").is_not_null() | pl.col("was_cancelled")
+    errored = pl.col("error_code").is_not_null() & (pl.col("error_code") != 499)
     frame = (
         rows.with_columns(
             # Ticks from the metrics: ms → ns once per value, then integer sums.
@@ -124,7 +125,7 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
         .with_columns(
             # The code decides: 499 is the client closing the request, any
             # other code a failure, whatever metadata.was_cancelled says.
-            terminal=pl.when(pl.col("error_code").is_not_null() & (pl.col("error_code") != 499))
+            terminal=pl.when(errored)
             .then(pl.lit("error"))
             .when(failed)
             .then(pl.lit("cancellation"))
@@ -157,6 +158,17 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
                 )
             ),
             prompt_tokens=pl.coalesce("prompt_tokens", "raw_prompt_tokens"),
+        )
+        .with_columns(
+            # AIPerf drops the partial output of a cancelled request: without a chunk, its
+            # state at cancel (before or after its first token) and its tokens are unknown,
+            # unless it was cancelled as it was sent ("after 0.000 seconds").
+            partial_output_known=~(
+                failed
+                & ~errored
+                & (pl.col("ticks_ns").list.len().fill_null(0) == 0)
+                & (pl.col("terminal_ns") > pl.col("arrival_ns"))
+            ),
         )
     )
     _explain(frame, notes)
@@ -216,6 +228,13 @@ def _explain(frame: pl.DataFrame, notes: Notes) -> None:
             f"{count_phrase(by_raw + by_trace, 'cancelled record')} carry a start time stamped "
             f"at cancellation (an AIPerf 0.13 quirk, detected from {how}); their arrival was "
             "moved back by the measured time to cancel"
+        )
+    dropped = frame.height - int(frame["partial_output_known"].sum())
+    if dropped:
+        notes.add(
+            f"{count_phrase(dropped, 'cancelled record')} carry no partial output (AIPerf drops "
+            "it): whether each was cancelled before or after its first token, and how many "
+            "tokens it delivered, is unknown"
         )
     errored = frame.filter(pl.col("terminal") == "error")
     if errored.height:

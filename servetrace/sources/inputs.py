@@ -31,6 +31,7 @@ from pathlib import Path
 from servetrace.errors import InputError, UsageError
 from servetrace.sources import detect
 from servetrace.sources.file_scan import resolve_paths
+from servetrace.sources.guidellm_csv import count_rows, is_benchmarks_csv
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.paths import has_magic
 from servetrace.sources.reading import read_text, strip_suffixes
@@ -118,7 +119,8 @@ def summary_kind(path: Path) -> str | None:
 
     Decided by name first (the tools' fixed names), then, for small JSON documents, by
     content: AIPerf/GenAI-Perf ``{metric: {unit, avg, …}}``, LLMPerf ``results_*`` keys,
-    vLLM's list of ``{"Test name": …}`` rows.
+    vLLM's list of ``{"Test name": …}`` rows, GuideLLM's ``benchmarks.csv`` (a CSV whose
+    first header row starts ``Run Info``).
     """
     name = path.name.lower()
     if name == "cumulative_results.md":
@@ -130,6 +132,8 @@ def summary_kind(path: Path) -> str | None:
         return "genai-perf"
     if bare == "benchmark_results":
         return "vllm-bench"
+    if name.endswith(".csv"):
+        return "guidellm" if is_benchmarks_csv(path) else None
     if not name.endswith((".json", ".json.gz")):
         return None
     try:
@@ -166,6 +170,9 @@ def per_request_beside(summary: Path, kind: str) -> list[Path]:
     elif kind == "genai-perf":
         stem = bare.removesuffix("_genai_perf")
         candidates = [folder / f"{stem}.json", folder / f"{stem}.json.gz"]
+    elif kind == "guidellm":
+        stem = strip_suffixes(summary, ".csv")
+        candidates = [folder / f"{stem}.json", folder / f"{stem}.json.gz"]
     elif kind == "llmperf":
         stem = bare.removesuffix("_summary")
         candidates = [
@@ -200,13 +207,16 @@ def _export_format(path: Path) -> str | None:
     return fmt if fmt in RUN_FORMATS else None
 
 
-def _summary_source(path: Path, kind: str, note: str | None = None) -> RunSource:
+def _summary_source(
+    path: Path, kind: str, note: str | None = None, row: int | None = None
+) -> RunSource:
     return RunSource(
         paths=(),
         fmt=kind,
         summary=path,
         summary_only=True,
         notes=(note or f"{path}: only {kind}'s summary: its own numbers are reported",),
+        summary_row=row,
     )
 
 
@@ -269,6 +279,8 @@ def _summary_sources(path: Path, kind: str) -> list[RunSource]:
                 )
                 for index in range(len(rows))
             ]
+    if kind == "guidellm":  # benchmarks.csv: one run per benchmark row
+        return [_summary_source(path, kind, row=index) for index in range(max(1, count_rows(path)))]
     if kind == "vllm-bench":  # cumulative_results.md alone: a table, not a run
         return []
     return [_summary_source(path, kind)]
@@ -317,7 +329,10 @@ def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSo
             rest.append(text)
             continue
         if from_format is not None:
-            rest.append(text)
+            if from_format == "guidellm" and path.is_file() and is_benchmarks_csv(path):
+                sources.extend(_summary_sources(path, "guidellm"))  # no JSON to import
+            else:
+                rest.append(text)
             continue
         expanded = _expand(text)
         kinds = {p: summary_kind(p) for p in expanded if p.is_file()}

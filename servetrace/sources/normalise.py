@@ -39,7 +39,11 @@ from servetrace.sources.prescan import (
     out_of_range,
     prescan,
 )
-from servetrace.sources.workload_files import per_request_hint, workload_error
+from servetrace.sources.workload_files import (
+    per_request_hint,
+    records_by_id_error,
+    workload_error,
+)
 from servetrace.units import TIME_UNITS
 
 __all__ = [
@@ -54,7 +58,8 @@ __all__ = [
 
 
 def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> pl.LazyFrame:
-    found = frame.collect_schema().names()
+    schema = frame.collect_schema()
+    found = schema.names()
     # Polars renames a repeated CSV header to NAME_duplicated_N: say so instead.
     repeated = sorted({c.rsplit("_duplicated_", 1)[0] for c in found if "_duplicated_" in c})
     if repeated:
@@ -85,6 +90,9 @@ def _rename_columns(frame: pl.LazyFrame, path: Path, options: IngestOptions) -> 
         workload = workload_error(path, found, bool(options.columns))
         if workload is not None:
             raise workload
+        records = None if options.columns else records_by_id_error(path, schema, missing)
+        if records is not None:
+            raise records
         listed = ", ".join(found[:20]) if found else "none"
         if len(found) > 20:  # a JSON object keyed by request id has one "column" per request
             listed += f", … ({len(found):,} in all)"

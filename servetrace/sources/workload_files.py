@@ -2,15 +2,23 @@
 
 They hold what was *asked* (arrival times and token counts), not what a server did: they
 cannot be analysed, only replayed. Reading one as a trace or as a per-request table is
-refused with a pointer to ``servetrace simulate --workload``.
+refused with a pointer to ``servetrace simulate --workload``. A file of one record per
+request (a table without events, a JSON object of records keyed by id) read as an event
+log is pointed to ``--from requests`` the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from servetrace.errors import InputError
+
+_FIELDS_SHOWN = 8
+_FROM_REQUESTS = (
+    "--from requests --column ttft=NAME --column e2e=NAME (and arrival=NAME or end=NAME)"
+)
 
 # lower-cased column sets that identify each workload format
 _KINDS: dict[str, frozenset[str]] = {
@@ -46,4 +54,25 @@ def per_request_hint(columns: Sequence[str], missing: Sequence[str]) -> str:
     return (
         "; or, if it has one row per request rather than one row per event: --from requests "
         "--column arrival=NAME --column ttft=NAME --column e2e=NAME --column output_tokens=NAME"
+    )
+
+
+def records_by_id_error(
+    path: Path, schema: Mapping[str, Any], missing: Sequence[str]
+) -> InputError | None:
+    """The error for one JSON object of per-request records keyed by id (BurstGPT's
+    ``detail_log``), read as an event log: every top-level key became a column holding a
+    record. It leads with the way to read it; None for any other file."""
+    import polars as pl
+
+    columns = list(schema)
+    if len(columns) < 2 or not all(isinstance(schema[c], pl.Struct) for c in columns):
+        return None
+    fields = [f.name for f in schema[columns[0]].fields]
+    shown = ", ".join(fields[:_FIELDS_SHOWN]) + (", …" if len(fields) > _FIELDS_SHOWN else "")
+    return InputError(
+        f"{path}: read it with {_FROM_REQUESTS}: it holds {len(columns):,} per-request "
+        f"records keyed by id ({shown}), not an event log",
+        hint="the keys become the request ids; as an event log it would need "
+        + ", ".join(repr(c) for c in missing),
     )

@@ -48,7 +48,13 @@ def summary() -> Summary:
 
 def test_outcomes_and_accounting(summary: Summary) -> None:
     assert summary.outcomes == {"completed": 2, "cancelled": 1, "in_flight": 1, "errored": 0}
-    assert summary.cancelled_in == {"queued": 1, "prefill": 0, "decode": 0, "before_first_token": 0}
+    assert summary.cancelled_in == {
+        "queued": 1,
+        "prefill": 0,
+        "decode": 0,
+        "before_first_token": 0,
+        "unknown": 0,
+    }
     a = summary.accounting
     assert (a.rows, a.rows_analyzed, a.rows_quarantined) == (18, 18, 0)
     assert (a.requests, a.requests_valid, a.requests_invalid) == (4, 4, 0)

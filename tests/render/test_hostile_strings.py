@@ -104,13 +104,17 @@ def test_html_report_draws_every_chart(
 
 
 # --------------------------------------------------------------------------- timeline
-def test_timeline_is_json_holding_every_id(traces: list[str], tmp_path: Path) -> None:
+def test_timeline_is_json_holding_every_id(
+    traces: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "timeline.json"
+    # Relative to the working directory, the input keeps every hostile character.
+    monkeypatch.chdir(Path(traces[0]).parents[1])
     _run("timeline", traces[0], "-o", str(out), "--ticks")
     doc = json.loads(out.read_text(encoding="utf-8"))
     named = {e["args"]["request_id"] for e in doc["traceEvents"] if "request_id" in e["args"]}
     assert named == set(HOSTILE)
-    assert doc["otherData"]["inputs"] == [traces[0]]
+    assert doc["otherData"]["inputs"] == ["</script><!--<script>=x.parquet"]
 
 
 # -------------------------------------------------------------------------------- CSV

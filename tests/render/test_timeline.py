@@ -82,14 +82,14 @@ def test_preempted_and_cancelled_requests() -> None:
     ]
     assert [(lo // MS, hi // MS) for _, lo, hi, _ in requests["dec"]["requeued"]] == [(35, 50)]
     assert phases("cq") == [("queued", 0, 30)]
-    assert requests["cq"]["markers"][0][0] == "cancelled in queued"
+    assert requests["cq"]["markers"][0][0] == "cancelled while queued"
     assert phases("cd") == [
         ("queued", 0, 10),
         ("prefill", 10, 20),
         ("decode", 20, 30),
         ("awaiting_token", 30, 50),
     ]
-    assert requests["cd"]["markers"][0][0] == "cancelled in decode"
+    assert requests["cd"]["markers"][0][0] == "cancelled while decoding"
     assert phases("fl") == [("queued", 0, 10), ("prefill", 10, 15), ("awaiting_token", 15, 100)]
     assert requests["fl"]["markers"][0] == (
         "in flight at end of trace",
