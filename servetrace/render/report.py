@@ -19,6 +19,7 @@ from servetrace.comparison.compare import Comparison
 from servetrace.errors import UsageError
 from servetrace.render._json import script_json
 from servetrace.render.compare import compare_dict
+from servetrace.render.headline import headline
 from servetrace.render.report_compare import comparison_sections
 from servetrace.render.report_sections import TRACE_SECTIONS, Section, TraceView
 from servetrace.version import __version__
@@ -85,9 +86,11 @@ def render_html(
 
         reports["sweep"] = capacity_dict(sweep)
         labels = labels or [f"sweep of {len(sweep.curve)} runs"]
+    headlines = [headline(view.json, f"t{i}-headline", view.label) for i, view in enumerate(views)]
     return env.from_string(template_text).render(
         title="servetrace report: " + ", ".join(labels),
         version=__version__,
+        headlines=headlines,
         groups=groups,
         reports=reports,
         bundle=jinja2.utils.markupsafe.Markup(make_bundle().replace("</script", "<\\/script")),

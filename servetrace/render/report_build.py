@@ -52,7 +52,8 @@ def build_report(
     notes: list[str] = []
     views = []
     for trace in traces:
-        analysis = analyze(trace, slice_ns=slice_ns, **read)
+        # --goodput on one trace (or a comparison): the headline's goodput and attainment.
+        analysis = analyze(trace, slice_ns=slice_ns, goodput=goodput, **read)
         notes += analysis.read_warnings
         notes += [f"{trace}: {message}" for message in analysis.summary.warnings]
         if analysis.events_reader is None:

@@ -107,3 +107,22 @@ def assert_rendered(page: Any) -> list[dict[str, Any]]:
             assert chart["svg"] == 1 and chart["marks"] > 0, chart
     assert page.evaluate("window.servetraceFailed") == []
     return sections
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height of a PNG, from its IHDR header."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def png_distinct_bytes(data: bytes) -> int:
+    """How many distinct byte values the decoded pixel rows hold (1–2: a blank image)."""
+    import zlib
+
+    chunks, at = [], 8
+    while at < len(data):
+        length = int.from_bytes(data[at : at + 4], "big")
+        if data[at + 4 : at + 8] == b"IDAT":
+            chunks.append(data[at + 8 : at + 8 + length])
+        at += 12 + length
+    return len(set(zlib.decompress(b"".join(chunks))))
