@@ -50,14 +50,18 @@ def compare_plots(
     candidates: list[tuple[str, Analysis]],
     comparisons: list[Comparison],
     directory: Path,
+    named: bool = False,
 ) -> str:
     """``compare --plots DIR``: the comparison's charts as SVG and PNG; ``baseline`` and
-    each candidate named by its label."""
+    each candidate named by its ``--label`` (``named``), else by its run label."""
     from servetrace.render.plots import compare_plots as write
     from servetrace.render.report import require_extra
+    from servetrace.render.report_compare import short_labels
 
     require_extra()
-    links = write((baseline, base), candidates, comparisons, directory)
+    labels = [baseline, *(label for label, _ in candidates)]
+    names = None if named else short_labels(labels)
+    links = write((baseline, base), candidates, comparisons, directory, names)
     _wrote(directory)
     return links
 

@@ -32,6 +32,7 @@ class Headline:
     title: str
     tiles: list[Tile]
     facts: list[tuple[str, str]]  # (name, value) the source declares
+    source: str = ""  # the input, when the title is a shorter run label
 
 
 def _get(doc: dict[str, Any], path: str) -> Any:
@@ -196,5 +197,5 @@ def facts(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def headline(doc: dict[str, Any], id_: str, title: str) -> Headline:
-    return Headline(id_, title, tiles(doc), facts(doc))
+def headline(doc: dict[str, Any], id_: str, title: str, source: str = "") -> Headline:
+    return Headline(id_, title, tiles(doc), facts(doc), source if source != title else "")

@@ -76,7 +76,14 @@ def compare_plots(
     candidates: Sequence[tuple[str, Analysis]],
     comparisons: Sequence[Comparison],
     directory: Path,
+    names: Sequence[str] | None = None,
 ) -> str:
-    """``compare --plots``: overlaid CDFs, bootstrap ratios, decomposition delta."""
-    views = [TraceView(label, analysis) for label, analysis in [baseline, *candidates]]
+    """``compare --plots``: overlaid CDFs, bootstrap ratios, decomposition delta; the
+    legends say ``names`` (run labels of the paths), else the labels."""
+    pairs = [baseline, *candidates]
+    given = list(names) if names is not None else [None] * len(pairs)
+    views = [
+        TraceView(label, analysis, name=name)
+        for (label, analysis), name in zip(pairs, given, strict=True)
+    ]
     return write_plots([("Comparison", comparison_sections(views, comparisons))], directory)

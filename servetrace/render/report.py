@@ -86,7 +86,10 @@ def render_html(
 
         reports["sweep"] = capacity_dict(sweep)
         labels = labels or [f"sweep of {len(sweep.curve)} runs"]
-    headlines = [headline(view.json, f"t{i}-headline", view.label) for i, view in enumerate(views)]
+    headlines = [
+        headline(view.json, f"t{i}-headline", view.short, view.label)
+        for i, view in enumerate(views)
+    ]
     return env.from_string(template_text).render(
         title="servetrace report: " + ", ".join(labels),
         version=__version__,

@@ -39,6 +39,11 @@ class TraceView:
     label: str
     analysis: Analysis
     points: int = series.MAX_POINTS  # most points per scatter (several traces share a page)
+    name: str | None = None  # what legends call it (a run label), else ``label``
+
+    @property
+    def short(self) -> str:
+        return self.name or self.label
 
     @cached_property
     def events(self) -> pl.LazyFrame | None:
