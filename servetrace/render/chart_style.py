@@ -34,6 +34,10 @@ WORDS = {
     "ttft_p99_ms": "TTFT p99",
     "tpot_p50_ms": "TPOT p50",
     "tpot_p99_ms": "TPOT p99",
+    "ttft": "TTFT",
+    "tpot": "TPOT",
+    "itl": "ITL",
+    "e2e": "e2e latency",
 }
 
 # queued, running and in system: three hues far apart, in system dashed (it equals

@@ -102,7 +102,7 @@ def cdf_chart(curves: pl.DataFrame, marks: pl.DataFrame, title: str, by: str = "
         "value_ms:Q",
         scale=log_scale(),
         axis=log_axis(lines["value_ms"]),
-        title=f"{title} (ms, log)",
+        title=f"{WORDS.get(title, title)} (ms, log)",
     )
     # Legend and colours in the order given (the baseline first), not alphabetical.
     order = lines[by].unique(maintain_order=True).to_list()

@@ -32,7 +32,7 @@ def ratio_bounds(frame: pl.DataFrame) -> tuple[float, float]:
     finite = values.filter(values.is_finite() & (values > 0))
     low = min(float(finite.min()), 1.0) if finite.len() else 1.0  # type: ignore[arg-type]
     high = max(float(finite.max()), 1.0) if finite.len() else 1.0  # type: ignore[arg-type]
-    return low / 1.25, high * 1.25
+    return _round(low / 1.25), _round(high * 1.25)
 
 
 def _clip(column: str, low: float, high: float) -> pl.Expr:
@@ -100,7 +100,7 @@ def ratio_chart(rows: pl.DataFrame) -> Spec:
     y = alt.Y(
         "statistic:N", sort=frame["statistic"].unique(maintain_order=True).to_list(), title=None
     )
-    x_scale = log_scale(domain=[_round(low), _round(high)])
+    x_scale = log_scale(domain=[low, high])
     readings = [r for r in SHAPES if r in set(frame["reading"].to_list())]
     whiskers = (
         alt.Chart(drawn)
@@ -110,7 +110,7 @@ def ratio_chart(rows: pl.DataFrame) -> Spec:
             x=alt.X(
                 "ci_low_drawn:Q",
                 scale=x_scale,
-                axis=alt.Axis(values=log_ticks(_round(low), _round(high))),
+                axis=alt.Axis(values=log_ticks(low, high)),
                 title="candidate / baseline (log)",
             ),
             x2="ci_high_drawn:Q",
