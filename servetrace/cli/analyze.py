@@ -220,7 +220,7 @@ def analyze(
         write_requests(
             analysis.quarantine, quarantine_target, Engine.local, None, "--quarantine-out"
         )
-    links = analysis_plots(analysis, plots, traces) if plots else ""
+    links = analysis_plots(analysis, plots, traces, output) if plots else ""
     report = analysis_text(analysis, fmt, naming.value, censoring)
     if isinstance(report, str) and fmt is SummaryFormat.markdown:
         report += links

@@ -148,6 +148,7 @@ def compare_command(
             comparisons,
             plots,
             named=label is not None,
+            markdown=output,
         )
         if plots
         else ""
