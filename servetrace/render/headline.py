@@ -33,6 +33,7 @@ class Headline:
     tiles: list[Tile]
     facts: list[tuple[str, str]]  # (name, value) the source declares
     source: str = ""  # the input, when the title is a shorter run label
+    no_facts: str = "The source declares no run facts (tool, model, rate, concurrency, duration)."
 
 
 def _get(doc: dict[str, Any], path: str) -> Any:
@@ -199,3 +200,48 @@ def facts(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
 def headline(doc: dict[str, Any], id_: str, title: str, source: str = "") -> Headline:
     return Headline(id_, title, tiles(doc), facts(doc), source if source != title else "")
+
+
+def sweep_headline(doc: dict[str, Any]) -> Headline:
+    """A sweep's answer, from ``servetrace capacity --format json``: how many runs, the
+    most any run achieved, and the capacity (per sweep) when SLO targets were given."""
+    runs = doc.get("runs") or []
+    out = [Tile("runs", f"{len(runs):,}", path="runs")]
+    for label, key, unit, digits in (
+        ("highest requests/s", "requests_per_s", "req/s", 2),
+        ("highest output tokens/s", "output_tokens_per_s", "tok/s", 1),
+    ):
+        known = [(i, r[key]) for i, r in enumerate(runs) if r.get(key) is not None]
+        if not known:
+            out.append(Tile(label, "unavailable", unit, reason="no run measured it"))
+            continue
+        best, value = max(known, key=lambda pair: pair[1])
+        out.append(
+            Tile(
+                label,
+                _number(value, digits),
+                unit,
+                f"runs.{best}.{key}",
+                detail=runs[best]["label"],
+            )
+        )
+    if doc.get("targets"):
+        found = doc.get("capacity_by_sweep") or ([doc["capacity"]] if doc.get("capacity") else [])
+        for i, cap in enumerate(found):
+            name = f"capacity: {cap['sweep']}" if cap.get("sweep") else "capacity"
+            path = f"capacity_by_sweep.{i}.requests_per_s" if cap.get("sweep") else None
+            if cap.get("requests_per_s") is None:
+                out.append(Tile(name, "unavailable", "req/s", reason=cap.get("unavailable")))
+                continue
+            out.append(
+                Tile(
+                    name,
+                    _number(cap["requests_per_s"], 2),
+                    "req/s",
+                    path or "capacity.requests_per_s",
+                    detail=f"at {cap['required']:.0%} attainment ({cap.get('bound') or ''})",
+                )
+            )
+    targets = " and ".join(doc.get("targets") or [])
+    facts = [("SLO targets", targets)] if targets else []
+    return Headline("sweep-headline", "the sweep", out, facts, no_facts="")

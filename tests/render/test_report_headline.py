@@ -38,9 +38,9 @@ def _report(tmp: Path, *args: str) -> Path:
     return out
 
 
-def _value(doc: dict[str, Any], path: str) -> Any:
+def _value(doc: Any, path: str) -> Any:
     for part in path.split("."):
-        doc = doc[part]
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
     return doc
 
 
@@ -111,30 +111,77 @@ def test_headline_block_in_chromium(
     browser: Any, tmp_path: Path, args: tuple[str, ...], unavailable: dict[str, str]
 ) -> None:
     opened = open_report(browser, _report(tmp_path, *args), timeout_ms=60_000)
+    expected = _json(*args)
+    _check_block(opened, "t0-headline", expected, len(tiles(expected)), unavailable)
+    assert "tool" in opened.page.locator("#t0-headline").inner_text()
+    opened.page.close()
+
+
+def _check_block(
+    opened: Any, block_id: str, doc: dict[str, Any], count: int, unavailable: dict[str, str]
+) -> None:
+    """The block opens the page, is drawn (a screenshot of sane size, not blank), and
+    shows ``count`` tiles: the unavailable ones with their reason, the rest the numbers
+    of ``doc`` to the digits shown."""
     page = opened.page
     assert opened.errors == [] and opened.outside == []
-    block = page.locator("#t0-headline")
-    # It is the first thing in the page's main part: the answer before the charts.
-    assert page.evaluate("document.querySelector('main').firstElementChild.id") == "t0-headline"
+    block = page.locator(f"#{block_id}")
+    assert page.evaluate("document.querySelector('main').firstElementChild.id") == block_id
     shot = block.screenshot()
     width, height = png_size(shot)
-    assert 600 <= width <= 1400 and 120 <= height <= 500, (width, height)
+    assert 600 <= width <= 1400 and 100 <= height <= 500, (width, height)
     assert png_distinct_bytes(shot) > 16  # text drawn, not a blank box
-    expected = _json(*args)
     cells = page.eval_on_selector_all(
-        "#t0-headline .tile",
+        f"#{block_id} .tile",
         """tiles => tiles.map(t => [t.dataset.label, t.dataset.path || null,
             t.querySelector('.number').textContent,
             (t.querySelector('.why') || {}).textContent])""",
     )
-    assert len(cells) == len(tiles(expected))
+    assert len(cells) == count
     for label, path, text, why in cells:
         if label in unavailable:
             assert (path, text, why) == (None, "unavailable", unavailable[label]), label
             continue
         assert path is not None and why is None, label
-        value = _value(expected, path)
+        value = _value(doc, path)
+        if isinstance(value, list):
+            value = len(value)
         number = float(text.replace(",", "").rstrip("%")) / (100 if text.endswith("%") else 1)
         assert number == pytest.approx(value, rel=5e-3), label
-    assert "tool" in block.inner_text()
-    page.close()
+
+
+def test_a_sweep_opens_with_its_capacity_per_configuration() -> None:
+    from servetrace.render.headline import sweep_headline
+
+    sweep = str(ROOT / "tests/data/real/vllm-bench-sweep-head20")
+    result = runner.invoke(app, ["capacity", sweep, *("--goodput", "ttft<=100ms"), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    shown = [(t.label, t.text, t.reason or t.detail) for t in sweep_headline(doc).tiles]
+    below = "no run meets the SLO at 90%: capacity is below the lowest offered rate (1 req/s, {})"
+    assert shown == [
+        ("runs", "16", None),
+        ("highest requests/s", "0.84", "01_tp8_pp1/qps_inf"),
+        ("highest output tokens/s", "180.3", "01_tp8_pp1/qps_inf"),
+        ("capacity: 01_tp8_pp1", "0.633", "at 90% attainment (achieved)"),
+        ("capacity: 02_tp4_pp2_no_IB", "0.374", "at 90% attainment (achieved)"),
+        ("capacity: 03_tp4_pp2_IB", "unavailable", below.format("03_tp4_pp2_IB/qps_01")),
+        ("capacity: 04_tp4_pp2_IB", "unavailable", below.format("04_tp4_pp2_IB/qps_01")),
+    ]
+    for tile in sweep_headline(doc).tiles:
+        if tile.path and tile.path != "runs":  # each number the capacity report's
+            assert float(tile.text) == pytest.approx(_value(doc, tile.path), rel=5e-3)
+
+
+def test_sweep_headline_in_chromium(browser: Any, tmp_path: Path) -> None:
+    sweep = str(ROOT / "tests/data/real/vllm-bench-sweep-head20")
+    out = _report(tmp_path, sweep, "--goodput", "ttft<=100ms")
+    opened = open_report(browser, out, timeout_ms=60_000)
+    doc = json.loads(opened.page.locator("#servetrace-reports").text_content())["sweep"]
+    below = "no run meets the SLO at 90%: capacity is below the lowest offered rate (1 req/s, {})"
+    unavailable = {
+        f"capacity: {name}": below.format(f"{name}/qps_01")
+        for name in ("03_tp4_pp2_IB", "04_tp4_pp2_IB")
+    }
+    _check_block(opened, "sweep-headline", doc, 7, unavailable)
+    opened.page.close()
