@@ -110,7 +110,8 @@ def cdf_chart(curves: pl.DataFrame, marks: pl.DataFrame, title: str, by: str = "
         f"{by}:N",
         title=None,
         scale=alt.Scale(domain=order),  # a domain, not a sort: no Vega expression of names
-        legend=alt.Legend(orient="bottom", direction="vertical"),
+        # One curve needs no legend: the chart's title names it.
+        legend=alt.Legend(orient="bottom", direction="vertical") if len(order) > 1 else None,
     )
     base = (
         alt.Chart(lines)
