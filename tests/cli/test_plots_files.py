@@ -43,9 +43,9 @@ def test_analyze_plots_are_sharp_and_linked_from_the_markdown_file(
     result = runner.invoke(app, [*args, "-o", "reports/summary.md"])
     assert result.exit_code == 0, result.output
     figs = tmp_path / "figs"
-    # The TTFT CDF is a 375×298 SVG (it was a 1× PNG of 359×293 before it had labels).
-    assert _svg_size(figs / "cdf-ttft.svg") == (375, 298)
-    assert png_size((figs / "cdf-ttft.png").read_bytes()) == (750, 596)
+    # The TTFT CDF is a 375×267 SVG (the 1× PNG of the old chart was 359×293 px).
+    assert _svg_size(figs / "cdf-ttft.svg") == (375, 267)
+    assert png_size((figs / "cdf-ttft.png").read_bytes()) == (750, 534)
     for png in figs.glob("*.png"):
         width, height = _svg_size(png.with_suffix(".svg"))
         assert png_size(png.read_bytes()) == (2 * width, 2 * height), png.name
