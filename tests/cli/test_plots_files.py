@@ -34,6 +34,7 @@ def _links(markdown: str) -> list[str]:
     return re.findall(r"\]\(([^)]+\.(?:png|svg))\)", markdown)
 
 
+@pytest.mark.slow  # several seconds (ten charts through vl-convert): run by `pytest -m slow`
 def test_analyze_plots_are_sharp_and_linked_from_the_markdown_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -60,6 +61,7 @@ def test_analyze_plots_are_sharp_and_linked_from_the_markdown_file(
     assert "](cdf-ttft.png)" in (figs / "plots.md").read_text()
 
 
+@pytest.mark.slow  # a bootstrap and six charts: run by `pytest -m slow`
 def test_compare_plots_linked_from_a_file_in_the_same_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
