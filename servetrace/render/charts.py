@@ -34,6 +34,8 @@ PHASE_COLORS = {
     "requeued": "#e15759",
 }
 MS = 1e6
+# Phase names in the legend as words: "delivery tail", "awaiting token" (each has one "_").
+PHASE_LEGEND = {"labelExpr": "replace(datum.label, '_', ' ')"}
 
 
 def _alt() -> Any:
@@ -71,6 +73,7 @@ def decomposition_bar(parts: pl.DataFrame) -> Spec:
                 "phase:N",
                 sort=order,
                 scale=alt.Scale(domain=order, range=[PHASE_COLORS[p] for p in order]),
+                legend=PHASE_LEGEND,
             ),
             order=alt.Order("order:Q"),
             tooltip=[
@@ -275,6 +278,7 @@ def waterfall_chart(slices: pl.DataFrame) -> Spec:
             color=alt.Color(
                 "phase:N",
                 scale=alt.Scale(domain=phases, range=[PHASE_COLORS[p] for p in phases]),
+                legend=PHASE_LEGEND,
             ),
             order=alt.Order("from_ms:Q"),
             tooltip=["request_id", "phase", alt.Tooltip("duration_ms:Q", format=",.1f")],
