@@ -34,6 +34,7 @@ SHOTS = {
     "single": (
         ["sample_traces/realistic.parquet"],
         {
+            "report-headline.png": "#t0-headline",
             "report-summary.png": "#t0-summary",
             "report-over-time.png": "#t0-over-time",
             "report-latency-time.png": "#t0-latency-time",

@@ -31,15 +31,18 @@ def check_plots_dir(directory: Path | None, inputs: list[str]) -> None:
         refuse_overwriting_inputs([("--plots", directory)], inputs)
 
 
-def analysis_plots(analysis: Analysis, directory: Path, traces: list[str]) -> str:
+def analysis_plots(
+    analysis: Analysis, directory: Path, traces: list[str], markdown: Path | None = None
+) -> str:
     """``analyze --plots DIR``: the charts, with the trace's ticks scanned again lazily
-    (reduced to bins, never held: the analysis may have streamed a huge trace)."""
+    (reduced to bins, never held: the analysis may have streamed a huge trace); links
+    relative to ``markdown`` (``-o``), else to the working directory."""
     from servetrace.render.plots import analysis_plots as write
     from servetrace.render.report import require_extra
     from servetrace.render.report_sections import TraceView
 
     require_extra()
-    links = write(TraceView(", ".join(traces), analysis), directory)
+    links = write(TraceView(", ".join(traces), analysis), directory, markdown)
     _wrote(directory)
     return links
 
@@ -50,14 +53,19 @@ def compare_plots(
     candidates: list[tuple[str, Analysis]],
     comparisons: list[Comparison],
     directory: Path,
+    named: bool = False,
+    markdown: Path | None = None,
 ) -> str:
     """``compare --plots DIR``: the comparison's charts as SVG and PNG; ``baseline`` and
-    each candidate named by its label."""
+    each candidate named by its ``--label`` (``named``), else by its run label."""
     from servetrace.render.plots import compare_plots as write
     from servetrace.render.report import require_extra
+    from servetrace.render.report_compare import short_labels
 
     require_extra()
-    links = write((baseline, base), candidates, comparisons, directory)
+    labels = [baseline, *(label for label, _ in candidates)]
+    names = None if named else short_labels(labels)
+    links = write((baseline, base), candidates, comparisons, directory, names, markdown)
     _wrote(directory)
     return links
 

@@ -237,7 +237,7 @@ def analyze(
         from servetrace.render.stalls import gap_rows
 
         write_table(gap_rows(analysis.stalls), stalls_out)
-    links = analysis_plots(analysis, plots, traces) if plots else ""
+    links = analysis_plots(analysis, plots, traces, output) if plots else ""
     report = analysis_text(analysis, fmt, naming.value, censoring)
     if isinstance(report, str) and fmt is SummaryFormat.markdown:
         report += links

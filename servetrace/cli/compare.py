@@ -154,12 +154,20 @@ def compare_command(
     # Each warning once on stderr (the report repeats them in context on stdout).
     for message in dict.fromkeys(w for c in comparisons for w in comparison_warnings(c)):
         warn(message)
-    # The charts name each trace as the report does: by its --label, else its path.
+    # The charts name each trace as the report does: by its --label, else its run label.
     labelled = [
         (c.candidate_label, analyses[path]) for c, path in zip(comparisons, candidates, strict=True)
     ]
     links = (
-        compare_plots(comparisons[0].baseline_label, base, labelled, comparisons, plots)
+        compare_plots(
+            comparisons[0].baseline_label,
+            base,
+            labelled,
+            comparisons,
+            plots,
+            named=label is not None,
+            markdown=output,
+        )
         if plots
         else ""
     )

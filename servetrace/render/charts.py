@@ -11,9 +11,17 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.render.chart_style import (
+    COUNT_FORMAT,
+    LEVEL_COLORS,
+    LEVEL_DASHES,
+    WORDS,
+    Spec,
+    finish,
+    log_axis,
+    log_scale,
+)
 from servetrace.render.series import OverTime, RequestPoints
-
-Spec = dict[str, Any]
 
 WIDTH = 640
 PHASE_COLORS = {
@@ -27,6 +35,8 @@ PHASE_COLORS = {
     "requeued": "#e15759",
 }
 MS = 1e6
+# Phase names in the legend as words: "delivery tail", "awaiting token" (each has one "_").
+PHASE_LEGEND = {"labelExpr": "replace(datum.label, '_', ' ')"}
 
 
 def _alt() -> Any:
@@ -44,11 +54,6 @@ def _ms(column: str, alias: str | None = None) -> pl.Expr:
 
 def _seconds(column: str, origin_ns: int, alias: str) -> pl.Expr:
     return ((pl.col(column) - origin_ns) / 1e9).round(3).alias(alias)
-
-
-def _spec(chart: Any) -> Spec:
-    spec: Spec = chart.to_dict()
-    return spec
 
 
 def decomposition_bar(parts: pl.DataFrame) -> Spec:
@@ -69,6 +74,7 @@ def decomposition_bar(parts: pl.DataFrame) -> Spec:
                 "phase:N",
                 sort=order,
                 scale=alt.Scale(domain=order, range=[PHASE_COLORS[p] for p in order]),
+                legend=PHASE_LEGEND,
             ),
             order=alt.Order("order:Q"),
             tooltip=[
@@ -79,27 +85,45 @@ def decomposition_bar(parts: pl.DataFrame) -> Spec:
         )
         .properties(width=WIDTH, height=60)
     )
-    return _spec(chart)
+    return finish(chart)
 
 
 def cdf_chart(curves: pl.DataFrame, marks: pl.DataFrame, title: str, by: str = "metric") -> Spec:
-    """Empirical CDFs on a log x axis with percentile rules.
+    """Empirical CDFs on a log x axis (ending at the data) with labelled percentile rules.
 
     ``curves``: ``by``, value_ns, fraction; ``marks``: ``by``, label (p50…), value_ns.
     """
     alt = _alt()
     lines = curves.select(by, _ms("value_ns", "value_ms"), pl.col("fraction").round(5))
-    rules = marks.select(by, "label", _ms("value_ns", "value_ms"))
-    x = alt.X("value_ms:Q", scale=alt.Scale(type="log"), title=f"{title} (ms, log)")
+    # Each rule's label sits where it crosses its curve: p50 at 50 %, p99 at 99 %.
+    rules = marks.select(
+        by,
+        "label",
+        _ms("value_ns", "value_ms"),
+        (pl.col("label").str.slice(1).cast(pl.Float64) / 100).alias("fraction"),
+    )
+    x = alt.X(
+        "value_ms:Q",
+        scale=log_scale(),
+        axis=log_axis(lines["value_ms"]),
+        title=f"{WORDS.get(title, title)} (ms, log)",
+    )
+    # Legend and colours in the order given (the baseline first), not alphabetical.
+    order = lines[by].unique(maintain_order=True).to_list()
+    color = alt.Color(
+        f"{by}:N",
+        title=None,
+        scale=alt.Scale(domain=order),  # a domain, not a sort: no Vega expression of names
+        # One curve needs no legend: the chart's title names it.
+        legend=alt.Legend(orient="bottom", direction="vertical") if len(order) > 1 else None,
+    )
     base = (
         alt.Chart(lines)
         .mark_line(interpolate="step-after")
         .encode(
             x=x,
             y=alt.Y("fraction:Q", title="fraction ≤ x", axis=alt.Axis(format="%")),
-            color=alt.Color(
-                f"{by}:N", title=None, legend=alt.Legend(orient="bottom", direction="vertical")
-            ),
+            color=color,
             tooltip=[
                 by,
                 alt.Tooltip("value_ms:Q", format=",.2f"),
@@ -107,16 +131,24 @@ def cdf_chart(curves: pl.DataFrame, marks: pl.DataFrame, title: str, by: str = "
             ],
         )
     )
+    tooltip = [by, "label", alt.Tooltip("value_ms:Q", format=",.2f")]
     ticks = (
         alt.Chart(rules)
         .mark_rule(strokeDash=[4, 3])
+        .encode(x="value_ms:Q", color=color, tooltip=tooltip)
+    )
+    names = (
+        alt.Chart(rules)
+        .mark_text(align="left", dx=3, dy=-5, fontSize=10)
         .encode(
             x="value_ms:Q",
-            color=alt.Color(f"{by}:N"),
-            tooltip=[by, "label", alt.Tooltip("value_ms:Q", format=",.2f")],
+            y="fraction:Q",
+            text="label:N",
+            color=color,
+            tooltip=tooltip,
         )
     )
-    return _spec((base + ticks).properties(width=WIDTH // 2 - 20, height=200, title=title))
+    return finish((base + ticks + names).properties(width=WIDTH // 2 - 20, height=200, title=title))
 
 
 def rates_chart(over: OverTime) -> Spec:
@@ -124,14 +156,14 @@ def rates_chart(over: OverTime) -> Spec:
     frame = over.rates.with_columns(_seconds("t_ns", over.origin_ns, "t_s")).unpivot(
         index="t_s", on=["arrivals_per_s", "output_tokens_per_s"], variable_name="series"
     )
-    frame = frame.drop_nulls("value")
+    frame = frame.drop_nulls("value").with_columns(pl.col("series").replace(WORDS))
     chart = (
         alt.Chart(frame)
         .mark_line(interpolate="step-after")
         .encode(
             x=alt.X("t_s:Q", title="time since trace start (s)"),
             y=alt.Y("value:Q", title="per second"),
-            row=alt.Row("series:N", title=None),
+            row=alt.Row("series:N", title=None, header=alt.Header(labelFontWeight="bold")),
             tooltip=[
                 "series",
                 alt.Tooltip("t_s:Q", format=",.1f"),
@@ -141,24 +173,45 @@ def rates_chart(over: OverTime) -> Spec:
         .properties(width=WIDTH, height=110)
         .resolve_scale(y="independent")
     )
-    return _spec(chart)
+    return finish(chart)
 
 
 def levels_chart(over: OverTime) -> Spec:
     alt = _alt()
-    frame = over.levels.select("series", "peak", _seconds("t_ns", over.origin_ns, "t_s"))
+    frame = over.levels.select(
+        pl.col("series").replace(WORDS), "peak", _seconds("t_ns", over.origin_ns, "t_s")
+    )
+    present = set(frame["series"].to_list())
+    shown = [name for name in LEVEL_COLORS if name in present]
     chart = (
         alt.Chart(frame)
         .mark_line(interpolate="step-after")
         .encode(
             x=alt.X("t_s:Q", title="time since trace start (s)"),
-            y=alt.Y("peak:Q", title=f"requests (peak per {over.bin_ns / 1e9:g} s bin)"),
-            color=alt.Color("series:N", sort=["queued", "running", "in_system"]),
-            tooltip=["series", alt.Tooltip("t_s:Q", format=",.1f"), "peak"],
+            y=alt.Y(
+                "peak:Q",
+                title=f"requests (peak per {over.bin_ns / 1e9:g} s bin)",
+                axis=alt.Axis(format=COUNT_FORMAT, tickMinStep=1),
+            ),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=shown, range=[LEVEL_COLORS[n] for n in shown]),
+            ),
+            strokeDash=alt.StrokeDash(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=shown, range=[LEVEL_DASHES[n] for n in shown]),
+            ),
+            tooltip=[
+                "series",
+                alt.Tooltip("t_s:Q", format=",.1f"),
+                alt.Tooltip("peak:Q", format=COUNT_FORMAT),
+            ],
         )
         .properties(width=WIDTH, height=180)
     )
-    return _spec(chart)
+    return finish(chart)
 
 
 def latency_over_time(points: RequestPoints, origin_ns: int) -> Spec:
@@ -170,12 +223,18 @@ def latency_over_time(points: RequestPoints, origin_ns: int) -> Spec:
             *keep, _seconds("arrival_ns", origin_ns, "arrival_s"), _ms("value_ns", "value_ms")
         )
 
+    dots_frame = since(points.points)
     dots = (
-        alt.Chart(since(points.points))
+        alt.Chart(dots_frame)
         .mark_circle(size=9, opacity=0.35)
         .encode(
             x=alt.X("arrival_s:Q", title="arrival (s since trace start)"),
-            y=alt.Y("value_ms:Q", scale=alt.Scale(type="log"), title="ms (log)"),
+            y=alt.Y(
+                "value_ms:Q",
+                scale=log_scale(),
+                axis=log_axis(dots_frame["value_ms"]),
+                title="latency (ms, log)",
+            ),
             color=alt.Color("metric:N"),
             tooltip=["request_id", "metric", alt.Tooltip("value_ms:Q", format=",.1f")],
         )
@@ -190,7 +249,7 @@ def latency_over_time(points: RequestPoints, origin_ns: int) -> Spec:
             strokeDash=alt.StrokeDash("quantile:N", title=f"rolling ({points.window} requests)"),
         )
     )
-    return _spec((dots + lines).properties(width=WIDTH, height=240))
+    return finish((dots + lines).properties(width=WIDTH, height=240))
 
 
 def waterfall_chart(slices: pl.DataFrame) -> Spec:
@@ -220,13 +279,14 @@ def waterfall_chart(slices: pl.DataFrame) -> Spec:
             color=alt.Color(
                 "phase:N",
                 scale=alt.Scale(domain=phases, range=[PHASE_COLORS[p] for p in phases]),
+                legend=PHASE_LEGEND,
             ),
             order=alt.Order("from_ms:Q"),
             tooltip=["request_id", "phase", alt.Tooltip("duration_ms:Q", format=",.1f")],
         )
         .properties(width=WIDTH, height=max(120, 14 * order.len()))
     )
-    return _spec(chart)
+    return finish(chart)
 
 
 def residual_chart(points: pl.DataFrame) -> Spec:
@@ -244,7 +304,12 @@ def residual_chart(points: pl.DataFrame) -> Spec:
         alt.Chart(frame)
         .mark_circle(size=14, opacity=0.6)
         .encode(
-            x=alt.X("response_ms:Q", scale=alt.Scale(type="log"), title="response (ms, log)"),
+            x=alt.X(
+                "response_ms:Q",
+                scale=log_scale(),
+                axis=log_axis(frame["response_ms"]),
+                title="response (ms, log)",
+            ),
             y=alt.Y("residual_ms:Q", title="residual: response − (ttft + (N−1)·itl_mean) (ms)"),
             color=alt.Color(
                 "check:N",
@@ -260,77 +325,4 @@ def residual_chart(points: pl.DataFrame) -> Spec:
         )
         .properties(width=WIDTH, height=220)
     )
-    return _spec(chart)
-
-
-def ratio_chart(rows: pl.DataFrame) -> Spec:
-    """Candidate/baseline ratio per metric and statistic with its bootstrap interval."""
-    alt = _alt()
-    frame = rows.filter(pl.col("ratio").is_not_null()).with_columns(
-        (pl.col("metric") + "." + pl.col("stat")).alias("statistic"),
-        pl.when(pl.col("significant"))
-        .then(pl.col("verdict"))
-        .otherwise(pl.lit("no significant change"))
-        .alias("reading"),
-    )
-    y = alt.Y(
-        "statistic:N", sort=frame["statistic"].unique(maintain_order=True).to_list(), title=None
-    )
-    whiskers = (
-        alt.Chart(frame)
-        .mark_rule()
-        .encode(
-            y=y,
-            x=alt.X("ci_low:Q", scale=alt.Scale(type="log"), title="candidate / baseline (log)"),
-            x2="ci_high:Q",
-            color=alt.Color("candidate:N"),
-        )
-    )
-    dots = (
-        alt.Chart(frame)
-        .mark_point(filled=True, size=50)
-        .encode(
-            y=y,
-            x="ratio:Q",
-            color=alt.Color("candidate:N"),
-            shape=alt.Shape("reading:N"),
-            tooltip=[
-                "candidate",
-                "statistic",
-                alt.Tooltip("ratio:Q", format=".3f"),
-                alt.Tooltip("ci_low:Q", format=".3f"),
-                alt.Tooltip("ci_high:Q", format=".3f"),
-                "reading",
-            ],
-        )
-    )
-    one = (
-        alt.Chart(pl.DataFrame({"x": [1.0]}))
-        .mark_rule(strokeDash=[3, 3], color="#666")
-        .encode(x="x:Q")
-    )
-    return _spec(
-        (whiskers + dots + one).properties(width=WIDTH, height=max(120, 16 * frame.height))
-    )
-
-
-def decomposition_delta(parts: pl.DataFrame) -> Spec:
-    """Mean per-component delta (candidate − baseline): candidate, component, delta_mean_ms."""
-    alt = _alt()
-    chart = (
-        alt.Chart(parts)
-        .mark_bar()
-        .encode(
-            y=alt.Y(
-                "component:N",
-                sort=parts["component"].unique(maintain_order=True).to_list(),
-                title=None,
-            ),
-            x=alt.X("delta_mean_ms:Q", title="mean delta, candidate − baseline (ms)"),
-            color=alt.Color("candidate:N"),
-            yOffset="candidate:N",
-            tooltip=["candidate", "component", alt.Tooltip("delta_mean_ms:Q", format="+,.1f")],
-        )
-        .properties(width=WIDTH, height=40 * parts["component"].n_unique())
-    )
-    return _spec(chart)
+    return finish(chart)

@@ -19,6 +19,7 @@ from servetrace.comparison.compare import Comparison
 from servetrace.errors import UsageError
 from servetrace.render._json import script_json
 from servetrace.render.compare import compare_dict
+from servetrace.render.headline import headline, sweep_headline
 from servetrace.render.report_compare import comparison_sections
 from servetrace.render.report_sections import TRACE_SECTIONS, Section, TraceView
 from servetrace.version import __version__
@@ -80,14 +81,20 @@ def render_html(
     if comparisons:
         reports["comparison"] = compare_dict(comparisons)
     labels = [v.label for v in views]
+    headlines = [
+        headline(view.json, f"t{i}-headline", view.short, view.label)
+        for i, view in enumerate(views)
+    ]
     if sweep is not None:
         from servetrace.render.capacity import report_dict as capacity_dict
 
         reports["sweep"] = capacity_dict(sweep)
         labels = labels or [f"sweep of {len(sweep.curve)} runs"]
+        headlines.insert(0, sweep_headline(reports["sweep"]))
     return env.from_string(template_text).render(
         title="servetrace report: " + ", ".join(labels),
         version=__version__,
+        headlines=headlines,
         groups=groups,
         reports=reports,
         bundle=jinja2.utils.markupsafe.Markup(make_bundle().replace("</script", "<\\/script")),

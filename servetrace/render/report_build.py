@@ -46,13 +46,16 @@ def build_report(
         return ReportPage(render_html([], (), sweep=found), list(found.warnings))
 
     from servetrace.api import analyze
+    from servetrace.render.report_compare import short_labels
     from servetrace.render.report_sections import TraceView
     from servetrace.render.series import MAX_POINTS
 
     notes: list[str] = []
     views = []
-    for trace in traces:
-        analysis = analyze(trace, slice_ns=slice_ns, **read)
+    names = short_labels(traces) if len(traces) > 1 else [None]
+    for trace, name in zip(traces, names, strict=True):
+        # --goodput on one trace (or a comparison): the headline's goodput and attainment.
+        analysis = analyze(trace, slice_ns=slice_ns, goodput=goodput, **read)
         notes += analysis.read_warnings
         notes += [f"{trace}: {message}" for message in analysis.summary.warnings]
         if analysis.events_reader is None:
@@ -61,7 +64,7 @@ def build_report(
                 "rate and no requeued time"
             )
         # The page stays light with several traces: they share the scatter budget.
-        views.append(TraceView(trace, analysis, points=MAX_POINTS // len(traces)))
+        views.append(TraceView(trace, analysis, points=MAX_POINTS // len(traces), name=name))
     comparisons = []
     if len(views) > 1:
         from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS

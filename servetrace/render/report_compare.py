@@ -4,29 +4,33 @@ verdicts — the numbers ``servetrace compare`` computes, drawn."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import PurePath
+from pathlib import Path
 
 import polars as pl
 
 from servetrace.comparison.compare import Comparison
-from servetrace.render import charts, series
+from servetrace.render import charts, compare_charts, series
 from servetrace.render.compare import errored_line, unavailable_line
 from servetrace.render.compare_words import display_rows, headline_text, method_dict
 from servetrace.render.report_sections import Section, TraceView
 from servetrace.units import NS_PER_MS
 
 
-def short_labels(labels: Sequence[str]) -> list[str]:
-    """File names when they tell the traces apart, else the labels as given."""
-    names = [PurePath(label).name or label for label in labels]
-    return names if len(set(names)) == len(names) else list(labels)
+def short_labels(paths: Sequence[str]) -> list[str]:
+    """The runs' labels, as ``analyze`` names runs: the parts of the paths that tell them
+    apart (``qps_01`` and ``qps_inf`` for two files sharing a 60-character prefix)."""
+    from servetrace.runs.labels import make_labels
+
+    return make_labels([Path(p) for p in paths])
 
 
 def comparison_sections(
     views: Sequence[TraceView], comparisons: Sequence[Comparison]
 ) -> list[Section]:
     base = views[0]
-    short = dict(zip([v.label for v in views], short_labels([v.label for v in views]), strict=True))
+    short = {v.label: v.short for v in views}
+    # The CDF legends say which curve is the baseline (the others are the candidates).
+    legend = {v.label: v.short + (" (baseline)" if i == 0 else "") for i, v in enumerate(views)}
     sections = []
     specs = []
     for metric in series.CDF_METRICS:
@@ -35,12 +39,14 @@ def comparison_sections(
             values = series.metric_values(view.analysis, metric)
             if values.len() == 0:
                 continue
-            curves.append(series.cdf(values).with_columns(pl.lit(short[view.label]).alias("trace")))
+            curves.append(
+                series.cdf(values).with_columns(pl.lit(legend[view.label]).alias("trace"))
+            )
             p = view.analysis.summary.metrics[metric]
             marks.append(
                 pl.DataFrame(
                     {
-                        "trace": [short[view.label]] * 2,
+                        "trace": [legend[view.label]] * 2,
                         "label": ["p50", "p99"],
                         "value_ns": [float(p["p50"] or 0), float(p["p99"] or 0)],
                     }
@@ -79,10 +85,13 @@ def comparison_sections(
                 *specs,
                 (
                     "cmp-ratios",
-                    charts.ratio_chart(rows.with_columns(pl.col("candidate").replace(short))),
+                    compare_charts.ratio_chart(
+                        rows.with_columns(pl.col("candidate").replace(short))
+                    ),
                 ),
             ],
-            note=method_dict(comparisons[0])["significant"]
+            note=_off_scale(rows)
+            + method_dict(comparisons[0])["significant"]
             + "; "
             + comparisons[0].workload.verdict
             + "".join(
@@ -117,10 +126,10 @@ def comparison_sections(
     )
     verdict_rows = [
         [
-            (r["candidate"], None),
+            (short.get(r["candidate"], r["candidate"]), None),
             (f"{r['metric']}.{r['stat']}", None),
-            (f"{r['baseline']:,.3f}" if r["baseline"] is not None else "n/a", None),
-            (f"{r['candidate_value']:,.3f}" if r["candidate_value"] is not None else "n/a", None),
+            (_cell(r["baseline"], r["stat"]), None),
+            (_cell(r["candidate_value"], r["stat"]), None),
             (f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a", None),
             (f"{r['ci_low']:.3f}–{r['ci_high']:.3f}" if r["ci_low"] is not None else "n/a", None),
             (r["verdict"], None),
@@ -135,7 +144,7 @@ def comparison_sections(
             [
                 (
                     "cmp-delta",
-                    charts.decomposition_delta(
+                    compare_charts.decomposition_delta(
                         parts.with_columns(pl.col("candidate").replace(short))
                     ),
                 )
@@ -155,3 +164,23 @@ def comparison_sections(
         )
     )
     return sections
+
+
+def _cell(value: float | None, stat: str) -> str:
+    """A verdict-table value: a count as a whole number (``2``, not ``2.000``)."""
+    if value is None:
+        return "n/a"
+    return f"{value:,.0f}" if stat == "count" else f"{value:,.3f}"
+
+
+def _off_scale(rows: pl.DataFrame) -> str:
+    """The statistics whose ratio is 0 or infinite, drawn at the edge of the log axis."""
+    ratio = pl.col("ratio").cast(pl.Float64)
+    off = rows.filter((ratio <= 0) | ratio.is_infinite())
+    if off.height == 0:
+        return ""
+    names = ", ".join(dict.fromkeys(f"{m}.{s}" for m, s in off.select("metric", "stat").rows()))
+    return (
+        f"A ratio of 0 or ∞ ({names}) has no place on a log axis: it is drawn at the "
+        "axis edge (◀ 0, ▶ ∞). "
+    )

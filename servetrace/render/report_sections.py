@@ -16,7 +16,7 @@ from servetrace.analysis.result import Analysis
 from servetrace.analysis.unavailable import phrase, unavailable
 from servetrace.render import charts, series
 from servetrace.render.outcomes import errored_lines, errored_part
-from servetrace.render.summary import report_dict
+from servetrace.render.results_json import analysis_dict
 
 TABLE_METRICS = ("queue_wait", "prefill", "ttft", "decode", "e2e", "itl", "tpot", "requeued")
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
@@ -39,6 +39,11 @@ class TraceView:
     label: str
     analysis: Analysis
     points: int = series.MAX_POINTS  # most points per scatter (several traces share a page)
+    name: str | None = None  # what legends call it (a run label), else ``label``
+
+    @property
+    def short(self) -> str:
+        return self.name or self.label
 
     @cached_property
     def events(self) -> pl.LazyFrame | None:
@@ -50,9 +55,10 @@ class TraceView:
     def slices(self) -> pl.DataFrame | None:
         return self.analysis.slices
 
-    @property
+    @cached_property
     def json(self) -> dict[str, Any]:
-        return report_dict(self.analysis.summary, self.analysis.inputs)
+        """The run's report as ``servetrace analyze --format json`` prints it."""
+        return analysis_dict(self.analysis)
 
 
 def _ms(ns: float | None) -> str:

@@ -36,6 +36,12 @@ def _series(report: CapacityReport, point: CurvePoint, stat: str) -> str:
     return f"{_sweep(report, point)} {stat}" if report.sweep_of else stat
 
 
+def _point_name(report: CapacityReport, point: CurvePoint) -> str:
+    """The run's label without its sweep's (the colour says the sweep): ``qps_04``."""
+    sweep = report.sweep_of.get(point.label)
+    return point.label.removeprefix(f"{sweep}/") if sweep else point.label
+
+
 def curve_frame(report: CapacityReport) -> pl.DataFrame:
     """One row per run and curve statistic with a known throughput and latency."""
     rows = []
@@ -47,6 +53,7 @@ def curve_frame(report: CapacityReport) -> pl.DataFrame:
             rows.append(
                 {
                     "run": point.label,
+                    "point": _point_name(report, point),
                     "order": order,
                     "panel": f"{metric.upper()} (ms, log)",
                     "series": _series(report, point, stat),
@@ -60,17 +67,27 @@ def curve_frame(report: CapacityReport) -> pl.DataFrame:
 
 
 def curve_chart(frame: pl.DataFrame) -> dict[str, Any]:
+    """The curve, each run's points named once per panel (above its highest point)."""
     import altair as alt
 
-    chart = (
-        alt.Chart(frame)
+    from servetrace.render.chart_style import finish, log_scale
+
+    panels = sorted(frame["panel"].unique().to_list(), key=lambda p: not p.startswith("TTFT"))
+    top = pl.col("value_ms").rank("ordinal", descending=True).over("panel", "run") == 1
+    frame = frame.with_columns(pl.when(top).then(pl.col("point")).alias("name"))
+    line = (
+        alt.Chart()
         .mark_line(point=True)
         .encode(
-            x=alt.X("output_tokens_per_s:Q", title="achieved output tok/s"),
-            y=alt.Y("value_ms:Q", scale=alt.Scale(type="log"), title=None),
+            x=alt.X("output_tokens_per_s:Q", title="achieved output tokens (tok/s)"),
+            y=alt.Y(
+                "value_ms:Q",
+                scale=log_scale(),
+                axis=alt.Axis(values=_panel_ticks(frame)),
+                title=None,
+            ),
             color=alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom")),
             order=alt.Order("order:Q"),
-            row=alt.Row("panel:N", title=None),
             tooltip=[
                 "run",
                 "series",
@@ -80,11 +97,33 @@ def curve_chart(frame: pl.DataFrame) -> dict[str, Any]:
                 alt.Tooltip("value_ms:Q", format=",.1f", title="ms"),
             ],
         )
+    )
+    labels = (
+        alt.Chart()
+        .transform_filter("datum.name != null")
+        .mark_text(dy=-9, fontSize=9, color="#444")
+        .encode(x="output_tokens_per_s:Q", y="value_ms:Q", text="name:N", tooltip=["run"])
+    )
+    chart = (
+        alt.layer(line, labels)
         .properties(width=560, height=170)
+        .facet(row=alt.Row("panel:N", title=None, sort=panels), data=frame)
         .resolve_scale(y="independent")
     )
-    spec: dict[str, Any] = chart.to_dict()
-    return spec
+    return finish(chart)
+
+
+def _panel_ticks(frame: pl.DataFrame) -> list[float]:
+    """Round log ticks for every panel's own range (the panels share one axis spec)."""
+    from servetrace.render.chart_style import log_ticks
+
+    ranges = frame.group_by("panel").agg(
+        pl.col("value_ms").filter(pl.col("value_ms") > 0).min().alias("low"),
+        pl.col("value_ms").max().alias("high"),
+    )
+    return sorted(
+        {t for low, high in ranges.select("low", "high").rows() for t in log_ticks(low, high)}
+    )
 
 
 def attainment_frame(report: CapacityReport) -> pl.DataFrame:

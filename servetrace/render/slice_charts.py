@@ -11,6 +11,8 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.render.chart_style import WORDS, finish
+
 PANELS = {
     "requests_per_s": "rates (per s)",
     "goodput_requests_per_s": "rates (per s)",
@@ -44,6 +46,7 @@ def slices_chart(slices: pl.DataFrame, origin_ns: int, width: int = 640) -> dict
         frame.unpivot(index="t_s", variable_name="series")
         .drop_nulls("value")
         .with_columns(pl.col("series").replace_strict(PANELS).alias("panel"))
+        .with_columns(pl.col("series").replace(WORDS))
     )
     chart = (
         alt.Chart(long)
@@ -51,12 +54,15 @@ def slices_chart(slices: pl.DataFrame, origin_ns: int, width: int = 640) -> dict
         .encode(
             x=alt.X("t_s:Q", title="slice start, s since trace start"),
             y=alt.Y("value:Q", title=None),
-            color=alt.Color("series:N"),
+            color=alt.Color("series:N", title=None),
             row=alt.Row("panel:N", title=None, sort=list(dict.fromkeys(PANELS.values()))),
-            tooltip=["series", alt.Tooltip("t_s:Q", format=",.1f"), alt.Tooltip("value:Q")],
+            tooltip=[
+                "series",
+                alt.Tooltip("t_s:Q", format=",.1f"),
+                alt.Tooltip("value:Q", format=",.2f"),
+            ],
         )
         .properties(width=width, height=110)
         .resolve_scale(y="independent")
     )
-    spec: dict[str, Any] = chart.to_dict()
-    return spec
+    return finish(chart)

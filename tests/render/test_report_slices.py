@@ -25,5 +25,5 @@ def test_over_time_section_uses_slices_when_present() -> None:
     assert names == ["p-rates", "p-levels", "p-slices"]
     data = next(spec for name, spec in section.charts if name == "p-slices")["datasets"]
     rows = next(iter(data.values()))
-    ttft = [r["value"] for r in rows if r["series"] == "ttft_p99_ms"]
+    ttft = [r["value"] for r in rows if r["series"] == "TTFT p99"]
     assert ttft == pytest.approx((slices["ttft_p99_ns"].drop_nulls() / 1e6).round(3).to_list())
