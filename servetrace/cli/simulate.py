@@ -84,6 +84,16 @@ def simulate_command(
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of every random draw.", callback=SEED)] = 0,
+    metrics_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the server's Prometheus series (vLLM's names) as one text "
+            "exposition with millisecond timestamps on the trace clock."
+        ),
+    ] = None,
+    scrape_interval_ms: Annotated[
+        int, typer.Option(help="Scrape interval of --metrics-out.", callback=COUNT)
+    ] = 1000,
 ) -> None:
     """Simulate a continuous-batching engine and write its event log (seeded, exact)."""
     from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
@@ -93,7 +103,8 @@ def simulate_command(
     from servetrace.sim.workloads import head, scale_rate
 
     check_frame_output(output, "--output")
-    refuse_overwriting_inputs([("--output", output)], [workload] if workload else [])
+    outputs = [("--output", output)] + ([("--metrics-out", metrics_out)] if metrics_out else [])
+    refuse_overwriting_inputs(outputs, [workload] if workload else [])
     if workload is not None:
         load = read_workload(workload)
     else:
@@ -116,6 +127,11 @@ def simulate_command(
     )
     events = simulate(load, config)
     write_frame(events, output)
+    if metrics_out is not None:
+        from servetrace.outputs import write_text
+        from servetrace.sim.metrics import exposition
+
+        write_text(exposition(events, scrape_interval_ms * MS), metrics_out)
     err_console.print(
         f"wrote {output}: {events.height:,} events of {load.height:,} requests "
         f"(policy {policy.value}, seed {seed})",
