@@ -44,7 +44,7 @@ _QUEUED, _RUNNING = ("arrival", "preemption"), ("admission", "first_token", "tok
 
 
 def scrape_instants(events: pl.DataFrame, interval_ns: int) -> np.ndarray:
-    last = int(events["ts"].max() or 0) if events.height else 0
+    last = int(events["ts"].to_numpy().max()) if events.height else 0
     return np.arange(0, -(-last // interval_ns) + 1, dtype=np.int64) * interval_ns
 
 
