@@ -17,6 +17,7 @@ import polars as pl
 
 from servetrace.analysis.fluidity import FluidityTargets
 from servetrace.analysis.lifecycle import KEY, Timeline
+from servetrace.analysis.server_findings import ServerComparison
 from servetrace.analysis.summary import GoodputTarget, Summary
 from servetrace.analysis.window import Window
 from servetrace.errors import UsageError
@@ -64,6 +65,8 @@ class Analysis:
     window: Window | None = None  # --window / --steady-state: what was analysed
     slices: pl.DataFrame | None = None  # --slice: analysis.slices.slice_figures
     fluidity: FluidityTargets | None = None
+    # --server-metrics: the engine's series against this trace (analysis.server_metrics)
+    server_metrics: ServerComparison | None = None
     events_reader: EventsReader | None = field(default=None, compare=False, repr=False)
 
     @property

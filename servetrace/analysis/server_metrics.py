@@ -34,7 +34,6 @@ and a likely cause when it is not zero):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,6 +41,7 @@ import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.server_findings import Alignment, Finding, ServerComparison
 from servetrace.errors import InputError
 from servetrace.schema import TICK_EVENTS
 from servetrace.sources.server_metrics.series import (
@@ -68,40 +68,6 @@ FINDINGS = (
     "ttft_histogram",
 )
 QUANTILES = (0.5, 0.9, 0.99)
-
-
-@dataclass(frozen=True)
-class Finding:
-    name: str
-    family: str | None
-    compared: int = 0  # scrapes (gauges) or intervals (counters, histogram) compared
-    max_abs: float | None = None  # None: unavailable (``unavailable`` says why)
-    mean_abs: float | None = None
-    mean_signed: float | None = None  # server − trace
-    server_total: float | None = None
-    trace_total: float | None = None
-    worst_at_ns: int | None = None  # trace clock
-    cause: str | None = None
-    unavailable: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Alignment:
-    offset_ns: int
-    method: str  # same_clock | estimated | assumed
-    statement: str
-    resolution_ns: int | None = None
-
-
-@dataclass(frozen=True)
-class ServerComparison:
-    path: str
-    families: pl.DataFrame  # family, kind, series, samples, first_ns, last_ns
-    scrapes: int
-    interval_ns: int | None
-    alignment: Alignment
-    findings: dict[str, Finding]
 
 
 def _interval(instants: np.ndarray) -> int:
@@ -221,7 +187,7 @@ def _counter_cause(f: Finding, resets: int) -> str | None:
         return "the server counted work the trace does not have (other clients, retries)"
     if (f.server_total or 0) < (f.trace_total or 0):
         return (
-            "the server did not count all the trace's work (lost increments, a replica not scraped)"  # noqa: E501
+            "the server did not count all the trace's work (lost increments, a replica not scraped)"
         )
     return "the totals agree but not per interval: the clocks or scrape times are off"
 

@@ -52,6 +52,8 @@ def check(
     confidence: float | None = None,
     allow_inconclusive: bool = False,
     gate: PercentileGate | str = PercentileGate.interval,
+    server_metrics: str | os.PathLike[str] | None = None,
+    server_metrics_from: str | None = None,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on a trace (the CI gate).
 
@@ -96,6 +98,11 @@ def check(
             "fluidity rules need per-token deadlines",
             hint="give --fluidity ttft=500ms,tbt=50ms (Etalon's TTFT and TBT targets)",
         )
+    if server_metrics is None and any(r.metric.startswith("consistency.") for r in checked):
+        raise UsageError(
+            "consistency rules need the server's metrics",
+            hint="give --server-metrics FILE (its Prometheus series)",
+        )
     reading: dict[str, Any] = {
         "columns": columns,
         "time_unit": time_unit,
@@ -114,6 +121,10 @@ def check(
         return analysis
 
     analysis = load(trace)
+    if server_metrics is not None:
+        from servetrace.api._server_metrics import with_server_metrics
+
+        analysis = with_server_metrics(analysis, server_metrics, server_metrics_from)
     chosen = baseline if baseline is not None else settings.baseline
     reference: Analysis | ReportBaseline | Mapping[str, Any] | None = None
     label: str | None = None

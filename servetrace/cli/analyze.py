@@ -11,11 +11,14 @@ from servetrace.cli._app import app, examples, guarded, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots, check_plots_dir
 from servetrace.cli._options import (
     ByOpt,
+    ClockOffsetOpt,
     CsvRawTextOpt,
     FormulaAbsTolOpt,
     FormulaRelTolOpt,
     GoodputOpt,
     NamingOpt,
+    ServerMetricsFromOpt,
+    ServerMetricsOpt,
     StrictOpt,
     TracesArg,
     goodput_targets,
@@ -98,6 +101,9 @@ def analyze(
         ),
     ] = DEFAULT_BATCH_ROWS,
     plots: PlotsOpt = None,
+    server_metrics: ServerMetricsOpt = None,
+    server_metrics_from: ServerMetricsFromOpt = None,
+    clock_offset_ms: ClockOffsetOpt = None,
     label: Annotated[
         list[str] | None,
         typer.Option(
@@ -207,6 +213,11 @@ def analyze(
             **options,
         )
         if len(runs) > 1 or runs[0].analysis is None:
+            if server_metrics is not None:
+                raise UsageError(
+                    "--server-metrics describes one server: these inputs are several runs",
+                    hint="name one run",
+                )
             _runs_output(runs, fmt, output, requests_target, quarantine_target, plots)
             if strict and any(
                 run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
@@ -215,6 +226,9 @@ def analyze(
                 raise typer.Exit(int(ExitCode.CHECK_FAILED))
             return
         analysis = runs[0].analysis
+    if server_metrics is not None:
+        offset = None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS)
+        analysis = api.with_server_metrics(analysis, server_metrics, server_metrics_from, offset)
     _report_warnings(analysis)
     if requests_target:
         write_requests(analysis.requests, requests_target, engine, ray_address)

@@ -11,6 +11,8 @@ from servetrace.cli._app import app, emit, err_console, examples, guarded, out_c
 from servetrace.cli._options import (
     RESAMPLES,
     SEED,
+    ServerMetricsFromOpt,
+    ServerMetricsOpt,
     in_range,
     reading_options,
 )
@@ -109,6 +111,8 @@ def check_command(
             "for small benchmark runs, interval to know the SLO holds beyond this sample.",
         ),
     ] = PercentileGate.interval,
+    server_metrics: ServerMetricsOpt = None,
+    server_metrics_from: ServerMetricsFromOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
     """Check SLO rules and regression budgets; exit 0 all pass, 1 any failed."""
@@ -138,6 +142,8 @@ def check_command(
         confidence=confidence,
         allow_inconclusive=allow_inconclusive,
         gate=gate.value,
+        server_metrics=server_metrics,
+        server_metrics_from=server_metrics_from,
         **(reading or {}),
     )
     for message in result.warnings:

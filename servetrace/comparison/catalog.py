@@ -48,7 +48,7 @@ from servetrace.stats.describe import STATISTICS, canonical_stat, is_statistic, 
 
 Better = Literal["lower", "higher"]
 Source = Literal["requests", "gaps", "summary"]
-Kind = Literal["latency", "rate", "outcome", "index"]
+Kind = Literal["latency", "rate", "outcome", "index", "consistency"]
 
 # Outcomes as servetrace.analysis.lifecycle names them.
 COMPLETED = "completed"
@@ -107,6 +107,17 @@ class MetricSpec:
 def _latency(name: str, source: Source, column: str, description: str) -> MetricSpec:
     return MetricSpec(name, "ns", "lower", source, column, "latency", (), description)
 
+
+CONSISTENCY_FINDINGS = {
+    "clock_offset": "the server clock's offset from the trace's",
+    "waiting_gauge": "vllm:num_requests_waiting against the trace's queued count per scrape",
+    "running_gauge": "vllm:num_requests_running against the trace's running count per scrape",
+    "success_counter": "request_success_total deltas against completions per interval",
+    "preemption_counter": "num_preemptions_total deltas against preemption events",
+    "prompt_tokens_counter": "prompt_tokens_total deltas against prompts at first token",
+    "generation_tokens_counter": "generation_tokens_total deltas against output tokens",
+    "ttft_histogram": "TTFT bucket deltas against the trace's TTFTs rebinned, per bucket",
+}
 
 METRICS: dict[str, MetricSpec] = {
     spec.name: spec
@@ -181,6 +192,22 @@ METRICS: dict[str, MetricSpec] = {
             "outcome",
             ("count", "fraction", "mean"),
             "preemption events; fraction of requests preempted at least once",
+        ),
+        # Server metrics against the trace (analysis.server_metrics; needs --server-metrics):
+        # the size of each finding's disagreement.
+        *(
+            MetricSpec(
+                f"consistency.{name}",
+                "ns" if name == "clock_offset" else "",
+                "lower",
+                "summary",
+                name,
+                "consistency",
+                ("max_abs", "mean_abs"),
+                f"server metrics vs the trace: {text} (needs --server-metrics)",
+                {"max_abs": "ns", "mean_abs": "ns"} if name == "clock_offset" else {},
+            )
+            for name, text in CONSISTENCY_FINDINGS.items()
         ),
     )
 }
@@ -360,6 +387,8 @@ def metric_value(
             if summarized is not None:
                 return summarized
         return statistic(samples, stat)
+    if spec.kind == "consistency":
+        return _consistency(analysis, spec, stat)
     if spec.name == "throughput":
         value = analysis.summary.throughput.get(stat)
         if value is None:
@@ -387,6 +416,19 @@ def metric_value(
     if values.size == 0:
         return None
     return float(values.mean())
+
+
+def _consistency(analysis: Analysis, spec: MetricSpec, stat: str) -> float:
+    found = analysis.server_metrics
+    if found is None:
+        raise MetricUnavailable(
+            f"{spec.name}.{stat} needs the server's metrics", hint="give --server-metrics FILE"
+        )
+    finding = found.findings[spec.column]
+    value = getattr(finding, stat)
+    if value is None:
+        raise MetricUnavailable(f"{spec.name}.{stat} is not available: {finding.unavailable}")
+    return float(value)
 
 
 def _summary_stat(analysis: Analysis, metric: str, stat: str) -> float | None:

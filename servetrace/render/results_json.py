@@ -18,7 +18,13 @@ def analysis_dict(analysis: Analysis, naming: str = "servetrace") -> dict[str, A
     report = report_dict(analysis.summary, analysis.inputs, analysis.groups, analysis.by, naming)
     if analysis.declared is not None:
         report["declared"] = declared_dict(analysis.declared)
-    return {**report, **time_dict(analysis)}
+    report = {**report, **time_dict(analysis)}
+    if analysis.server_metrics is not None:
+        from servetrace.render.server_metrics import server_dict
+        from servetrace.render.time_report import origin_of
+
+        report.update(server_dict(analysis.server_metrics, origin_of(analysis)))
+    return report
 
 
 def run_dict(run: Run, naming: str = "servetrace") -> dict[str, Any]:

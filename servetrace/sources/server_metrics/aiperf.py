@@ -25,7 +25,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError, first_line
-from servetrace.sources.server_metrics import frame, label_text
+from servetrace.sources.server_metrics.schema import frame, label_text
 
 METADATA = "server_metrics_metadata.json"
 EXPORT = "server_metrics_export.jsonl"

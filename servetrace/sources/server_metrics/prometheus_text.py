@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import InputError, first_line
-from servetrace.sources.server_metrics import frame, label_text
+from servetrace.sources.server_metrics.schema import frame, label_text
 
 NS_PER_MS = 1_000_000
 

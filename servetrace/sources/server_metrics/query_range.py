@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import InputError, first_line
-from servetrace.sources.server_metrics import frame, label_text
+from servetrace.sources.server_metrics.schema import frame, label_text
 
 
 def _kind(name: str, labels: dict[str, str], histograms: set[str]) -> tuple[str, str]:
