@@ -6,6 +6,7 @@ import os
 from dataclasses import replace
 
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.stage_pairs import StagePairs
 from servetrace.errors import UsageError
 
 FORMAT_NAMES = ("prometheus", "query_range", "aiperf")
@@ -33,3 +34,14 @@ def with_server_metrics(
     events = analysis.events("--server-metrics counts the trace's tokens and preemptions")
     found = compare(metrics, analysis, events, where, clock_offset_ns)
     return replace(analysis, server_metrics=found)
+
+
+def inference_perf_stages(path: str | os.PathLike[str]) -> StagePairs:
+    """Each load stage of an inference-perf results folder: its client summary against its
+    server Prometheus summary, pair by pair, with the definitional differences named."""
+    from pathlib import Path
+
+    from servetrace.analysis.stage_pairs import stage_pairs
+    from servetrace.sources.server_metrics.inference_perf import read_stages
+
+    return stage_pairs(read_stages(Path(path)), os.fspath(path))
