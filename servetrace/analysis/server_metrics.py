@@ -163,7 +163,7 @@ def _summary(name: str, family: str, server: np.ndarray, trace: np.ndarray,
         max_abs=float(np.abs(diff).max()),
         mean_abs=float(np.abs(diff).mean()),
         mean_signed=float(diff.mean()),
-        worst_at_ns=int(at[worst]),
+        worst_at_ns=int(at[worst]) if diff[worst] else None,
         **more,
     )
 
@@ -261,8 +261,11 @@ def _ttft(metrics: pl.DataFrame, edges: np.ndarray, requests: pl.DataFrame, wher
         mean_signed=float(diff.mean()),
         server_total=float(totals_s[-1]),
         trace_total=float(cum_t[-1]),
-        worst_at_ns=int(edges[worst_interval + 1]),
-        extra={"worst_le_s": float(les[worst_bucket]), "quantiles": quantiles},
+        worst_at_ns=int(edges[worst_interval + 1]) if diff.flat[flat] else None,
+        extra={
+            "worst_le_s": float(les[worst_bucket]) if diff.flat[flat] else None,
+            "quantiles": quantiles,
+        },
     )
     if f.max_abs:
         cause = (

@@ -92,7 +92,8 @@ def simulate_command(
         ),
     ] = None,
     scrape_interval_ms: Annotated[
-        int, typer.Option(help="Scrape interval of --metrics-out.", callback=COUNT)
+        int,
+        typer.Option(help="Scrape interval of --metrics-out.", callback=in_range(1, 86_400_000)),
     ] = 1000,
 ) -> None:
     """Simulate a continuous-batching engine and write its event log (seeded, exact)."""

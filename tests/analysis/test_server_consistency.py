@@ -147,3 +147,61 @@ def test_no_server_metrics_no_keys(tmp_path: Path, pair: tuple[Analysis, pl.Data
 
     analysis, _ = pair
     assert "consistency" not in analysis_dict(analysis)
+
+
+def _aiperf_export(events: pl.DataFrame, folder: Path) -> int:
+    """The simulator's series as AIPerf writes them (docs/tutorials/server-metrics.md):
+    one record per scrape, identical consecutive scrapes dropped but the first and last."""
+    import json
+
+    from servetrace.sim.metrics import HELP, TTFT, TTFT_BUCKETS_S, series
+
+    got = series(events, S)
+    labels = {"model_name": "sim"}
+    records = []
+    for k, t in enumerate(got["t"]):
+        metrics: dict[str, list[dict[str, object]]] = {
+            family: [{"labels": labels, "value": float(got[family][k])}] for family in HELP
+        }
+        buckets = {str(b): float(got[f"{TTFT}_bucket:{b!r}"][k]) for b in TTFT_BUCKETS_S}
+        buckets["+Inf"] = float(got[f"{TTFT}_bucket:inf"][k])
+        metrics[TTFT] = [
+            {
+                "labels": labels,
+                "histogram": buckets,
+                "sum": float(got[f"{TTFT}_sum"][k]),
+                "count": float(got[f"{TTFT}_count"][k]),
+            }
+        ]
+        records.append({"endpoint_url": "http://sim/metrics", "timestamp_ns": int(t),
+                        "endpoint_latency_ns": 1000, "metrics": metrics})  # fmt: skip
+    kept = [
+        r
+        for i, r in enumerate(records)
+        if not (0 < i < len(records) - 1)
+        or r["metrics"] != records[i - 1]["metrics"]
+        or r["metrics"] != records[i + 1]["metrics"]
+    ]
+    (folder / "server_metrics_export.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    schemas = {f: {"type": kind, "help": text} for f, (kind, text) in HELP.items()}
+    schemas[TTFT] = {"type": "histogram", "help": "TTFT"}
+    meta = {"endpoints": {"http://sim/metrics": {"metric_schemas": schemas}}}
+    (folder / "server_metrics_metadata.json").write_text(json.dumps(meta))
+    return len(records) - len(kept)
+
+
+def test_aiperf_deduplicated_export_agrees_exactly(tmp_path: Path) -> None:
+    # An idle gap between two bursts: its scrapes are identical and AIPerf drops them.
+    first = synthetic_workload(40, 20.0, seed=5)
+    later = first.with_columns(pl.col("arrival_ns") + 30 * S, pl.col("request_id") + "b")
+    events = simulate(pl.concat([first, later]), EngineConfig(seed=5))
+    trace = tmp_path / "t.parquet"
+    events.write_parquet(trace)
+    dropped = _aiperf_export(events, tmp_path)
+    assert dropped > 5
+    analysis = servetrace.analyze(trace)
+    found = compare(read(tmp_path), analysis, analysis.events("test"), "aiperf")
+    assert found.alignment.offset_ns == 0
+    for name, f in found.findings.items():
+        assert f.unavailable is None and f.max_abs == 0, name
+    assert found.findings["success_counter"].server_total == 80
