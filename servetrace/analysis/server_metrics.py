@@ -100,7 +100,7 @@ def align(
     t0, t1 = tl.trace_start_ns or 0, tl.trace_end_ns or 0
     s0, s1 = int(metrics["ts"].min()), int(metrics["ts"].max())  # type: ignore[arg-type]
     if clock_offset_ns is not None:
-        return Alignment(clock_offset_ns, "assumed", "offset given with --clock-offset")
+        return Alignment(clock_offset_ns, "assumed", "offset given with --clock-offset-ms")
     overlap = s0 <= t1 and s1 >= t0
     base = 0 if overlap else s0 - t0
     rows = metrics.filter(pl.col("family") == RUNNING)
@@ -110,7 +110,7 @@ def align(
             raise InputError(
                 f"{where}: the server's clock cannot be aligned with the trace's: their "
                 "spans do not overlap and there is no running gauge to match",
-                hint="give --clock-offset MS (server clock − trace clock)",
+                hint="give --clock-offset-ms MS (server clock − trace clock)",
             )
         return Alignment(0, "assumed", "no running gauge to align on: one clock assumed")
     instants = np.unique(rows["ts"].to_numpy())
@@ -118,7 +118,8 @@ def align(
     assert gauge is not None
     step = _interval(instants)
     reach = max(t1 - t0, step)
-    k = min(-(-reach // step), max(10, 20_000_000 // max(instants.size, 1)))
+    # At most ~4 M (candidate, scrape) pairs per pass: bounded memory on long scrapes.
+    k = min(-(-reach // step), max(10, 2_000_000 // max(instants.size, 1)))
     coarse = base + np.arange(-k, k + 1, dtype=np.int64) * step
     errors = _mismatch(tl.transitions, instants, gauge, coarse, (t0, t1))
     best = int(coarse[int(np.argmin(errors))])
@@ -134,7 +135,7 @@ def align(
             f"{where}: the server's clock cannot be aligned with the trace's: the running "
             f"gauge matches the trace's running count at no offset (best mean difference "
             f"{low:.3g} requests)",
-            hint="give --clock-offset MS (server clock − trace clock)",
+            hint="give --clock-offset-ms MS (server clock − trace clock)",
         )
     if at_base <= low:
         if base == 0:

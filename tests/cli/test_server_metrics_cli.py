@@ -128,3 +128,33 @@ def test_unreadable_metrics_exit_3(simulated: tuple[Path, Path], tmp_path: Path)
     done = runner.invoke(app, ["analyze", str(simulated[0]), "--server-metrics", str(garbage)])
     assert done.exit_code == 3
     assert str(garbage) in done.output and "Traceback" not in done.output
+
+
+def test_clocks_that_cannot_be_aligned_exit_3(simulated: tuple[Path, Path], tmp_path: Path) -> None:
+    far = tmp_path / "epoch.prom"
+    far.write_text(
+        "# TYPE vllm:num_requests_waiting gauge\n"
+        'vllm:num_requests_waiting{engine="0"} 1.0 1733238000000\n'
+        'vllm:num_requests_waiting{engine="0"} 2.0 1733238001000\n'
+    )
+    done = runner.invoke(app, ["analyze", str(simulated[0]), "--server-metrics", str(far)])
+    assert done.exit_code == 3
+    assert "cannot be aligned" in done.output and "--clock-offset-ms" in done.output
+    # with the offset given, the gauge is compared on the trace's axis
+    given = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(simulated[0]),
+            "--server-metrics",
+            str(far),
+            "--clock-offset-ms",
+            "1733238000000",
+            "-f",
+            "json",
+        ],
+    )
+    assert given.exit_code == 0, given.output
+    report = json.loads(given.stdout)
+    assert report["server_metrics"]["clock"]["method"] == "assumed"
+    assert report["consistency"]["waiting_gauge"]["compared"] == 2

@@ -133,3 +133,12 @@ def test_a_scrape_folder_needs_times_in_the_names(tmp_path: Path) -> None:
     (tmp_path / "scrape.prom").write_text("# TYPE x gauge\nx 1\n")
     with pytest.raises(InputError, match="file name"):
         read(tmp_path)
+
+
+def test_openmetrics_scrapes_with_float_second_timestamps() -> None:
+    m = read(DATA / "openmetrics")
+    running = m.filter(family="vllm:num_requests_running")
+    # the first file's samples carry 1733238000.25 s; the second takes its file name's ms
+    assert running["ts"].to_list() == [1733238000_250_000_000, 1733238001_250_000_000]
+    d = counter_deltas(m, "vllm:num_preemptions_total")
+    assert d["delta"].to_list() == [2.0] and d["rate_per_s"].to_list() == [2.0]

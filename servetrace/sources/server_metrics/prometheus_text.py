@@ -10,6 +10,10 @@ Two layouts:
   the file name's stem, an integer of milliseconds (``1733238000123.prom``). A sample that
   does carry a timestamp keeps its own.
 
+A text ending in ``# EOF`` is OpenMetrics and read with the same client's OpenMetrics
+parser: its timestamps are float seconds (kept to the ns); that parser takes one point per
+series, so OpenMetrics is one scrape per file (a folder), or timestamps on every sample.
+
 A sample with no timestamp in a single file, a file name that is not a number, or text the
 parser rejects is an input error naming the file and the line.
 """
@@ -28,7 +32,11 @@ NS_PER_MS = 1_000_000
 
 def _parse(text: str, where: Path, default_ts_ns: int | None) -> dict[str, list[object]]:
     try:
-        from prometheus_client.parser import text_string_to_metric_families
+        if text.rstrip().endswith("# EOF"):
+            # OpenMetrics (float-second timestamps): the same client's OpenMetrics parser
+            from prometheus_client.openmetrics.parser import text_string_to_metric_families
+        else:
+            from prometheus_client.parser import text_string_to_metric_families
     except ImportError:
         raise InputError(
             f"{where}: reading Prometheus text needs prometheus_client",
@@ -43,7 +51,7 @@ def _parse(text: str, where: Path, default_ts_ns: int | None) -> dict[str, list[
                 if s.name.endswith("_created"):
                     continue  # prometheus_client's creation time, not a sample of the series
                 if s.timestamp is not None:
-                    ts = round(float(s.timestamp) * 1000) * NS_PER_MS
+                    ts = _stamp_ns(s.timestamp)
                 elif default_ts_ns is not None:
                     ts = default_ts_ns
                 else:
@@ -70,6 +78,15 @@ def _parse(text: str, where: Path, default_ts_ns: int | None) -> dict[str, list[
             hint="the file must be Prometheus text format 0.0.4 (what /metrics returns)",
         ) from None
     return rows
+
+
+def _stamp_ns(stamp: object) -> int:
+    """A sample's timestamp in ns: OpenMetrics' exact (sec, nsec), or the text format's
+    milliseconds (which the parser gives as float seconds)."""
+    sec = getattr(stamp, "sec", None)
+    if sec is not None:
+        return int(sec) * 1_000_000_000 + int(getattr(stamp, "nsec", 0))
+    return round(float(stamp) * 1000) * NS_PER_MS  # type: ignore[arg-type]
 
 
 def read_text(path: Path) -> pl.DataFrame:
