@@ -151,8 +151,9 @@ def align(
     )
 
 
-def _summary(name: str, family: str, server: np.ndarray, trace: np.ndarray,
-             at: np.ndarray, **more: Any) -> Finding:  # fmt: skip
+def _summary(
+    name: str, family: str, server: np.ndarray, trace: np.ndarray, at: np.ndarray, **more: Any
+) -> Finding:
     diff = server - trace
     if diff.size == 0:
         return Finding(name, family, unavailable="no scrape falls within the trace")
@@ -217,8 +218,9 @@ def _histogram_quantile(q: float, les: np.ndarray, cum: np.ndarray) -> float | N
     return lo + (float(les[b]) - lo) * ((rank - below) / inside if inside else 0.0)
 
 
-def _ttft(metrics: pl.DataFrame, edges: np.ndarray, requests: pl.DataFrame, where: str,
-          offset: int) -> Finding:  # fmt: skip
+def _ttft(
+    metrics: pl.DataFrame, edges: np.ndarray, requests: pl.DataFrame, where: str, offset: int
+) -> Finding:
     deltas = histogram_deltas(metrics, TTFT, where)
     if deltas.is_empty():
         return Finding("ttft_histogram", TTFT, unavailable=f"no {TTFT} histogram")

@@ -173,8 +173,14 @@ def _aiperf_export(events: pl.DataFrame, folder: Path) -> int:
                 "count": float(got[f"{TTFT}_count"][k]),
             }
         ]
-        records.append({"endpoint_url": "http://sim/metrics", "timestamp_ns": int(t),
-                        "endpoint_latency_ns": 1000, "metrics": metrics})  # fmt: skip
+        records.append(
+            {
+                "endpoint_url": "http://sim/metrics",
+                "timestamp_ns": int(t),
+                "endpoint_latency_ns": 1000,
+                "metrics": metrics,
+            }
+        )
     kept = [
         r
         for i, r in enumerate(records)
