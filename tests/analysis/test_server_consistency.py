@@ -211,3 +211,22 @@ def test_aiperf_deduplicated_export_agrees_exactly(tmp_path: Path) -> None:
     for name, f in found.findings.items():
         assert f.unavailable is None and f.max_abs == 0, name
     assert found.findings["success_counter"].server_total == 80
+
+
+def test_a_counter_reset_is_handled(pair: tuple[Analysis, pl.DataFrame]) -> None:
+    analysis, metrics = pair
+    family = "vllm:generation_tokens_total"
+    series = metrics.filter(family=family).sort("ts")
+    # The server restarts just after the 10 s scrape: from 11 s on it counts from zero.
+    at_10 = series.filter(ts=10 * S)["value"][0]
+    reset = metrics.with_columns(
+        pl.when((pl.col("family") == family) & (pl.col("ts") >= 11 * S))
+        .then(pl.col("value") - at_10)
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
+    before = _compare(analysis, metrics).findings["generation_tokens_counter"]
+    f = _compare(analysis, reset).findings["generation_tokens_counter"]
+    assert f.extra["resets"] == 1
+    assert f.max_abs == 0 and f.server_total == before.server_total
+    assert f.cause is not None and "reset 1 time" in f.cause
