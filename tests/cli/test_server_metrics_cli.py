@@ -158,3 +158,31 @@ def test_clocks_that_cannot_be_aligned_exit_3(simulated: tuple[Path, Path], tmp_
     report = json.loads(given.stdout)
     assert report["server_metrics"]["clock"]["method"] == "assumed"
     assert report["consistency"]["waiting_gauge"]["compared"] == 2
+
+
+def test_query_range_json_of_the_same_series_agrees(
+    simulated: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from servetrace.sources.server_metrics import read
+
+    trace, prom = simulated
+    samples = read(prom)
+    result = []
+    for (family, labels, le), part in samples.group_by("family", "labels", "le"):
+        metric = {**json.loads(labels), "__name__": family}
+        if le is not None:
+            metric["__name__"] = f"{family}_bucket"
+            metric["le"] = "+Inf" if le == float("inf") else repr(le)
+        part = part.sort("ts")
+        values = [[t / 1e9, repr(v)] for t, v in zip(part["ts"], part["value"], strict=True)]
+        result.append({"metric": metric, "values": values})
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+    answer = tmp_path / "range.json"
+    answer.write_text(json.dumps(doc))
+    args = ["analyze", str(trace), "--server-metrics", str(answer)]
+    done = runner.invoke(app, [*args, "--server-metrics-from", "query_range", "-f", "json"])
+    assert done.exit_code == 0, done.output
+    findings = json.loads(done.stdout)["consistency"]
+    assert all(f["max_abs"] == 0 for f in findings.values()), findings
+    wrong = runner.invoke(app, [*args, "--server-metrics-from", "openmetrics"])
+    assert wrong.exit_code == 2 and "prometheus, query_range, aiperf" in wrong.output
