@@ -210,6 +210,14 @@ def compare(
     """Every finding of ``metrics`` against ``analysis`` (module docstring)."""
     if metrics.is_empty():
         raise InputError(f"{where}: no samples", hint="give a file with at least one scrape")
+    broken = metrics.filter(
+        pl.col("kind").is_in(["counter", "histogram"]) & ~pl.col("value").is_finite()
+    )
+    if not broken.is_empty():
+        raise InputError(
+            f"{where}: {broken['family'][0]} has a non-finite sample at ts {broken['ts'][0]}",
+            hint="a counter or histogram count is a finite number",
+        )
     alignment = align(metrics, analysis, where, clock_offset_ns)
     off = alignment.offset_ns
     tl = analysis.timeline

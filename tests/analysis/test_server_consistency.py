@@ -230,3 +230,15 @@ def test_a_counter_reset_is_handled(pair: tuple[Analysis, pl.DataFrame]) -> None
     assert f.extra["resets"] == 1
     assert f.max_abs == 0 and f.server_total == before.server_total
     assert f.cause is not None and "reset 1 time" in f.cause
+
+
+def test_a_nan_counter_sample_is_named(pair: tuple[Analysis, pl.DataFrame]) -> None:
+    analysis, metrics = pair
+    broken = metrics.with_columns(
+        pl.when((pl.col("family") == "vllm:num_preemptions_total") & (pl.col("ts") == 3 * S))
+        .then(float("nan"))
+        .otherwise(pl.col("value"))
+        .alias("value")
+    )
+    with pytest.raises(InputError, match="vllm:num_preemptions_total has a non-finite sample"):
+        _compare(analysis, broken)
