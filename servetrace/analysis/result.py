@@ -17,6 +17,7 @@ import polars as pl
 
 from servetrace.analysis.fluidity import FluidityTargets
 from servetrace.analysis.lifecycle import KEY, Timeline
+from servetrace.analysis.server_findings import ServerComparison
 from servetrace.analysis.summary import GoodputTarget, Summary
 from servetrace.analysis.window import Window
 from servetrace.errors import UsageError
@@ -68,6 +69,8 @@ class Analysis:
     slices: pl.DataFrame | None = None  # --slice: analysis.slices.slice_figures
     fluidity: FluidityTargets | None = None
     stalls: Stalls | None = None  # --steps: ITL gaps joined to the engine's steps
+    # --server-metrics: the engine's series against this trace (analysis.server_metrics)
+    server_metrics: ServerComparison | None = None
     events_reader: EventsReader | None = field(default=None, compare=False, repr=False)
 
     @property

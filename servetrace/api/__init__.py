@@ -33,6 +33,8 @@ _HOME = {
     "compare": "servetrace.api._compare",
     "capacity": "servetrace.api._capacity",
     "whatif": "servetrace.api._whatif",
+    "with_server_metrics": "servetrace.api._server_metrics",
+    "inference_perf_stages": "servetrace.api._server_metrics",
 }
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from servetrace.api._capacity import capacity
     from servetrace.api._check import check, check_config
     from servetrace.api._compare import compare
+    from servetrace.api._server_metrics import inference_perf_stages, with_server_metrics
     from servetrace.api._whatif import whatif
     from servetrace.comparison.compare import Comparison
     from servetrace.rules.result import CheckResult
@@ -59,8 +62,10 @@ __all__ = [
     "check",
     "check_config",
     "compare",
+    "inference_perf_stages",
     "read_events",
     "whatif",
+    "with_server_metrics",
 ]
 
 

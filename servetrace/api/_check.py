@@ -54,6 +54,8 @@ def check(
     gate: PercentileGate | str = PercentileGate.interval,
     steps: str | os.PathLike[str] | None = None,
     steps_from: str | None = None,
+    server_metrics: str | os.PathLike[str] | None = None,
+    server_metrics_from: str | None = None,
 ) -> CheckResult:
     """Evaluate SLO rules and regression budgets on a trace (the CI gate).
 
@@ -99,6 +101,11 @@ def check(
             "fluidity rules need per-token deadlines",
             hint="give --fluidity ttft=500ms,tbt=50ms (Etalon's TTFT and TBT targets)",
         )
+    if server_metrics is None and any(r.metric.startswith("consistency.") for r in checked):
+        raise UsageError(
+            "consistency rules need the server's metrics",
+            hint="give --server-metrics FILE (its Prometheus series)",
+        )
     reading: dict[str, Any] = {
         "columns": columns,
         "time_unit": time_unit,
@@ -129,6 +136,10 @@ def check(
         from servetrace.api._stalls import with_stalls
 
         analysis = with_stalls(analysis, steps, steps_from)
+    if server_metrics is not None:
+        from servetrace.api._server_metrics import with_server_metrics
+
+        analysis = with_server_metrics(analysis, server_metrics, server_metrics_from)
     chosen = baseline if baseline is not None else settings.baseline
     reference: Analysis | ReportBaseline | Mapping[str, Any] | None = None
     label: str | None = None

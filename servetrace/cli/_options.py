@@ -173,6 +173,33 @@ StallsOutOpt = Annotated[
         "prefill_tokens, decode_tokens, excess_ns, cause), .csv or .parquet.",
     ),
 ]
+ServerMetricsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server-metrics",
+        metavar="FILE",
+        help="The engine's Prometheus series (text exposition file or folder of scrapes, "
+        "query_range JSON, AIPerf server_metrics_export.jsonl): put on the trace's time "
+        "axis and checked against it (section 'server metrics vs the trace').",
+    ),
+]
+ServerMetricsFromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server-metrics-from",
+        metavar="FORMAT",
+        help="Format of --server-metrics: prometheus, query_range or aiperf (default: detected).",
+    ),
+]
+ClockOffsetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--clock-offset-ms",
+        metavar="MS",
+        help="Server clock − trace clock, when it cannot be estimated from the running gauge.",
+        callback=in_range(-MAX_MS, MAX_MS),
+    ),
+]
 TracesArg = Annotated[
     list[str],
     typer.Argument(

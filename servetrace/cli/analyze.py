@@ -11,11 +11,14 @@ from servetrace.cli._app import app, examples, guarded, warn
 from servetrace.cli._events import PlotsOpt, analysis_plots, check_plots_dir
 from servetrace.cli._options import (
     ByOpt,
+    ClockOffsetOpt,
     CsvRawTextOpt,
     FormulaAbsTolOpt,
     FormulaRelTolOpt,
     GoodputOpt,
     NamingOpt,
+    ServerMetricsFromOpt,
+    ServerMetricsOpt,
     StallsOutOpt,
     StepsFromOpt,
     StepsOpt,
@@ -101,6 +104,9 @@ def analyze(
         ),
     ] = DEFAULT_BATCH_ROWS,
     plots: PlotsOpt = None,
+    server_metrics: ServerMetricsOpt = None,
+    server_metrics_from: ServerMetricsFromOpt = None,
+    clock_offset_ms: ClockOffsetOpt = None,
     label: Annotated[
         list[str] | None,
         typer.Option(
@@ -172,6 +178,8 @@ def analyze(
     from servetrace.analysis.slices import parse_slice
     from servetrace.render.analysis_report import analysis_text
 
+    if len(traces) == 1 and _inference_perf(traces[0], fmt, output):
+        return
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
     check_report_output(output, traces)
     check_plots_dir(plots, traces)
@@ -217,6 +225,11 @@ def analyze(
             **options,
         )
         if len(runs) > 1 or runs[0].analysis is None:
+            if server_metrics is not None:
+                raise UsageError(
+                    "--server-metrics describes one server: these inputs are several runs",
+                    hint="name one run",
+                )
             _runs_output(runs, fmt, output, requests_target, quarantine_target, plots)
             if strict and any(
                 run.analysis is not None and run.analysis.summary.accounting.rows_quarantined
@@ -225,6 +238,9 @@ def analyze(
                 raise typer.Exit(int(ExitCode.CHECK_FAILED))
             return
         analysis = runs[0].analysis
+    if server_metrics is not None:
+        offset = None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS)
+        analysis = api.with_server_metrics(analysis, server_metrics, server_metrics_from, offset)
     _report_warnings(analysis)
     if requests_target:
         write_requests(analysis.requests, requests_target, engine, ray_address)
@@ -262,6 +278,30 @@ def check_steps_options(
         return
     check_frame_output(stalls_out, "--stalls-out")
     refuse_overwriting_inputs([("--stalls-out", stalls_out)], [*traces, steps])
+
+
+def _inference_perf(path: str, fmt: SummaryFormat, output: Path | None) -> bool:
+    """An inference-perf results folder: each stage's client summary against its server
+    Prometheus summary (``render/stage_pairs``); False for any other input."""
+    from servetrace.sources.server_metrics.inference_perf import stage_folder
+
+    if "://" in path or stage_folder(Path(path)) is None:
+        return False
+    from servetrace import api
+    from servetrace.render import stage_pairs as render
+
+    found = api.inference_perf_stages(path)
+    if fmt is SummaryFormat.json:
+        from servetrace.render.summary import render_json
+
+        deliver(render_json(render.stage_pairs_dict(found)) + "\n", output)
+    elif fmt is SummaryFormat.markdown:
+        deliver(render.stage_pairs_markdown(found), output)
+    elif fmt is SummaryFormat.csv:
+        raise UsageError("an inference-perf stage comparison has no CSV form", hint="-f json")
+    else:
+        deliver(render.stage_pairs_table(found), output)
+    return True
 
 
 def refuse_with_partial(**given: object) -> None:

@@ -11,6 +11,8 @@ from servetrace.cli._app import app, emit, err_console, examples, guarded, out_c
 from servetrace.cli._options import (
     RESAMPLES,
     SEED,
+    ServerMetricsFromOpt,
+    ServerMetricsOpt,
     StepsFromOpt,
     StepsOpt,
     in_range,
@@ -113,6 +115,8 @@ def check_command(
     ] = PercentileGate.interval,
     steps: StepsOpt = None,
     steps_from: StepsFromOpt = None,
+    server_metrics: ServerMetricsOpt = None,
+    server_metrics_from: ServerMetricsFromOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
     """Check SLO rules and regression budgets; exit 0 all pass, 1 any failed."""
@@ -144,6 +148,8 @@ def check_command(
         gate=gate.value,
         steps=steps,
         steps_from=steps_from,
+        server_metrics=server_metrics,
+        server_metrics_from=server_metrics_from,
         **(reading or {}),
     )
     for message in result.warnings:

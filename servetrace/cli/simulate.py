@@ -107,6 +107,17 @@ def simulate_command(
             "against the engine's capacity, on stdout.",
         ),
     ] = SimulateFormat.text,
+    metrics_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the server's Prometheus series (vLLM's names) as one text "
+            "exposition with millisecond timestamps on the trace clock."
+        ),
+    ] = None,
+    scrape_interval_ms: Annotated[
+        int,
+        typer.Option(help="Scrape interval of --metrics-out.", callback=in_range(1, 86_400_000)),
+    ] = 1000,
 ) -> None:
     """Simulate a continuous-batching engine and write its event log (seeded, exact)."""
     from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
@@ -120,9 +131,10 @@ def simulate_command(
 
     check_frame_output(output, "--output")
     check_frame_output(steps_out, "--steps-out")
-    refuse_overwriting_inputs(
-        [("--output", output), ("--steps-out", steps_out)], [workload] if workload else []
-    )
+    outputs = [("--output", output), ("--steps-out", steps_out)]
+    if metrics_out is not None:
+        outputs.append(("--metrics-out", metrics_out))
+    refuse_overwriting_inputs(outputs, [workload] if workload else [])
     if workload is not None:
         load = read_workload(workload)
     else:
@@ -152,6 +164,11 @@ def simulate_command(
     write_frame(events, output)
     if steps_out is not None:
         write_frame(step_file_frame(canonical_steps(sim), steps_out), steps_out)
+    if metrics_out is not None:
+        from servetrace.outputs import write_text
+        from servetrace.sim.metrics import exposition
+
+        write_text(exposition(events, scrape_interval_ms * MS), metrics_out)
     err_console.print(
         f"wrote {output}: {events.height:,} events of {load.height:,} requests "
         f"(policy {policy.value}, seed {seed})",

@@ -52,7 +52,7 @@ from servetrace.stats.describe import STATISTICS, canonical_stat, is_statistic, 
 
 Better = Literal["lower", "higher"]
 Source = Literal["requests", "gaps", "summary"]
-Kind = Literal["latency", "rate", "outcome", "index"]
+Kind = Literal["latency", "rate", "outcome", "index", "consistency"]
 
 # Outcomes as servetrace.analysis.lifecycle names them.
 COMPLETED = "completed"
@@ -125,6 +125,17 @@ def is_fraction_stat(stat: str) -> bool:
     """A statistic that is a fraction (written as a number or with %)."""
     return stat == "fraction" or stat.endswith(("_share", "_fraction"))
 
+
+CONSISTENCY_FINDINGS = {
+    "clock_offset": "the server clock's offset from the trace's",
+    "waiting_gauge": "vllm:num_requests_waiting against the trace's queued count per scrape",
+    "running_gauge": "vllm:num_requests_running against the trace's running count per scrape",
+    "success_counter": "request_success_total deltas against completions per interval",
+    "preemption_counter": "num_preemptions_total deltas against preemption events",
+    "prompt_tokens_counter": "prompt_tokens_total deltas against prompts at first token",
+    "generation_tokens_counter": "generation_tokens_total deltas against output tokens",
+    "ttft_histogram": "TTFT bucket deltas against the trace's TTFTs rebinned, per bucket",
+}
 
 METRICS: dict[str, MetricSpec] = {
     spec.name: spec
@@ -209,6 +220,22 @@ METRICS: dict[str, MetricSpec] = {
             "outcome",
             ("count", "fraction", "mean"),
             "preemption events; fraction of requests preempted at least once",
+        ),
+        # Server metrics against the trace (analysis.server_metrics; needs --server-metrics):
+        # the size of each finding's disagreement.
+        *(
+            MetricSpec(
+                f"consistency.{name}",
+                "ns" if name == "clock_offset" else "",
+                "lower",
+                "summary",
+                name,
+                "consistency",
+                ("max_abs", "mean_abs"),
+                f"server metrics vs the trace: {text} (needs --server-metrics)",
+                {"max_abs": "ns", "mean_abs": "ns"} if name == "clock_offset" else {},
+            )
+            for name, text in CONSISTENCY_FINDINGS.items()
         ),
     )
 }
@@ -392,6 +419,8 @@ def metric_value(
             if summarized is not None:
                 return summarized
         return statistic(samples, stat)
+    if spec.kind == "consistency":
+        return _consistency(analysis, spec, stat)
     if spec.name == "throughput":
         value = analysis.summary.throughput.get(stat)
         if value is None:
@@ -438,6 +467,19 @@ def stall_value(analysis: Analysis, stat: str) -> float | None:
     else:
         value = stalls.shares()[stat]
     return None if value is None else float(value)
+
+
+def _consistency(analysis: Analysis, spec: MetricSpec, stat: str) -> float:
+    found = analysis.server_metrics
+    if found is None:
+        raise MetricUnavailable(
+            f"{spec.name}.{stat} needs the server's metrics", hint="give --server-metrics FILE"
+        )
+    finding = found.findings[spec.column]
+    value = getattr(finding, stat)
+    if value is None:
+        raise MetricUnavailable(f"{spec.name}.{stat} is not available: {finding.unavailable}")
+    return float(value)
 
 
 def _summary_stat(analysis: Analysis, metric: str, stat: str) -> float | None:

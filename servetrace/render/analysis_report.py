@@ -10,12 +10,19 @@ from servetrace.analysis.result import Analysis
 from servetrace.render.formats import SummaryFormat
 from servetrace.render.groups import footer, groups_markdown, groups_table, one_row_each
 from servetrace.render.results_json import analysis_dict
+from servetrace.render.server_metrics import server_lines, server_markdown
 from servetrace.render.stalls import TITLE as STALLS_TITLE
 from servetrace.render.stalls import stalls_dict, stalls_lines
 from servetrace.render.summary import render_csv, render_json, render_markdown, render_table
 from servetrace.render.survival import survival_lines
 from servetrace.render.time_report import lines as time_lines
-from servetrace.render.time_report import slice_csv, slice_markdown, slice_table, time_dict
+from servetrace.render.time_report import (
+    origin_of,
+    slice_csv,
+    slice_markdown,
+    slice_table,
+    time_dict,
+)
 
 
 def analysis_text(
@@ -23,6 +30,7 @@ def analysis_text(
 ) -> str | list[RenderableType]:
     """The report as text (JSON, CSV, Markdown), or the terminal table's renderables."""
     timed = time_dict(analysis)
+    origin = origin_of(analysis)
     groups, by = analysis.groups, analysis.by or ""
     summary, inputs = analysis.summary, analysis.inputs
     if fmt is SummaryFormat.json:
@@ -42,6 +50,8 @@ def analysis_text(
         if "slices" in timed:
             text += slice_markdown(timed["slices"])
         text += "".join(f"- {line}\n" for line in survival_lines(summary.survival, censoring))
+        if analysis.server_metrics is not None:
+            text += server_markdown(analysis.server_metrics, origin)
         if groups and one_row_each(groups):
             return text + groups_markdown(groups, by, naming)
         for value, group in (groups or {}).items():
@@ -59,6 +69,8 @@ def analysis_text(
     if "slices" in timed:
         parts.append(Text(slice_table(timed["slices"])))
     parts += [Text(line) for line in survival_lines(summary.survival, censoring)]
+    if analysis.server_metrics is not None:
+        parts += [Text(""), *(Text(s) for s in server_lines(analysis.server_metrics, origin))]
     if groups and one_row_each(groups):
         return [*parts, Text(""), groups_table(groups, by, naming), Text(footer(groups, by))]
     for value, group in (groups or {}).items():

@@ -22,7 +22,13 @@ def analysis_dict(analysis: Analysis, naming: str = "servetrace") -> dict[str, A
         from servetrace.render.stalls import stalls_dict
 
         report["stalls"] = stalls_dict(analysis.stalls, analysis.timeline.trace_start_ns)
-    return {**report, **time_dict(analysis)}
+    report = {**report, **time_dict(analysis)}
+    if analysis.server_metrics is not None:
+        from servetrace.render.server_metrics import server_dict
+        from servetrace.render.time_report import origin_of
+
+        report.update(server_dict(analysis.server_metrics, origin_of(analysis)))
+    return report
 
 
 def run_dict(run: Run, naming: str = "servetrace") -> dict[str, Any]:

@@ -152,6 +152,13 @@ def _metric(scan: _Scanner, expect: Expect | None) -> tuple[MetricSpec, str]:
     if found is None:
         raise _Fail(scan.pos, 1, "expected a metric name such as ttft, itl, e2e")
     word, at = found
+    if word.lower() == "consistency" and scan.peek("."):
+        # A finding of the server-metrics checks: consistency.FINDING.STAT
+        scan.pos += 1
+        finding = scan.match(_NAME)
+        if finding is None:
+            raise _Fail(scan.pos, 1, "expected a finding such as consistency.waiting_gauge")
+        word = f"{word}.{finding[0]}"
     name = canonical_metric(word)
     spec = METRICS.get(name)
     if spec is None:

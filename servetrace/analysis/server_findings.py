@@ -1,0 +1,43 @@
+"""What the server-metrics checks found (``analysis.server_metrics``): the alignment of the
+clocks and one ``Finding`` per check, numbers in internal units (ns, counts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    family: str | None
+    compared: int = 0  # scrapes (gauges) or intervals (counters, histogram) compared
+    max_abs: float | None = None  # None: unavailable (``unavailable`` says why)
+    mean_abs: float | None = None
+    mean_signed: float | None = None  # server − trace
+    server_total: float | None = None
+    trace_total: float | None = None
+    worst_at_ns: int | None = None  # trace clock
+    cause: str | None = None
+    unavailable: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    offset_ns: int
+    method: str  # same_clock | estimated | assumed
+    statement: str
+    resolution_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class ServerComparison:
+    path: str
+    families: pl.DataFrame  # family, kind, series, samples, first_ns, last_ns
+    scrapes: int
+    interval_ns: int | None
+    alignment: Alignment
+    findings: dict[str, Finding]

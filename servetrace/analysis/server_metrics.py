@@ -1,0 +1,321 @@
+"""Server metrics against the trace: one time axis, then named consistency findings
+(design §12).
+
+**Clock**: ``server_clock.align`` (the offset applied to every scrape time).
+
+**Findings** (each ``max_abs``, ``mean_abs``, compared points, totals, where it is worst,
+and a likely cause when it is not zero):
+
+- ``waiting_gauge`` / ``running_gauge``: ``vllm:num_requests_waiting`` /
+  ``…_running`` at each scrape instant against the trace's queued / running count there
+  (``concurrency.levels_at``, the level after every transition at or before the instant);
+- ``success_counter``, ``preemption_counter``, ``prompt_tokens_counter``,
+  ``generation_tokens_counter``: the counter's delta over each scrape interval ``(t₀, t₁]``
+  (resets handled, ``series.counter_deltas``) against the trace's completions, preemption
+  events, prompt tokens of requests whose first token is in it, and output tokens of the
+  ticks in it; ``abort`` finishes are not successes;
+- ``ttft_histogram``: the histogram's bucket deltas per interval against the trace's own
+  TTFTs (first token − arrival) of the requests whose first token is in it, rebinned into
+  the server's ``le`` bounds (cumulative, as Prometheus counts); and, over the whole span,
+  p50/p90/p99 as ``histogram_quantile`` interpolates them from the buckets against the
+  trace's exact percentile, with the bucket width that bounds the error;
+- ``clock_offset``: the offset applied (0 when the clocks agree).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from servetrace.analysis.concurrency import levels_at
+from servetrace.analysis.result import Analysis
+from servetrace.analysis.server_clock import align, interval_of
+from servetrace.analysis.server_findings import Finding, ServerComparison
+from servetrace.errors import InputError
+from servetrace.schema import TICK_EVENTS
+from servetrace.sources.server_metrics.series import (
+    counter_deltas,
+    families,
+    gauge_at,
+    histogram_deltas,
+    total_deltas,
+)
+
+WAITING, RUNNING = "vllm:num_requests_waiting", "vllm:num_requests_running"
+COUNTERS = {
+    "success_counter": "vllm:request_success_total",
+    "preemption_counter": "vllm:num_preemptions_total",
+    "prompt_tokens_counter": "vllm:prompt_tokens_total",
+    "generation_tokens_counter": "vllm:generation_tokens_total",
+}
+TTFT = "vllm:time_to_first_token_seconds"
+FINDINGS = (
+    "clock_offset",
+    "waiting_gauge",
+    "running_gauge",
+    *COUNTERS,
+    "ttft_histogram",
+)
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+def _summary(
+    name: str, family: str, server: np.ndarray, trace: np.ndarray, at: np.ndarray, **more: Any
+) -> Finding:
+    diff = server - trace
+    if diff.size == 0:
+        return Finding(name, family, unavailable="no scrape falls within the trace")
+    worst = int(np.argmax(np.abs(diff)))
+    return Finding(
+        name,
+        family,
+        compared=int(diff.size),
+        max_abs=float(np.abs(diff).max()),
+        mean_abs=float(np.abs(diff).mean()),
+        mean_signed=float(diff.mean()),
+        worst_at_ns=int(at[worst]) if diff[worst] else None,
+        **more,
+    )
+
+
+def _gauge_cause(f: Finding, what: str) -> str | None:
+    if not f.max_abs:
+        return None
+    if f.mean_signed is not None and f.mean_signed > 0 and f.mean_abs == f.mean_signed:
+        return f"the server counts {what} the trace does not hold (other clients or replicas)"
+    if f.mean_signed is not None and -f.mean_signed == f.mean_abs:
+        return f"the trace holds {what} the server does not count (queueing before the server)"
+    return "the scrape instants and the events disagree in time (clock skew, late scrapes)"
+
+
+def _counter_cause(f: Finding, resets: int) -> str | None:
+    if not f.max_abs and not resets:
+        return None
+    if resets:
+        return f"the counter reset {resets} time(s) (a server restart between scrapes)"
+    if (f.server_total or 0) > (f.trace_total or 0):
+        return "the server counted work the trace does not have (other clients, retries)"
+    if (f.server_total or 0) < (f.trace_total or 0):
+        return (
+            "the server did not count all the trace's work (lost increments, a replica not scraped)"
+        )
+    return "the totals agree but not per interval: the clocks or scrape times are off"
+
+
+def _per_interval(edges: np.ndarray, times: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Σ weight of the times in each interval (edges[k-1], edges[k]]."""
+    out = np.zeros(max(edges.size - 1, 0), dtype=np.float64)
+    k = np.searchsorted(edges, times, side="left") - 1
+    keep = (k >= 0) & (k < out.size)
+    np.add.at(out, k[keep], weight[keep])
+    return out
+
+
+def _histogram_quantile(q: float, les: np.ndarray, cum: np.ndarray) -> float | None:
+    """Prometheus' ``histogram_quantile``: linear within the bucket, 0 as the lowest bound."""
+    total = cum[-1] if cum.size else 0
+    if total <= 0:
+        return None
+    rank = q * total
+    b = int(np.searchsorted(cum, rank, side="left"))
+    if b >= les.size - 1 and np.isinf(les[-1]):
+        return float(les[-2]) if les.size > 1 else None
+    lo = 0.0 if b == 0 else float(les[b - 1])
+    below = 0.0 if b == 0 else float(cum[b - 1])
+    inside = float(cum[b]) - below
+    return lo + (float(les[b]) - lo) * ((rank - below) / inside if inside else 0.0)
+
+
+def _ttft(
+    metrics: pl.DataFrame, edges: np.ndarray, requests: pl.DataFrame, where: str, offset: int
+) -> Finding:
+    deltas = histogram_deltas(metrics, TTFT, where)
+    if deltas.is_empty():
+        return Finding("ttft_histogram", TTFT, unavailable=f"no {TTFT} histogram")
+    les = np.sort(deltas["le"].unique().to_numpy())
+    server = np.stack(
+        [total_deltas(deltas.filter(pl.col("le") == le), edges + offset) for le in les], axis=1
+    )
+    got = requests.filter(pl.col("ttft_ns").is_not_null())
+    first = (got["arrival_ns"] + got["ttft_ns"]).to_numpy()
+    ttft_s = got["ttft_ns"].to_numpy() / 1e9
+    trace = np.stack([_per_interval(edges, first, (ttft_s <= le) * 1.0) for le in les], axis=1)
+    diff = server - trace
+    if diff.size == 0:
+        return Finding("ttft_histogram", TTFT, unavailable="no scrape interval in the trace")
+    flat = int(np.argmax(np.abs(diff)))
+    worst_interval, worst_bucket = divmod(flat, les.size)
+    inside = (first > edges[0]) & (first <= edges[-1])
+    totals_s, cum_t = server.sum(axis=0), trace.sum(axis=0)
+    quantiles: dict[str, Any] = {}
+    exact_values = np.sort(ttft_s[inside])
+    for q in QUANTILES:
+        estimate = _histogram_quantile(q, les, totals_s)
+        exact = float(np.quantile(exact_values, q)) if exact_values.size else None
+        b = int(np.searchsorted(les, estimate, side="left")) if estimate is not None else None
+        lo = None if b is None else (0.0 if b == 0 else float(les[b - 1]))
+        hi = None if b is None else float(les[min(b, les.size - 1)])
+        quantiles[f"p{round(q * 100)}"] = {
+            "trace_ns": None if exact is None else round(exact * 1e9),
+            "histogram_ns": None if estimate is None else round(estimate * 1e9),
+            "error_ns": None
+            if exact is None or estimate is None
+            else round((estimate - exact) * 1e9),
+            "bucket_ns": None if lo is None or hi is None else [round(lo * 1e9), _ns(hi)],
+        }
+    f = Finding(
+        "ttft_histogram",
+        TTFT,
+        compared=int(diff.shape[0]),
+        max_abs=float(np.abs(diff).max()),
+        mean_abs=float(np.abs(diff).mean()),
+        mean_signed=float(diff.mean()),
+        server_total=float(totals_s[-1]),
+        trace_total=float(cum_t[-1]),
+        worst_at_ns=int(edges[worst_interval + 1]) if diff.flat[flat] else None,
+        extra={
+            "worst_le_s": float(les[worst_bucket]) if diff.flat[flat] else None,
+            "quantiles": quantiles,
+        },
+    )
+    if f.max_abs:
+        cause = (
+            "the server counts first tokens the trace does not have"
+            if (f.server_total or 0) != (f.trace_total or 0)
+            else "the server measures TTFT from its own arrival, not the trace's"
+        )
+        f = _with(f, cause=cause)
+    return f
+
+
+def _ns(seconds: float) -> int | None:
+    return None if not np.isfinite(seconds) else round(seconds * 1e9)
+
+
+def _with(f: Finding, **changes: Any) -> Finding:
+    from dataclasses import replace
+
+    return replace(f, **changes)
+
+
+def compare(
+    metrics: pl.DataFrame,
+    analysis: Analysis,
+    events: pl.LazyFrame | None,
+    where: str,
+    clock_offset_ns: int | None = None,
+) -> ServerComparison:
+    """Every finding of ``metrics`` against ``analysis`` (module docstring)."""
+    if metrics.is_empty():
+        raise InputError(f"{where}: no samples", hint="give a file with at least one scrape")
+    broken = metrics.filter(
+        pl.col("kind").is_in(["counter", "histogram"]) & ~pl.col("value").is_finite()
+    )
+    if not broken.is_empty():
+        raise InputError(
+            f"{where}: {broken['family'][0]} has a non-finite sample at ts {broken['ts'][0]}",
+            hint="a counter or histogram count is a finite number",
+        )
+    alignment = align(metrics, analysis, where, clock_offset_ns)
+    off = alignment.offset_ns
+    tl = analysis.timeline
+    t0, t1 = tl.trace_start_ns or 0, tl.trace_end_ns or 0
+    all_instants = np.unique(metrics["ts"].to_numpy())
+    findings: dict[str, Finding] = {
+        "clock_offset": Finding(
+            "clock_offset",
+            None,
+            compared=int(all_instants.size),
+            max_abs=float(abs(off)),
+            mean_signed=float(off),
+            cause=None if off == 0 else alignment.statement,
+        )
+    }
+    shifted = all_instants - off
+    inside = (shifted >= t0) & (shifted <= t1)
+    known = tl.has_admissions and analysis.summary.concurrency.get("queued_mean") is not None
+    levels = levels_at(tl.transitions, shifted[inside]) if known else None
+    for name, family, level, what in (
+        ("waiting_gauge", WAITING, "queued", "queued requests"),
+        ("running_gauge", RUNNING, "running", "running requests"),
+    ):
+        gauge = gauge_at(metrics, family, all_instants[inside])
+        if gauge is None:
+            findings[name] = Finding(name, family, unavailable=f"no {family} series")
+        elif levels is None:
+            findings[name] = Finding(name, family, unavailable="the trace has no admissions")
+        else:
+            ok = ~np.isnan(gauge)
+            f = _summary(name, family, gauge[ok], levels[level][ok], shifted[inside][ok])
+            findings[name] = _with(f, cause=_gauge_cause(f, what))
+    # Intervals between consecutive scrapes, on the trace clock.
+    edges = shifted
+    requests = analysis.per_request
+    trace_counts = _trace_counts(requests, events, edges)
+    for name, family in COUNTERS.items():
+        deltas = counter_deltas(metrics, family)
+        if name == "success_counter":
+            deltas = deltas.filter(~pl.col("labels").str.contains('"finished_reason":"abort"'))
+        if deltas.is_empty() and not metrics.filter(pl.col("family") == family).height:
+            findings[name] = Finding(name, family, unavailable=f"no {family} series")
+            continue
+        trace = trace_counts.get(name)
+        if trace is None:
+            findings[name] = Finding(name, family, unavailable="the trace cannot count it")
+            continue
+        server = total_deltas(deltas, all_instants)
+        resets = int(deltas["reset"].sum()) if deltas.height else 0
+        f = _summary(
+            name,
+            family,
+            server,
+            trace,
+            edges[1:],
+            server_total=float(server.sum()),
+            trace_total=float(trace.sum()),
+            extra={"resets": resets},
+        )
+        findings[name] = _with(f, cause=_counter_cause(f, resets))
+    findings["ttft_histogram"] = _ttft(metrics, edges, requests, where, off)
+    return ServerComparison(
+        path=where,
+        families=families(metrics),
+        scrapes=int(all_instants.size),
+        interval_ns=interval_of(all_instants) if all_instants.size > 1 else None,
+        alignment=alignment,
+        findings=findings,
+    )
+
+
+def _trace_counts(
+    requests: pl.DataFrame, events: pl.LazyFrame | None, edges: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The trace's count of each counter's work per interval (those it can count)."""
+    out: dict[str, np.ndarray] = {}
+    done = requests.filter(pl.col("outcome") == "completed")
+    end = (done["arrival_ns"] + done["e2e_ns"]).to_numpy()
+    out["success_counter"] = _per_interval(edges, end, np.ones(end.size))
+    firsts = requests.filter(pl.col("ttft_ns").is_not_null())
+    first = (firsts["arrival_ns"] + firsts["ttft_ns"]).to_numpy()
+    if firsts["prompt_tokens"].null_count() == 0:
+        prompt = firsts["prompt_tokens"].to_numpy().astype(np.float64)
+        out["prompt_tokens_counter"] = _per_interval(edges, first, prompt)
+    if events is None:
+        return out
+    valid = requests.lazy().select(pl.col("request_id").cast(pl.String))
+    lazy = events.with_columns(pl.col("request_id").cast(pl.String)).join(
+        valid, on="request_id", how="semi"
+    )
+    has_tokens = "tokens" in lazy.collect_schema().names()
+    tokens = pl.col("tokens").fill_null(1) if has_tokens else pl.lit(1)
+    ticks = (
+        lazy.filter(pl.col("event").is_in(TICK_EVENTS)).select("ts", tokens.alias("w")).collect()
+    )
+    out["generation_tokens_counter"] = _per_interval(
+        edges, ticks["ts"].to_numpy(), ticks["w"].to_numpy().astype(np.float64)
+    )
+    pre = lazy.filter(pl.col("event") == "preemption").select("ts").collect()["ts"].to_numpy()
+    out["preemption_counter"] = _per_interval(edges, pre, np.ones(pre.size))
+    return out

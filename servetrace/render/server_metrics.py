@@ -1,0 +1,133 @@
+"""The server metrics beside the trace, in words and JSON: ``server_metrics`` (what was
+read, the clock) and ``consistency`` (one object per finding, times in ms)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servetrace.analysis.server_findings import Finding, ServerComparison
+from servetrace.units import NS_PER_MS
+
+TIME_FINDINGS = ("clock_offset",)
+UNITS = {
+    "clock_offset": "ms",
+    "waiting_gauge": "requests",
+    "running_gauge": "requests",
+    "success_counter": "requests",
+    "preemption_counter": "preemptions",
+    "prompt_tokens_counter": "tokens",
+    "generation_tokens_counter": "tokens",
+    "ttft_histogram": "requests per bucket",
+}
+
+
+def _ms(ns: float | int | None) -> float | None:
+    return None if ns is None else ns / NS_PER_MS
+
+
+def _finding(f: Finding, origin_ns: int) -> dict[str, Any]:
+    scale = _ms if f.name in TIME_FINDINGS else (lambda v: v)
+    out: dict[str, Any] = {
+        "family": f.family,
+        "unit": UNITS[f.name],
+        "compared": f.compared,
+        "max_abs": scale(f.max_abs),
+        "mean_abs": scale(f.mean_abs),
+        "mean_signed": scale(f.mean_signed),
+        "server_total": f.server_total,
+        "trace_total": f.trace_total,
+        "worst_at_s": None if f.worst_at_ns is None else (f.worst_at_ns - origin_ns) / 1e9,
+        "cause": f.cause,
+        "unavailable": f.unavailable,
+    }
+    if "resets" in f.extra:
+        out["resets"] = f.extra["resets"]
+    if "quantiles" in f.extra:
+        out["percentiles"] = {
+            q: {
+                "trace_ms": _ms(v["trace_ns"]),
+                "histogram_ms": _ms(v["histogram_ns"]),
+                "error_ms": _ms(v["error_ns"]),
+                "bucket_ms": None if v["bucket_ns"] is None else [_ms(b) for b in v["bucket_ns"]],
+            }
+            for q, v in f.extra["quantiles"].items()
+        }
+    return out
+
+
+def server_dict(found: ServerComparison, origin_ns: int) -> dict[str, Any]:
+    """The ``server_metrics`` and ``consistency`` keys of the analyze JSON."""
+    a = found.alignment
+    return {
+        "server_metrics": {
+            "path": found.path,
+            "scrapes": found.scrapes,
+            "interval_ms": _ms(found.interval_ns),
+            "clock": {
+                "offset_ms": _ms(a.offset_ns),
+                "method": a.method,
+                "statement": a.statement,
+                "resolution_ms": _ms(a.resolution_ns),
+            },
+            "families": [
+                {
+                    "family": r["family"],
+                    "kind": r["kind"],
+                    "series": r["series"],
+                    "samples": r["samples"],
+                }
+                for r in found.families.iter_rows(named=True)
+            ],
+        },
+        "consistency": {name: _finding(f, origin_ns) for name, f in found.findings.items()},
+    }
+
+
+def _num(v: float | None, unit: str) -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.3g} ms" if unit == "ms" else f"{v:,.6g}"
+
+
+def server_markdown(found: ServerComparison, origin_ns: int) -> str:
+    head, *rest = server_lines(found, origin_ns)
+    return f"\n### {head}\n\n" + "".join(f"- {line.strip()}\n" for line in rest)
+
+
+def server_lines(found: ServerComparison, origin_ns: int) -> list[str]:
+    """The "server metrics vs the trace" section: the clock, then one line per finding."""
+    report = server_dict(found, origin_ns)
+    head = report["server_metrics"]
+    clock = head["clock"]
+    lines = [
+        "server metrics vs the trace",
+        f"  {head['path']}: {head['scrapes']:,} scrapes"
+        + (f" every {head['interval_ms']:g} ms" if head["interval_ms"] else "")
+        + f"; clock: {clock['statement']} (offset {clock['offset_ms']:g} ms"
+        + (f" ± {clock['resolution_ms']:g} ms)" if clock["resolution_ms"] else ")"),
+    ]
+    for name, f in report["consistency"].items():
+        if name == "clock_offset":
+            continue
+        if f["unavailable"]:
+            lines.append(f"  {name}: unavailable ({f['unavailable']})")
+            continue
+        text = (
+            f"  {name}: max |server − trace| {_num(f['max_abs'], f['unit'])} {f['unit']}, "
+            f"mean {_num(f['mean_abs'], f['unit'])} over {f['compared']:,}"
+        )
+        if f["server_total"] is not None:
+            text += f"; totals {_num(f['server_total'], '')} vs {_num(f['trace_total'], '')}"
+        if f["max_abs"]:
+            text += f"; worst at {f['worst_at_s']:.3f} s — likely: {f['cause']}"
+        lines.append(text)
+        for q, p in (f.get("percentiles") or {}).items():
+            if p["histogram_ms"] is None or p["trace_ms"] is None:
+                continue
+            lo, hi = p["bucket_ms"]
+            top = "+Inf" if hi is None else f"{hi:g}"
+            lines.append(
+                f"    {q}: {p['histogram_ms']:,.1f} ms from the buckets vs {p['trace_ms']:,.1f} "
+                f"ms exact (error {p['error_ms']:+,.1f} ms; bucket {lo:g}–{top} ms)"
+            )
+    return lines

@@ -1,0 +1,101 @@
+"""inference-perf's client against server per stage: JSON, a table, Markdown (times in ms)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servetrace.analysis.stage_pairs import DIFFERENCES, StagePairs
+from servetrace.version import SCHEMA_VERSION, __version__
+
+
+def _value(v: float | None, unit: str) -> float | None:
+    return None if v is None else (v * 1000 if unit == "s" else v)
+
+
+def stage_pairs_dict(found: StagePairs) -> dict[str, Any]:
+    stages = []
+    for s in found.stages:
+        pairs = [
+            {
+                **p,
+                "unit": "ms" if p["unit"] == "s" else p["unit"],
+                "client": _value(p["client"], p["unit"]),
+                "server": _value(p["server"], p["unit"]),
+            }
+            for p in s["pairs"]
+        ]
+        stages.append({**s, "pairs": pairs})
+    return {
+        "servetrace_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "inputs": [found.path],
+        "source": "inference-perf",
+        "differences": DIFFERENCES,
+        "stages": stages,
+    }
+
+
+def _cell(v: float | None) -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+
+
+def _rows(found: StagePairs) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for s in stage_pairs_dict(found)["stages"]:
+        for p in s["pairs"]:
+            rows.append(
+                (
+                    str(s["stage"]),
+                    f"{p['quantity']} {p['stat']}",
+                    p["unit"],
+                    _cell(p["client"]),
+                    _cell(p["server"]),
+                    "–" if p["ratio"] is None else f"{p['ratio']:.3g}×",
+                    p["difference"],
+                )
+            )
+    return rows
+
+
+HEAD = ("stage", "quantity", "unit", "client", "server", "server/client", "difference")
+
+
+def _notes(found: StagePairs) -> list[str]:
+    lines = [f"{key}: {text}" for key, text in DIFFERENCES.items()]
+    for s in found.stages:
+        window = s["server_window_s"]
+        lines.append(
+            f"stage {s['stage']}: client window {_cell(s['client_window_s'])} s, server "
+            f"window {_cell(window)} s (count ÷ rate); server rate "
+            f"{_cell(s['excess_rate_factor'])}× the client's"
+            + (
+                "; unavailable on the server: " + ", ".join(s["server_unavailable"])
+                if s["server_unavailable"]
+                else ""
+            )
+        )
+    return lines
+
+
+def stage_pairs_table(found: StagePairs) -> str:
+    rows: list[tuple[str, ...]] = [HEAD, *_rows(found)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD) - 1)]
+    text = [
+        f"inference-perf client vs server per stage: {found.path}",
+        *(
+            "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+            for r in rows
+        ),
+    ]
+    zero = "0 in every statistic: inference-perf writes 0.0 when its query fails"
+    return "\n".join([*text, "", *_notes(found), f"(unavailable: {zero})"]) + "\n"
+
+
+def stage_pairs_markdown(found: StagePairs) -> str:
+    out = [f"## inference-perf client vs server per stage: `{found.path}`", ""]
+    out += ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    out += ["| " + " | ".join(r) + " |" for r in _rows(found)]
+    out += ["", *(f"- {line}" for line in _notes(found))]
+    return "\n".join(out) + "\n"

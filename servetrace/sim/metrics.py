@@ -1,0 +1,139 @@
+"""The server's Prometheus series of a simulated run, as vLLM would have exposed them.
+
+Computed from the event log alone (vectorised, one pass per series), at scrape instants
+``0, interval, 2·interval, …`` up to the first one at or after the last event, each value
+taken after every event at or before the instant:
+
+- ``vllm:num_requests_waiting`` / ``vllm:num_requests_running``: requests queued (arrived or
+  preempted, not admitted) / admitted and not ended, the lifecycle's states;
+- counters ``vllm:request_success_total`` (completions, ``finished_reason="length"``: the
+  model always stops at its output count), ``vllm:num_preemptions_total``,
+  ``vllm:prompt_tokens_total`` (a request's prompt, counted at its first token, as vLLM v1's
+  ``IterationStats`` counts it once per request) and ``vllm:generation_tokens_total`` (the
+  tokens delivered, Σ ``tokens`` of the output events);
+- histogram ``vllm:time_to_first_token_seconds`` (first token − arrival) with vLLM's
+  buckets (vllm-project/vllm ``vllm/v1/metrics/loggers.py`` at
+  a6f0308cfe806b7731ad4979c9bea6e470c35efd).
+
+Written as one Prometheus text exposition (format 0.0.4) whose samples carry the format's
+integer **millisecond** timestamps on the trace clock (ms since the first arrival), each
+family's samples grouped under its ``# TYPE`` line (``sources.server_metrics.prometheus_text``
+reads it back).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+TTFT_BUCKETS_S = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)  # fmt: skip
+LABELS = 'model_name="sim",engine="0"'
+HELP = {
+    "vllm:num_requests_waiting": ("gauge", "Number of requests waiting to be processed."),
+    "vllm:num_requests_running": ("gauge", "Number of requests in model execution batches."),
+    "vllm:num_preemptions_total": ("counter", "Cumulative number of preemption from the engine."),
+    "vllm:prompt_tokens_total": ("counter", "Number of prefill tokens processed."),
+    "vllm:generation_tokens_total": ("counter", "Number of generation tokens processed."),
+    "vllm:request_success_total": ("counter", "Count of successfully processed requests."),
+}
+TTFT = "vllm:time_to_first_token_seconds"
+_QUEUED, _RUNNING = ("arrival", "preemption"), ("admission", "first_token", "token")
+
+
+def scrape_instants(events: pl.DataFrame, interval_ns: int) -> np.ndarray:
+    last = int(events["ts"].to_numpy().max()) if events.height else 0
+    return np.arange(0, -(-last // interval_ns) + 1, dtype=np.int64) * interval_ns
+
+
+def _cumulative(ts: np.ndarray, weight: np.ndarray, instants: np.ndarray) -> np.ndarray:
+    """Σ weight of the rows with ts ≤ each instant."""
+    order = np.argsort(ts, kind="stable")
+    csum = np.concatenate(([0.0], np.cumsum(weight[order].astype(np.float64))))
+    return csum[np.searchsorted(ts[order], instants, side="right")]
+
+
+def series(events: pl.DataFrame, interval_ns: int) -> dict[str, np.ndarray]:
+    """Every series at the scrape instants (``"t"``: the instants in ns)."""
+    t = scrape_instants(events, interval_ns)
+    ev = events.with_row_index("_order").sort("request_id", "ts", "_order")
+    state = (
+        pl.when(pl.col("event").is_in(_QUEUED))
+        .then(1)
+        .when(pl.col("event").is_in(_RUNNING))
+        .then(2)
+        .when(pl.col("event") == "release")
+        .then(None)
+        .otherwise(0)
+    )
+    ev = ev.with_columns(state.alias("s")).with_columns(
+        pl.col("s").forward_fill().over("request_id")
+    )
+    ev = ev.with_columns(pl.col("s").shift(1).over("request_id").fill_null(0).alias("p"))
+    ts = ev["ts"].to_numpy()
+    s, p = ev["s"].to_numpy(), ev["p"].to_numpy()
+    out: dict[str, np.ndarray] = {"t": t}
+    out["vllm:num_requests_waiting"] = _cumulative(ts, (s == 1) * 1 - (p == 1) * 1, t)
+    out["vllm:num_requests_running"] = _cumulative(ts, (s == 2) * 1 - (p == 2) * 1, t)
+    name = ev["event"].to_numpy()
+
+    def count(kind: str, weight: np.ndarray | None = None) -> np.ndarray:
+        mask = name == kind
+        w = np.ones(int(mask.sum())) if weight is None else weight[mask]
+        return _cumulative(ts[mask], w, t)
+
+    out["vllm:request_success_total"] = count("completion")
+    out["vllm:num_preemptions_total"] = count("preemption")
+    ticks = np.isin(name, ("first_token", "token"))
+    tokens = ev["tokens"].fill_null(1).to_numpy() if "tokens" in ev.columns else np.ones(len(ts))
+    out["vllm:generation_tokens_total"] = _cumulative(ts[ticks], tokens[ticks], t)
+    per = (
+        ev.group_by("request_id")
+        .agg(
+            pl.col("ts").filter(pl.col("event") == "arrival").first().alias("arrival"),
+            pl.col("ts").filter(pl.col("event") == "first_token").first().alias("first"),
+            pl.col("prompt_tokens").filter(pl.col("event") == "arrival").first().alias("prompt"),
+        )
+        .drop_nulls(["arrival", "first"])
+    )
+    first = per["first"].to_numpy()
+    ttft_s = (first - per["arrival"].to_numpy()) / 1e9
+    prompt = per["prompt"].fill_null(0).to_numpy()
+    out["vllm:prompt_tokens_total"] = _cumulative(first, prompt, t)
+    for le in TTFT_BUCKETS_S:
+        out[f"{TTFT}_bucket:{le!r}"] = _cumulative(first, (ttft_s <= le) * 1.0, t)
+    out[f"{TTFT}_bucket:inf"] = _cumulative(first, np.ones(len(first)), t)
+    out[f"{TTFT}_sum"] = _cumulative(first, ttft_s, t)
+    out[f"{TTFT}_count"] = out[f"{TTFT}_bucket:inf"]
+    return out
+
+
+def _num(v: float) -> str:
+    return repr(float(v))
+
+
+def exposition(events: pl.DataFrame, interval_ns: int) -> str:
+    """The series as one Prometheus text exposition with millisecond timestamps."""
+    got = series(events, interval_ns)
+    ms = [str(int(x) // 1_000_000) for x in got["t"]]
+    lines: list[str] = []
+    for family, (kind, text) in HELP.items():
+        lines += [f"# HELP {family} {text}", f"# TYPE {family} {kind}"]
+        labels = LABELS + (',finished_reason="length"' if family.endswith("success_total") else "")
+        values = zip(got[family], ms, strict=True)
+        lines += [f"{family}{{{labels}}} {_num(v)} {m}" for v, m in values]
+    lines += [
+        f"# HELP {TTFT} Histogram of time to first token in seconds.",
+        f"# TYPE {TTFT} histogram",
+    ]
+    bounds = [*(repr(b) for b in TTFT_BUCKETS_S), "inf"]
+    for k, m in enumerate(ms):
+        for b in bounds:
+            le = "+Inf" if b == "inf" else b
+            value = got[f"{TTFT}_bucket:{b}"][k]
+            lines.append(f'{TTFT}_bucket{{{LABELS},le="{le}"}} {_num(value)} {m}')
+        lines.append(f"{TTFT}_count{{{LABELS}}} {_num(got[f'{TTFT}_count'][k])} {m}")
+        lines.append(f"{TTFT}_sum{{{LABELS}}} {_num(got[f'{TTFT}_sum'][k])} {m}")
+    return "\n".join(lines) + "\n"
