@@ -267,9 +267,11 @@ DEFAULT_COMPARE_METRICS: tuple[str, ...] = (
 )
 # The statistics `compare` reports for each latency metric by default.
 DEFAULT_COMPARE_STATS: tuple[str, ...] = ("mean", "p50", "p90", "p99")
-# Metrics only `check` gates: figures of one run's side data (its engine steps), with no
-# per-request samples for compare's paired statistics.
-CHECK_ONLY: tuple[str, ...] = ("stalls",)
+# Metrics only `check` gates: figures of one run's side data (its engine steps, its
+# server's metrics), with no per-request samples for compare's paired statistics.
+CHECK_ONLY: tuple[str, ...] = tuple(
+    name for name, spec in METRICS.items() if name == "stalls" or spec.kind == "consistency"
+)
 COMPARED_METRICS: tuple[str, ...] = tuple(m for m in METRICS if m not in CHECK_ONLY)
 # Per-request metrics a goodput target can name (``servetrace.analysis.summary.GoodputTarget``
 # reads the column ``<metric>_ns``; vLLM spells e2e "e2el").

@@ -122,7 +122,8 @@ def resolve(metrics: Sequence[str], stats: Sequence[str]) -> tuple[list[MetricSp
             problems.append(error.message)
             continue
         if spec.name in CHECK_ONLY:
-            problems.append(f"{spec.name} is gated by check (with --steps), not compared")
+            needs = "--server-metrics" if spec.kind == "consistency" else "--steps"
+            problems.append(f"{spec.name} is gated by check (with {needs}), not compared")
         elif spec not in specs:
             specs.append(spec)
     canonical: list[str] = []
