@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.unavailable import unavailable
 from servetrace.comparison.attribution import Tradeoff, decompose, length_buckets, tradeoff
 from servetrace.comparison.catalog import (
@@ -24,7 +25,6 @@ from servetrace.comparison.catalog import (
     DEFAULT_COMPARE_METRICS,
     DEFAULT_COMPARE_STATS,
     METRICS,
-    GoodputTarget,
     MetricSpec,
     get_metric,
     stats_help,

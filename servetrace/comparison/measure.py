@@ -24,18 +24,16 @@ import polars as pl
 
 from servetrace.analysis.lifecycle import KEY
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.summary import GoodputTarget
 from servetrace.comparison.catalog import (
     COMPLETED,
-    GoodputTarget,
     MetricSpec,
     MetricUnavailable,
     check_stat,
     get_metric,
-    metric_value,
-    outcome_contributions,
-    window_s,
 )
 from servetrace.comparison.population import Population, population
+from servetrace.comparison.values import metric_value, outcome_contributions, window_s
 from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
 from servetrace.settings import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES

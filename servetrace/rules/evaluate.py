@@ -22,8 +22,9 @@ from typing import Any
 
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.comparison.catalog import OPERATORS, MetricUnavailable, get_metric, metric_value
+from servetrace.comparison.catalog import OPERATORS, MetricUnavailable, get_metric
 from servetrace.comparison.measure import Measured, Skipped, measure
+from servetrace.comparison.values import metric_value
 from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
 from servetrace.rules.baseline import ReportBaseline, as_report

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.unavailable import output_unknown, unavailable_reasons
-from servetrace.comparison.catalog import MetricUnavailable, get_metric, metric_value
+from servetrace.comparison.catalog import MetricUnavailable, get_metric
+from servetrace.comparison.values import metric_value
 from servetrace.errors import UsageError
 from servetrace.rules.baseline import ReportBaseline
 from servetrace.rules.outcome import Reason, TraceFacts, missing_reason, precheck

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from servetrace.analysis.result import Analysis
-from servetrace.comparison.catalog import OPERATORS, get_metric, latency_samples
+from servetrace.comparison.catalog import OPERATORS, get_metric
+from servetrace.comparison.values import latency_samples
 from servetrace.rules.outcome import Reason
 from servetrace.rules.rules import SloRule
 from servetrace.stats.describe import canonical_stat, percentile_of

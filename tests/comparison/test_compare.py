@@ -17,8 +17,8 @@ from hypothesis import strategies as hs
 
 from servetrace.analysis.memory import analyze_events
 from servetrace.analysis.summary import GoodputTarget
-from servetrace.comparison.catalog import metric_value
 from servetrace.comparison.compare import ROW_SCHEMA, compare
+from servetrace.comparison.values import metric_value
 from servetrace.comparison.workload import match_workloads
 from servetrace.errors import UsageError
 from servetrace.render.compare_words import (

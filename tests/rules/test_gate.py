@@ -410,7 +410,7 @@ def test_check_text_golden() -> None:
 
 
 def test_streamed_itl_comes_from_the_summary(tmp_path: Path) -> None:
-    from servetrace.comparison.catalog import metric_value
+    from servetrace.comparison.values import metric_value
 
     batched = streamed(synthetic_events(30), tmp_path)
     assert batched.gaps.height == 0  # a streamed analysis keeps a histogram, not gaps
