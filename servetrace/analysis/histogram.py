@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from servetrace.stats.describe import STATISTICS, describe
+from servetrace.stats.describe import describe
 from servetrace.stats.moments import integer_moments, integer_sums
+from servetrace.stats.names import STATISTICS
 
 RESOLUTION = 4096  # buckets per e-fold of (1 + v): log-width 1/4096
 EXACT_GAPS = 4_000_000  # gaps kept as they are (32 MB of Int64) before the histogram

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.groups import Sample
-from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.stats.describe import sorted_values
 from servetrace.stats.order_ci import needed_for_bounds, ranks
 

@@ -8,44 +8,20 @@ never reached (a TTFT for a request cancelled while queued) is null, never zero.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from servetrace.analysis.lifecycle import Timeline
 from servetrace.analysis.lifecycle_rules import DECODING, KEY, QUEUED, RUNNING
+from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.output_counts import known_count
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """One latency metric: its id, the per-request column, and what it measures."""
-
-    name: str
-    column: str
-    definition: str
-    per: str = "request"  # "request" (one value per request) or "gap" (pooled gaps)
-
 
 # A request attribute an importer sets to False where the source dropped what a cancelled
 # request delivered; such a request was cancelled in an unknown stage.
 PARTIAL_OUTPUT_KNOWN = "partial_output_known"
 UNKNOWN_STAGE = "unknown"
 
-LATENCY_METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("queue_wait", "queue_wait_ns", "first admission - arrival"),
-    MetricSpec("prefill", "prefill_ns", "first token - first admission"),
-    MetricSpec("ttft", "ttft_ns", "first token - arrival (includes queueing)"),
-    MetricSpec("decode", "decode_ns", "last token - first token"),
-    MetricSpec("response", "response_ns", "last token - arrival"),
-    MetricSpec("e2e", "e2e_ns", "terminal event - arrival"),
-    MetricSpec("delivery_tail", "delivery_tail_ns", "completion - last token"),
-    MetricSpec("itl", "itl_ns", "gap between consecutive output ticks (all gaps pooled)", "gap"),
-    MetricSpec("itl_max", "itl_max_ns", "longest gap between ticks of one request"),
-    MetricSpec("tpot", "tpot_ns", "decode / (output_tokens - 1), output_tokens >= 2"),
-    MetricSpec("requeued", "requeued_ns", "time queued again after preemptions"),
-)
 METRICS_BY_NAME = {m.name: m for m in LATENCY_METRICS}
 
 # Columns of the per-request frame, in output order (attributes follow).

@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.stall_causes import CAUSES, UNJOINED_REASONS
 from servetrace.analysis.stalls_attribution import (
-    CAUSES,
     Baseline,
     attribute,
     fit_baseline,
     shares,
     with_step_baseline,
 )
-from servetrace.analysis.stalls_join import UNJOINED_REASONS, join_gaps, prepare_steps
+from servetrace.analysis.stalls_join import join_gaps, prepare_steps
 from servetrace.errors import InputError
 from servetrace.schema import TICK_EVENTS
 from servetrace.sources.steps.formats import StepFile

@@ -25,9 +25,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from servetrace.analysis.stalls_join import UNJOINED_REASONS
+from servetrace.analysis.stall_causes import CAUSES, UNJOINED_REASONS
 
-CAUSES = ("prefill", "skipped", "between_steps", "large_batch", "other")
 # Every value a gap's ``cause`` takes (an enum of these).
 CAUSE_LABELS = ["none", *CAUSES, *(f"unjoined:{reason}" for reason in UNJOINED_REASONS)]
 COMPONENT = {cause: f"{cause}_ns" for cause in CAUSES}

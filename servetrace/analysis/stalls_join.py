@@ -33,12 +33,6 @@ LAST = {
     "last_ns": "_ns",
     "last_baseline_ns": "baseline_ns",
 }
-UNJOINED_REASONS = {
-    "replica_without_steps": "the request's replica has no steps",
-    "outside_steps": "the gap lies before the first or after the last step of its replica",
-    "zero_length": "two ticks at one instant (no step can end between them)",
-    "no_step_ends_in_gap": "no step of its replica ends between its two ticks",
-}
 
 
 def prepare_steps(steps: pl.DataFrame) -> pl.DataFrame:

@@ -26,7 +26,7 @@ from servetrace.analysis.groups import CODE, Groups, Sample
 from servetrace.analysis.intervals import intervals_by_group
 from servetrace.analysis.lifecycle import EVENT_TIMES, Timeline
 from servetrace.analysis.lifecycle_rules import RULES
-from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.survival import estimate_by_group
 from servetrace.analysis.unavailable import blank_unavailable
 from servetrace.stats.describe import describe_sorted

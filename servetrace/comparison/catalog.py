@@ -37,10 +37,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from servetrace.analysis.metrics import LATENCY_METRICS
-from servetrace.analysis.stalls_attribution import CAUSES
+from servetrace.analysis.metric_names import LATENCY_METRICS
+from servetrace.analysis.stall_causes import CAUSES
 from servetrace.errors import UsageError
-from servetrace.stats.describe import STATISTICS, canonical_stat, is_statistic
+from servetrace.stats.names import STATISTICS, canonical_stat, is_statistic
 
 Better = Literal["lower", "higher"]
 Source = Literal["requests", "gaps", "summary"]

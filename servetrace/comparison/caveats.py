@@ -14,7 +14,7 @@ from typing import Literal
 
 from servetrace.comparison.population import Population
 from servetrace.comparison.workload import WorkloadMatch
-from servetrace.stats.describe import percentile_of
+from servetrace.stats.names import percentile_of
 from servetrace.stats.verdicts import MIN_SAMPLES
 
 # Below this many values above a percentile, the percentile is flagged as unreliable.

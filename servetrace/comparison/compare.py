@@ -36,7 +36,7 @@ from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
 from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from servetrace.stats.bootstrap import DEFAULT_MAX_RESAMPLE_SIZE
-from servetrace.stats.describe import canonical_stat, is_statistic
+from servetrace.stats.names import canonical_stat, is_statistic
 
 # One row per compared statistic. ``unit`` is the unit of ``baseline`` and
 # ``candidate_value``: ns for times, req/s or tok/s for rates, "" for counts/fractions.

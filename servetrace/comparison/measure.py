@@ -43,7 +43,7 @@ from servetrace.stats.bootstrap import (
     bootstrap_ratio_cis,
 )
 from servetrace.stats.clusters import design_effect
-from servetrace.stats.describe import PERCENTILE_METHOD, percentile_of
+from servetrace.stats.names import PERCENTILE_METHOD, percentile_of
 from servetrace.stats.rank_tests import paired_test, unpaired_test
 from servetrace.stats.rates import rate_ratio_ci
 from servetrace.stats.ratio import RatioCI

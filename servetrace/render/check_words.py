@@ -16,7 +16,7 @@ from servetrace.render.workload import workload_message
 from servetrace.rules.outcome import Reason, Status
 from servetrace.rules.result import GIVEN_RULES, CheckResult, RuleResult
 from servetrace.rules.rules import RegressionRule, SloRule
-from servetrace.stats.describe import canonical_stat, percentile_of
+from servetrace.stats.names import canonical_stat, percentile_of
 from servetrace.stats.order_ci import needed_for_bound
 from servetrace.stats.verdicts import MIN_SAMPLES
 

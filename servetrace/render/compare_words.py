@@ -19,7 +19,7 @@ from servetrace.comparison.compare import Comparison
 from servetrace.comparison.measure import Skipped
 from servetrace.render.format import display_unit, ns_to_ms, short_ms
 from servetrace.render.workload import workload_message
-from servetrace.stats.describe import PERCENTILE_METHOD
+from servetrace.stats.names import PERCENTILE_METHOD
 from servetrace.stats.verdicts import Verdict
 from servetrace.units import NS_PER_MS
 

@@ -18,7 +18,7 @@ from servetrace.analysis.unavailable import (
     unavailable,
 )
 from servetrace.render._json import clean
-from servetrace.stats.describe import STATISTICS
+from servetrace.stats.names import STATISTICS
 from servetrace.units import NS_PER_MS
 
 

@@ -11,9 +11,8 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.analysis.stall_causes import CAUSES, UNJOINED_REASONS
 from servetrace.analysis.stalls import GAP_COLUMNS, Stalls
-from servetrace.analysis.stalls_attribution import CAUSES
-from servetrace.analysis.stalls_join import UNJOINED_REASONS
 from servetrace.render._json import clean
 from servetrace.units import NS_PER_MS, NS_PER_S
 

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from servetrace.analysis.formula import FormulaCheck, FormulaReport
 from servetrace.analysis.lifecycle_rules import RULES
-from servetrace.analysis.metrics import LATENCY_METRICS
+from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
@@ -35,7 +35,7 @@ from servetrace.render.outcomes import (
     unavailable_caption,
 )
 from servetrace.render.survival import ci95_dict, survival_dict
-from servetrace.stats.describe import STATISTICS
+from servetrace.stats.names import STATISTICS
 from servetrace.units import NS_PER_MS, TIME_UNITS
 from servetrace.version import SCHEMA_VERSION, __version__
 

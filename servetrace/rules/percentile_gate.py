@@ -25,7 +25,7 @@ from servetrace.comparison.catalog import OPERATORS, get_metric
 from servetrace.comparison.values import latency_samples
 from servetrace.rules.outcome import Reason
 from servetrace.rules.rules import SloRule
-from servetrace.stats.describe import canonical_stat, percentile_of
+from servetrace.stats.names import canonical_stat, percentile_of
 from servetrace.stats.order_ci import interval, smallest_decisive_n
 
 

@@ -31,16 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from servetrace.settings import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
-from servetrace.stats.describe import (
-    ArrayLike,
-    FloatArray,
-    canonical_stat,
-    is_statistic,
-    paired_array,
-    percentile_of,
-    statistic,
-    to_array,
-)
+from servetrace.stats.describe import ArrayLike, FloatArray, paired_array, statistic, to_array
+from servetrace.stats.names import canonical_stat, is_statistic, percentile_of
 from servetrace.stats.ratio import RatioCI, ratio_of, ratios
 
 # Resamples larger than this are drawn m-out-of-n and rescaled; see the module docstring.

@@ -17,68 +17,17 @@ integer samples (every time in ns) exactly and rounds once, and float samples
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
-from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
 from servetrace.stats.moments import float_moments, integer_series_moments
+from servetrace.stats.names import PERCENTILE_STATS, STATISTICS, canonical_stat, percentile_of
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = pl.Series | npt.NDArray[np.generic] | Sequence[float] | Sequence[int]
-
-PERCENTILE_METHOD: Final = "linear"
-# The summary statistics of every metric, in report order.
-STATISTICS: tuple[str, ...] = (
-    "count",
-    "mean",
-    "std",
-    "min",
-    "p50",
-    "p90",
-    "p95",
-    "p99",
-    "p99_9",
-    "max",
-)
-
-
-STAT_ALIASES: dict[str, str] = {"median": "p50", "avg": "mean", "average": "mean", "p999": "p99_9"}
-_PERCENTILE_RE = re.compile(r"^p(\d{1,2}|100)(?:_(\d+))?$")
-_PERCENTILE_STATS = tuple(name for name in STATISTICS if name not in ("count", "mean", "std"))
-
-
-# --------------------------------------------------------------------------- names
-def canonical_stat(stat: str) -> str:
-    """The canonical spelling of a statistic name (``median`` → ``p50``)."""
-    stat = stat.strip().lower()
-    return STAT_ALIASES.get(stat, stat)
-
-
-def percentile_of(stat: str) -> float | None:
-    """The percentile (0-100) a statistic stands for, or None if it is not one.
-
-    ``p50`` → 50, ``p99_9`` → 99.9, ``min`` → 0, ``max`` → 100.
-    """
-    stat = canonical_stat(stat)
-    if stat == "min":
-        return 0.0
-    if stat == "max":
-        return 100.0
-    match = _PERCENTILE_RE.match(stat)
-    if match is None:
-        return None
-    value = float(match.group(1) + ("." + match.group(2) if match.group(2) else ""))
-    return value if value <= 100.0 else None
-
-
-def is_statistic(stat: str) -> bool:
-    """Whether ``stat`` names a statistic of a distribution (``count``, ``mean``, ``p75``…)."""
-    stat = canonical_stat(stat)
-    return stat in ("count", "mean", "std") or percentile_of(stat) is not None
 
 
 # --------------------------------------------------------------------------- moments
@@ -180,7 +129,7 @@ def percentile_sorted(ordered: npt.NDArray[np.generic], q: float) -> float:
 
 
 # Each percentile statistic of the report with its percentile (0-100), parsed once.
-_PERCENTILE_POINTS = tuple((name, percentile_of(name) or 0.0) for name in _PERCENTILE_STATS)
+_PERCENTILE_POINTS = tuple((name, percentile_of(name) or 0.0) for name in PERCENTILE_STATS)
 
 
 def describe_sorted(ordered: npt.NDArray[np.generic]) -> dict[str, float | int | None]:

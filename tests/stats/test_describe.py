@@ -12,15 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from servetrace.stats.describe import (
-    canonical_stat,
-    describe,
-    is_statistic,
-    moments,
-    percentile_of,
-    statistic,
-)
+from servetrace.stats.describe import describe, moments, statistic
 from servetrace.stats.moments import integer_moments, integer_sums
+from servetrace.stats.names import canonical_stat, is_statistic, percentile_of
 
 
 def test_integer_moments_by_hand() -> None:

@@ -18,7 +18,8 @@ from servetrace.stats.bootstrap import (
     bootstrap_ratio_cis,
 )
 from servetrace.stats.clusters import design_effect
-from servetrace.stats.describe import STATISTICS, describe, percentile_of, statistic
+from servetrace.stats.describe import describe, statistic
+from servetrace.stats.names import STATISTICS, percentile_of
 from servetrace.stats.rank_tests import paired_test, unpaired_test
 from servetrace.stats.rates import rate_ratio_ci
 from servetrace.stats.ratio import RatioCI
