@@ -76,6 +76,13 @@ def implied_steps(events: pl.DataFrame, label: str) -> pl.DataFrame:
     ).with_columns(
         ts_start=pl.max_horizontal(pl.col("ts_end").shift(1), "admitted"),
     )
+    return _fit_columns(steps, pl.col("context_tokens")).filter(
+        pl.col("duration").is_not_null() & (pl.col("duration") > 0)
+    )
+
+
+def _fit_columns(steps: pl.DataFrame, context: pl.Expr) -> pl.DataFrame:
+    """The columns the fit reads, ``context`` naming where the decodes' context comes from."""
     return steps.select(
         "ts_start",
         "ts_end",
@@ -83,8 +90,8 @@ def implied_steps(events: pl.DataFrame, label: str) -> pl.DataFrame:
         prefill_requests="prefill_requests",
         prefill_tokens="prefill_tokens",
         decode_requests="decode_requests",
-        context_tokens="context_tokens",
-    ).filter(pl.col("duration").is_not_null() & (pl.col("duration") > 0))
+        context_tokens=context,
+    )
 
 
 def from_step_records(steps: pl.DataFrame, events: pl.DataFrame, label: str) -> pl.DataFrame:
@@ -92,15 +99,7 @@ def from_step_records(steps: pl.DataFrame, events: pl.DataFrame, label: str) -> 
     has no ``kv_tokens``, the context its decodes read comes from the trace: the implied
     step ending at the same instant (records and ticks share step ends); a record with
     neither is left out of the fit, never read as an empty cache."""
-    frame = steps.select(
-        "ts_start",
-        "ts_end",
-        duration=pl.col("ts_end") - pl.col("ts_start"),
-        prefill_requests="prefill_requests",
-        prefill_tokens="prefill_tokens",
-        decode_requests="decode_requests",
-        context_tokens="kv_tokens",
-    )
+    frame = _fit_columns(steps, pl.col("kv_tokens"))
     if frame["context_tokens"].null_count():
         implied = implied_steps(events, label).select("ts_end", implied="context_tokens")
         frame = (
