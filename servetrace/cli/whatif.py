@@ -84,6 +84,13 @@ def whatif(
     calibration_out: Annotated[
         Path | None, typer.Option(help="Write the calibration here (JSON).")
     ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write an HTML page: the validation scatter, real vs replayed vs "
+            "predicted CDFs (needs the report extra)."
+        ),
+    ] = None,
     events_out: Annotated[
         Path | None, typer.Option(help="Write the predicted trace here (.parquet, .csv…).")
     ] = None,
@@ -114,6 +121,11 @@ def whatif(
 
     check_report_output(output, traces)
     check_frame_output(events_out, "--events-out")
+    if report is not None:
+        from servetrace.render.report import require_extra
+
+        require_extra()
+        check_report_output(report, traces)
     if calibration_out is not None:
         check_directory(calibration_out, "--calibration-out")
     knobs = {"max_batch_tokens": max_batch_tokens, "max_running": max_running}
@@ -144,6 +156,10 @@ def whatif(
         write_text(result.calibration.to_json(), calibration_out)
     if events_out is not None and result.predictions:
         write_frame(result.predictions[0].analysis.events("--events-out").collect(), events_out)
+    if report is not None and result.predictions:
+        from servetrace.render.whatif_report import whatif_html
+
+        write_text(whatif_html(result), report)
     if fmt is SummaryFormat.json:
         deliver(render.render_whatif_json(result), output)
     elif fmt is SummaryFormat.markdown:

@@ -59,8 +59,10 @@ def render_html(
     views: Sequence[TraceView],
     comparisons: Sequence[Comparison] = (),
     sweep: CapacityReport | None = None,
+    extra: Sequence[tuple[str, list[Section]]] = (),
 ) -> str:
-    """The page; ``sweep`` (``report`` on a sweep) adds its curve and attainment first."""
+    """The page; ``sweep`` (``report`` on a sweep) adds its curve and attainment first,
+    and ``extra`` groups of sections (a what-if) go before everything."""
     require_extra()
     import jinja2
     import vl_convert
@@ -70,6 +72,7 @@ def render_html(
         from servetrace.render.report_sweep import sweep_sections
 
         groups.insert(0, ("Sweep", sweep_sections(sweep)))
+    groups[:0] = list(extra)
     # The stub wants a snippet; without one the bundle puts vegaEmbed on ``window``.
     make_bundle: Any = vl_convert.javascript_bundle
     template_text = (

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -59,6 +59,7 @@ class WhatIf:
     forced: bool
     predictions: tuple[Prediction, ...] = field(default_factory=tuple)
     replayed: Analysis | None = None
+    real: Analysis | None = None  # the trace's own analysis, for the views that draw it
 
     @property
     def trusted(self) -> bool:
@@ -163,7 +164,9 @@ def whatif(
     replayed = replay(workload, engine_config(model, model.policy, {}), f"{label} (replay)")
     validation = agreement(analysis, replayed)
     missed = tuple(misses(validation))
-    result = WhatIf(label, model, workload, validation, missed, force, replayed=replayed)
+    result = WhatIf(
+        label, model, workload, validation, missed, force, replayed=replayed, real=analysis
+    )
     if missed and not force:
         return result
     predictions = []
@@ -175,4 +178,4 @@ def whatif(
         predictions.append(
             Prediction(policy, limits, predicted, _figures(analysis, predicted, validation))
         )
-    return WhatIf(label, model, workload, validation, missed, force, tuple(predictions), replayed)
+    return replace(result, predictions=tuple(predictions))

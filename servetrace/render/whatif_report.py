@@ -1,0 +1,222 @@
+"""``whatif --report``: the what-if as an HTML page. First the validation (the replay
+against the trace per request, and its errors) and each prediction with its band; then the
+report's own pages of the trace, the replay and each prediction, and their comparisons
+with the trace, whose CDFs put real, replayed and predicted side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from servetrace.render.chart_style import finish, log_axis, log_scale
+from servetrace.render.format import short_ms
+from servetrace.render.report_sections import Section, TraceView
+from servetrace.render.whatif import NAMES, headline
+from servetrace.whatif.model import WhatIf
+from servetrace.whatif.replay import METRICS, STATS
+
+SCATTER = ("ttft", "e2e")  # the per-request metrics the validation scatter draws
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else short_ms(value / 1e6)
+
+
+def _scatter(real: pl.DataFrame, replayed: pl.DataFrame) -> Any:
+    """Each request's replayed value against its real one (log-log, y = x drawn)."""
+    import altair as alt
+
+    columns = [f"{m}_ns" for m in SCATTER]
+    paired = real.select("request_id", *columns).join(
+        replayed.select("request_id", *columns), on="request_id", suffix="_replayed"
+    )
+    long = pl.concat(
+        [
+            paired.select(
+                "request_id",
+                pl.lit(NAMES[m]).alias("metric"),
+                (pl.col(f"{m}_ns") / 1e6).round(3).alias("trace_ms"),
+                (pl.col(f"{m}_ns_replayed") / 1e6).round(3).alias("replay_ms"),
+            )
+            for m in SCATTER
+        ]
+    ).filter((pl.col("trace_ms") > 0) & (pl.col("replay_ms") > 0))
+    values = pl.concat([long["trace_ms"], long["replay_ms"]])
+    low, high = float(values.min() or 1), float(values.max() or 1)  # type: ignore[arg-type]
+    diagonal = pl.DataFrame({"trace_ms": [low, high], "replay_ms": [low, high]})
+    points = (
+        alt.Chart(long)
+        .mark_circle(size=12, opacity=0.5)
+        .encode(
+            x=alt.X(
+                "trace_ms:Q", scale=log_scale(), axis=log_axis(values), title="trace (ms, log)"
+            ),
+            y=alt.Y(
+                "replay_ms:Q", scale=log_scale(), axis=log_axis(values), title="replay (ms, log)"
+            ),
+            color=alt.Color("metric:N", title=None, legend=alt.Legend(orient="bottom")),
+            tooltip=[
+                "request_id",
+                "metric",
+                alt.Tooltip("trace_ms:Q", format=",.1f"),
+                alt.Tooltip("replay_ms:Q", format=",.1f"),
+            ],
+        )
+    )
+    line = (
+        alt.Chart(diagonal)
+        .mark_line(color="#999", strokeDash=[4, 3])
+        .encode(x="trace_ms:Q", y="replay_ms:Q")
+    )
+    return finish((line + points).properties(width=420, height=420))
+
+
+def _bands(figures: dict[str, dict[str, dict[str, float | None]]]) -> Any:
+    """Each statistic in the trace and as predicted, the prediction with its band."""
+    import altair as alt
+
+    rows = [
+        {
+            "statistic": f"{NAMES[m]} {s}",
+            "trace": f["real_ns"],
+            "predicted": f["predicted_ns"],
+            "band": f["band_ns"] or 0.0,
+        }
+        for m, stats in figures.items()
+        for s, f in stats.items()
+    ]
+    ms = 1e6
+    frame = (
+        pl.DataFrame(rows, schema_overrides={"trace": pl.Float64, "predicted": pl.Float64})
+        .select(
+            "statistic",
+            trace_ms=pl.col("trace") / ms,
+            predicted_ms=pl.col("predicted") / ms,
+            low_ms=(pl.col("predicted") - pl.col("band")) / ms,
+            high_ms=(pl.col("predicted") + pl.col("band")) / ms,
+        )
+        .filter((pl.col("trace_ms") > 0) & (pl.col("predicted_ms") > 0))
+    )
+    values = pl.concat([frame["trace_ms"], frame["predicted_ms"]]).drop_nulls()
+    x = alt.X("trace_ms:Q", scale=log_scale(), axis=log_axis(values), title="ms (log)")
+    y = alt.Y("statistic:N", sort=None, title=None)
+    trace = alt.Chart(frame).mark_point(shape="diamond", color="#888", size=60).encode(x=x, y=y)
+    band = alt.Chart(frame).mark_rule(color="#4e79a7").encode(x="low_ms:Q", x2="high_ms:Q", y=y)
+    predicted = (
+        alt.Chart(frame)
+        .mark_circle(color="#4e79a7", size=50)
+        .encode(
+            x="predicted_ms:Q",
+            y=y,
+            tooltip=[
+                "statistic",
+                alt.Tooltip("trace_ms:Q", format=",.1f"),
+                alt.Tooltip("predicted_ms:Q", format=",.1f"),
+            ],
+        )
+    )
+    return finish((trace + band + predicted).properties(width=520))
+
+
+def whatif_sections(result: WhatIf) -> list[Section]:
+    lines = headline(result)
+    rows = []
+    for metric in METRICS:
+        for stat in STATS:
+            cell = result.validation[metric]["stats"][stat]  # type: ignore[index]
+            error = cell.get("relative_error")
+            agrees = cell["agrees"]
+            rows.append(
+                [
+                    (NAMES[metric], None),
+                    (stat, None),
+                    (_ms(cell["real_ns"]), None),
+                    (_ms(cell["replayed_ns"]), None),
+                    ("n/a" if error is None else f"{error:+.1%}", None),
+                    ("n/a" if agrees is None else ("yes" if agrees else "no"), None),
+                ]
+            )
+    charts = []
+    if result.real is not None and result.replayed is not None:
+        charts.append(
+            ("whatif-scatter", _scatter(result.real.per_request, result.replayed.per_request))
+        )
+    sections = [
+        Section(
+            id="whatif-validation",
+            title=f"Validation: the replay under {result.calibration.policy} against the trace",
+            sentence=lines[-1],
+            charts=charts,
+            table={
+                "header": ["metric", "stat", "trace", "replay", "error", "within tolerance"],
+                "rows": rows,
+            },
+            note="; ".join(lines[:-1]),
+        )
+    ]
+    for i, prediction in enumerate(result.predictions):
+        knobs = ", ".join(
+            f"{k.replace('_', '-')} {v}" for k, v in prediction.limits.items() if v is not None
+        )
+        cells = []
+        for metric in METRICS:
+            for stat in STATS:
+                f = prediction.figures[metric][stat]
+                band = f["band_ns"]
+                cells.append(
+                    [
+                        (NAMES[metric], None),
+                        (stat, None),
+                        (_ms(f["real_ns"]), None),
+                        (
+                            _ms(f["predicted_ns"]) + ("" if band is None else f" ± {_ms(band)}"),
+                            None,
+                        ),
+                    ]
+                )
+        p99 = prediction.figures["ttft"]["p99"]
+        sections.append(
+            Section(
+                id=f"whatif-prediction-{i}",
+                title=f"Predicted: {prediction.policy} {knobs}".rstrip(),
+                sentence=f"TTFT p99 {_ms(p99['real_ns'])} → {_ms(p99['predicted_ns'])} "
+                f"± {_ms(p99['band_ns'])} (the replay's error)",
+                charts=[(f"whatif-bands-{i}", _bands(prediction.figures))],
+                table={"header": ["metric", "stat", "trace", "predicted"], "rows": cells},
+                note="grey diamond: the trace; blue: predicted, ± the replay's error",
+            )
+        )
+    return sections
+
+
+def whatif_html(result: WhatIf, seed: int = 0) -> str:
+    """The page: the what-if first, then the trace, the replay and each prediction, and
+    the comparison of each with the trace."""
+    from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS
+    from servetrace.comparison.compare import compare
+    from servetrace.render.report import render_html
+    from servetrace.render.series import MAX_POINTS
+
+    if result.real is None or result.replayed is None:
+        raise ValueError("a what-if made without its trace has nothing to draw")
+    analyses = [
+        ("trace", result.real),
+        (f"replay under {result.calibration.policy}", result.replayed),
+        *((f"predicted: {p.policy}", p.analysis) for p in result.predictions),
+    ]
+    share = MAX_POINTS // len(analyses)
+    views = [TraceView(label, analysis, points=share) for label, analysis in analyses]
+    metrics = [m for m in DEFAULT_COMPARE_METRICS if m != "goodput"]
+    comparisons = [
+        compare(
+            views[0].analysis,
+            view.analysis,
+            metrics=metrics,
+            seed=seed,
+            baseline_label=views[0].label,
+            candidate_label=view.label,
+        )
+        for view in views[1:]
+    ]
+    return render_html(views, comparisons, extra=[("What-if", whatif_sections(result))])
