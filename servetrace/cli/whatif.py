@@ -76,7 +76,7 @@ def whatif(
         Path | None, typer.Option(help="Engine step records of the trace, to fit on.")
     ] = None,
     steps_from: Annotated[
-        str | None, typer.Option(help="Format of --steps (default: canonical).")
+        str | None, typer.Option(help="Format of --steps (default: detected, as analyze does).")
     ] = None,
     calibration: Annotated[
         Path | None, typer.Option(help="Use this calibration file instead of fitting.")

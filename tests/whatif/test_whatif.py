@@ -199,12 +199,10 @@ def test_vidur_step_records_calibrate_like_the_implied_steps() -> None:
 
     trace = VIDUR / "synthetic_arxiv_poisson_qps2.0_n1000__vllm.parquet"
     records = VIDUR / "steps" / "synthetic_arxiv_poisson_qps2.0_n1000__vllm_batches.csv.gz"
-    result = api_whatif(
-        trace, [("sjf", {})], steps=records, steps_format="vidur", trace_limits={"max_running": 128}
-    )
+    result = api_whatif(trace, [("sjf", {})], steps=records, trace_limits={"max_running": 128})
     model = result.calibration
     assert model.source == "step records" and model.fit["steps"] == 12_283
-    # Vidur's batches have no KV size: the context comes from the trace's ticks.
+    # Detected as Vidur's batches, which have no KV size: the context comes from the ticks.
     assert model.costs["prefill_token_ns"] == pytest.approx(77_934, rel=0.01)
     assert model.costs["context_token_ns"] == pytest.approx(288, rel=0.01)
     assert result.trusted
