@@ -59,12 +59,13 @@ def whatif(
     events = analysis.events("whatif calibrates on the events").collect()
     step_frame = None
     if steps is not None:
+        from servetrace.sources.steps.detect import detect_step_format
         from servetrace.sources.steps.formats import read_steps
 
+        path = Path(steps)
         ticks = events.filter(events["event"].is_in(["first_token", "token"]))["ts"]
-        step_frame = read_steps(
-            Path(steps), steps_format or "canonical", ticks.unique().sort()
-        ).frame
+        fmt = steps_format or detect_step_format(path)
+        step_frame = read_steps(path, fmt, ticks.unique().sort()).frame
     model = (
         Calibration.read(Path(calibration)) if isinstance(calibration, (str, Path)) else calibration
     )
