@@ -54,6 +54,7 @@ def assert_same(a: object, b: object, path: str = "") -> None:
         assert a == b, (path, a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [CANONICAL, AIPERF], ids=["canonical", "aiperf-export"])
 def test_analyze_to_dict_is_the_cli_json_report(path: Path) -> None:
     analysis = servetrace.analyze(str(path))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "servetrace"
 # Top to bottom; a package may import those below it. comparison and rules share a level.
 LAYERS = (
@@ -115,6 +117,7 @@ def test_the_finder_sees_a_cycle_hidden_in_a_function() -> None:
     assert _cycles(graph) == [["servetrace.a", "servetrace.b"]]
 
 
+@pytest.mark.slow
 def test_no_package_imports_one_above_it() -> None:
     upward = []
     for source, targets in _imports(_modules()).items():

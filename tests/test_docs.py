@@ -133,6 +133,7 @@ def test_readme_analyze_output_is_real(monkeypatch: pytest.MonkeyPatch) -> None:
     _shows_real_output(command)
 
 
+@pytest.mark.slow
 def test_readme_whatif_output_is_real(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     command = (

@@ -131,6 +131,7 @@ def test_majority_span_ignores_a_stray_bin_and_absorbs_a_short_excursion() -> No
     ]  # a ramp is not moved by the smoothing
 
 
+@pytest.mark.slow
 def test_steady_state_picks_a_window_inside_the_plateau(ramp_events: pl.DataFrame) -> None:
     analysis = analyze_events(ramp_events)
     window = steady_window(analysis)

@@ -159,6 +159,7 @@ def test_partial_out_refuses_what_a_partial_cannot_hold(tmp_path: Path) -> None:
     assert (here / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_commands_that_need_the_events_refuse_a_partial(tmp_path: Path) -> None:
     partial = _partials(_split(SAMPLES / "worked_example.parquet", tmp_path, 1), tmp_path)[0]
     done = runner.invoke(app, ["timeline", partial, "-o", str(tmp_path / "t.json")])

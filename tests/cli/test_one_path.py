@@ -55,6 +55,7 @@ def test_report_takes_a_run_folder_as_analyze_does(folder: Path, tmp_path: Path)
     assert report["metrics"]["ttft"] == expected["metrics"]["ttft"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", [AIPERF, GENAI_PERF], ids=["aiperf", "genai-perf"])
 def test_timeline_takes_a_run_folder_as_analyze_does(folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "timeline.json"
@@ -107,6 +108,7 @@ def test_a_client_trace_shows_no_placeholder_numbers() -> None:
     assert report["concurrency"]["queued_peak"] is None
 
 
+@pytest.mark.slow
 @needs_extra
 def test_the_html_of_a_client_trace_says_unavailable(tmp_path: Path) -> None:
     out = tmp_path / "report.html"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
@@ -42,6 +43,7 @@ def test_analyze_and_compare_count_the_same_preemptions() -> None:
     assert ours == {"events": 2, "requests": 2} and count == 2
 
 
+@pytest.mark.slow
 def test_a_client_trace_has_no_preemption_figure() -> None:
     report = _json("analyze", str(DATA / "peers" / "aiperf_s1_conc8"))
     assert report["preemptions"] is None

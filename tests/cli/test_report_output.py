@@ -71,6 +71,7 @@ def test_a_table_is_written_as_the_terminal_shows_it(parts: Path, tmp_path: Path
     assert table and max(len(line) for line in table) <= 100
 
 
+@pytest.mark.slow
 def test_capacity_writes_its_report(tmp_path: Path) -> None:
     written = tmp_path / "capacity.json"
     args = ["capacity", str(SWEEP), "--goodput", "ttft<=60ms", "-f", "json"]

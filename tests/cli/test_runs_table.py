@@ -22,6 +22,7 @@ def _table(width: int, *args: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [80, 100, 250])
 def test_the_table_fits_and_names_what_it_left_out(width: int) -> None:
     lines = _table(width, str(SWEEPS / "01_tp8_pp1"), "--goodput", "ttft<=60ms")
@@ -52,6 +53,7 @@ def test_a_sweep_of_configurations_is_grouped_by_folder() -> None:
     assert any(line.startswith("grouped by folder, each sorted") for line in lines)
 
 
+@pytest.mark.slow
 def test_csv_keeps_every_column() -> None:
     done = runner.invoke(app, ["analyze", str(SWEEPS / "01_tp8_pp1"), "-f", "csv", "-q"])
     header = done.stdout.splitlines()[0].split(",")

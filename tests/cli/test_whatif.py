@@ -24,6 +24,7 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_table_says_how_it_was_calibrated_and_that_the_replay_held(trace: Path) -> None:
     done = runner.invoke(app, ["whatif", str(trace), "--policy", "sjf"])
     assert done.exit_code == 0, done.stderr
@@ -34,6 +35,7 @@ def test_table_says_how_it_was_calibrated_and_that_the_replay_held(trace: Path) 
     assert "predicted on the same requests" in out
 
 
+@pytest.mark.slow
 def test_a_sweep_outputs_and_a_calibration_that_round_trips(trace: Path, tmp_path: Path) -> None:
     model = tmp_path / "model.json"
     args = ["whatif", str(trace), "--policy", "chunked", "--extrapolate", "-f", "json"]
@@ -55,6 +57,7 @@ def test_a_sweep_outputs_and_a_calibration_that_round_trips(trace: Path, tmp_pat
     assert ttft == pytest.approx(predicted / 1e6)
 
 
+@pytest.mark.slow
 def test_a_replay_that_misses_exits_1_with_its_figures(trace: Path, tmp_path: Path) -> None:
     model = tmp_path / "model.json"
     runner.invoke(app, ["whatif", str(trace), "--policy", "sjf", "--calibration-out", str(model)])

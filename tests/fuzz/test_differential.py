@@ -247,6 +247,7 @@ def _report(analysis: Analysis) -> dict[str, Any]:
     return json.loads(render_json(report_dict(analysis.summary, ())))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     rows=event_logs(),

@@ -134,6 +134,7 @@ def vidur_sections() -> list[Any]:
     return comparison_sections(views, [comparison])
 
 
+@pytest.mark.slow
 def test_a_ratio_of_zero_is_drawn_at_the_axis_edge(vidur_sections: list[Any]) -> None:
     """Vidur's vLLM run preempted 2 requests, Sarathi none: the ratio is 0."""
     section = vidur_sections[0]

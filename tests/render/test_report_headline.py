@@ -60,6 +60,7 @@ AIPERF_TILES = {
 }
 
 
+@pytest.mark.slow
 def test_headline_reads_the_json_and_says_unavailable_with_the_reason() -> None:
     doc = _json(AIPERF, *GOODPUT)
     shown = {t.label: t for t in tiles(doc)}

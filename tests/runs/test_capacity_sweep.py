@@ -69,6 +69,7 @@ def tp8() -> tuple[dict[str, Any], str]:
     return _capacity(str(TP8), *SLO)
 
 
+@pytest.mark.slow
 def test_sweep_folder_is_read_as_analyze_reads_runs(tp8: tuple[dict[str, Any], str]) -> None:
     doc, stderr = tp8
     assert [r["label"] for r in doc["runs"]] == [f"qps_{q}" for q in QPS]
@@ -106,6 +107,7 @@ def test_curve_equals_vllm_files_and_cumulative_results(
     assert run["output_tokens_per_s_per_user"] == pytest.approx(1000 / own["median_tpot_ms"])
 
 
+@pytest.mark.slow
 def test_attainment_and_capacity_hand_computed(tp8: tuple[dict[str, Any], str]) -> None:
     doc, _ = tp8
     met = [sum(1 for t in _vllm(FILES[q])["ttfts"] if t <= 0.060) for q in QPS]
@@ -138,6 +140,7 @@ def test_library_api_gives_the_same_report() -> None:
     assert files.capacity is not None and files.capacity.rate == pytest.approx(CAPACITY)
 
 
+@pytest.mark.slow
 def test_gpus_replaces_the_declared_count_and_says_so() -> None:
     doc, _ = _capacity(str(TP8), *SLO, "--gpus", "16")
     assert [r["gpus"] for r in doc["runs"]] == [16] * 4

@@ -76,6 +76,7 @@ def tp8() -> dict[str, Any]:
     return _json(["analyze", str(TP8)])
 
 
+@pytest.mark.slow
 def test_one_configuration_folder_is_four_runs_sorted_by_rate(tp8: dict[str, Any]) -> None:
     assert tp8["schema_version"] == 1 and "servetrace_version" in tp8
     assert [r["label"] for r in tp8["runs"]] == ["qps_01", "qps_04", "qps_16", "qps_inf"]
@@ -155,6 +156,7 @@ def test_the_table_has_one_row_per_run_and_the_library_agrees(tp8: dict[str, Any
     assert runs.by_label("qps_16").analysis is not None
 
 
+@pytest.mark.slow
 def test_a_glob_of_four_exports_is_four_runs_not_duplicate_arrivals() -> None:
     """The issue's first row: four QPS files used to pool into "200 invalid"."""
     result = runner.invoke(app, ["analyze", str(TP8 / "*qps_*.json.gz"), "--format", "csv"])

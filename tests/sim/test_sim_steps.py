@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
@@ -30,6 +31,7 @@ def _ticks_in_own_steps(events: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFra
     return ticks.join(member, on=["request_id", "ts"], how="anti")
 
 
+@pytest.mark.slow
 def test_every_tick_ends_a_step_containing_its_request() -> None:
     wl = synthetic_workload(400, 6.0, seed=11, burstiness=0.5)
     for policy in ("fcfs", "chunked"):

@@ -163,6 +163,7 @@ def parquet_bytes(df: pl.DataFrame) -> bytes:
 # --------------------------------------------------------------------------- schema
 
 
+@pytest.mark.slow
 def test_event_log_has_the_canonical_columns(realistic: Simulation) -> None:
     ev = realistic.events
     assert ev.schema == pl.Schema(EVENT_COLUMNS)
@@ -194,6 +195,7 @@ def test_events_interleave_requests_in_time_order(realistic: Simulation) -> None
 # --------------------------------------------------------------------------- determinism
 
 
+@pytest.mark.slow
 def test_same_seed_gives_a_byte_identical_log(realistic: Simulation) -> None:
     again = _realistic_run(seed=7)
     assert again.events.equals(realistic.events)
@@ -201,6 +203,7 @@ def test_same_seed_gives_a_byte_identical_log(realistic: Simulation) -> None:
     assert again.steps.equals(realistic.steps)
 
 
+@pytest.mark.slow
 def test_another_seed_gives_another_log(realistic: Simulation) -> None:
     other = _realistic_run(seed=8)
     assert not other.events.equals(realistic.events)
@@ -216,6 +219,7 @@ def test_another_seed_gives_another_log(realistic: Simulation) -> None:
 # --------------------------------------------------------------------------- lifecycle
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", ["realistic", "realistic_chunked"])
 def test_every_request_follows_the_lifecycle(run: str, request: pytest.FixtureRequest) -> None:
     sim: Simulation = request.getfixturevalue(run)
@@ -332,6 +336,7 @@ def test_budgets_are_never_exceeded(run: str, request: pytest.FixtureRequest) ->
     assert (steps["start_ns"] >= steps["end_ns"].shift().fill_null(0)).all()
 
 
+@pytest.mark.slow
 def test_kv_pressure_preempts_and_still_finishes_everyone() -> None:
     wl = synthetic_workload(300, 50.0, seed=3)  # all but simultaneous
     cfg = EngineConfig(kv_blocks=400, block_size=16, max_running=64)
@@ -446,6 +451,7 @@ def test_chunked_prefill_splits_long_prompts_and_keeps_decoding() -> None:
     assert gaps.max() >= EngineConfig().step_time_ns(2000, 0, 0)
 
 
+@pytest.mark.slow
 def test_policies_share_the_workload_and_differ_in_latency() -> None:
     wl = synthetic_workload(400, 4.5, seed=1)
     runs = {
@@ -518,6 +524,7 @@ def test_bad_workload_is_an_input_error() -> None:
         simulate(dup)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     n=st.integers(1, 25),
@@ -624,6 +631,7 @@ def _load_make_samples() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_shipped_samples_match_their_recipes() -> None:
     recipes = _load_make_samples()
     assert recipes.worked_example().equals(pl.read_parquet(SAMPLES / "worked_example.parquet"))

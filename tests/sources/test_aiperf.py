@@ -155,6 +155,7 @@ def test_aiperf_raw_file_given_as_path_uses_the_export_beside_it() -> None:
     assert import_file(raw).events.equals(aiperf.read(AIPERF_CONC8).events)
 
 
+@pytest.mark.slow
 def test_aiperf_raw_file_alone_takes_counts_from_usage(tmp_path: Path) -> None:
     raw = tmp_path / "profile_export_raw.jsonl.gz"
     shutil.copy(AIPERF_CONC8.with_name(raw.name), raw)

@@ -119,6 +119,7 @@ def _report(path: Path, flags: list[str]) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.slow
 def test_late_keys_and_every_form_give_the_identical_report(tmp_path: Path) -> None:
     forms = write_every_form(tmp_path)
     reference = _report(*forms["parquet"])
@@ -127,6 +128,7 @@ def test_late_keys_and_every_form_give_the_identical_report(tmp_path: Path) -> N
         assert _report(path, flags) == reference, name
 
 
+@pytest.mark.slow
 def test_by_grouping_is_identical_in_every_form(tmp_path: Path) -> None:
     forms = write_every_form(tmp_path)
     outputs = {}

@@ -58,6 +58,7 @@ def _bomb(path: Path, line_bytes: int) -> None:
         out.write(packer.flush())
 
 
+@pytest.mark.slow
 def test_one_huge_gzipped_line_is_refused_at_the_record_cap(tmp_path: Path) -> None:
     path = tmp_path / "bomb.jsonl.gz"
     _bomb(path, 256 << 20)

@@ -137,6 +137,7 @@ def test_late_type_change_is_read_in_memory_and_spilled(
     forms.test_id_that_becomes_text_after_line_10000_is_read(tmp_path, suffix)
 
 
+@pytest.mark.slow
 def test_every_form_gives_the_identical_report_when_spilled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

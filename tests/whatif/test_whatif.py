@@ -60,6 +60,7 @@ def test_calibration_recovers_the_simulators_costs(fcfs: tuple[pl.DataFrame, pl.
     assert model.limits["max_running"].value is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("policy", "limits"), [("chunked", {"max_batch_tokens": 512}), ("sjf", {})]
 )
@@ -84,6 +85,7 @@ def test_prediction_lands_on_the_simulators_run_of_that_policy(
             assert abs(figure["predicted_ns"] - real) <= (figure["band_ns"] or 0) + 1e-6 * real
 
 
+@pytest.mark.slow
 def test_chunked_prefill_from_a_prefill_first_trace_is_an_extrapolation(
     fcfs: tuple[pl.DataFrame, pl.DataFrame],
 ) -> None:
@@ -138,6 +140,7 @@ def _vidur(policy: str) -> pl.DataFrame:
     ).with_columns(pl.col("request_id").cast(pl.String))
 
 
+@pytest.mark.slow
 def test_vidur_vllm_replays_within_tolerance_and_sarathi_is_missed_as_the_readme_says() -> None:
     events = _vidur("vllm")
     real = analyze_events(events)
@@ -194,6 +197,7 @@ def test_vidur_vllm_replays_within_tolerance_and_sarathi_is_missed_as_the_readme
     )
 
 
+@pytest.mark.slow
 def test_vidur_step_records_calibrate_like_the_implied_steps() -> None:
     from servetrace.api._whatif import whatif as api_whatif
 
