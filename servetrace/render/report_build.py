@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servetrace.analysis.summary import GoodputTarget
+
+if TYPE_CHECKING:
+    from servetrace.comparison.compare import Comparison
+    from servetrace.render.report_sections import TraceView
 
 
 @dataclass(frozen=True)
@@ -65,26 +69,31 @@ def build_report(
             )
         # The page stays light with several traces: they share the scatter budget.
         views.append(TraceView(trace, analysis, points=MAX_POINTS // len(traces), name=name))
-    comparisons = []
-    if len(views) > 1:
-        from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS
-        from servetrace.comparison.compare import compare
+    comparisons = with_the_first(views, seed)
+    if comparisons:
         from servetrace.render.compare_words import comparison_warnings
 
-        metrics = [m for m in DEFAULT_COMPARE_METRICS if m != "goodput"]
-        comparisons = [
-            compare(
-                views[0].analysis,
-                view.analysis,
-                metrics=metrics,
-                seed=seed,
-                baseline_label=views[0].label,
-                candidate_label=view.label,
-            )
-            for view in views[1:]
-        ]
         notes += dict.fromkeys(w for c in comparisons for w in comparison_warnings(c))
     return ReportPage(render_html(views, comparisons), notes)
+
+
+def with_the_first(views: Sequence[TraceView], seed: int = 0) -> list[Comparison]:
+    """Each view after the first compared with the first (the report's comparisons)."""
+    from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS
+    from servetrace.comparison.compare import compare
+
+    metrics = [m for m in DEFAULT_COMPARE_METRICS if m != "goodput"]
+    return [
+        compare(
+            views[0].analysis,
+            view.analysis,
+            metrics=metrics,
+            seed=seed,
+            baseline_label=views[0].label,
+            candidate_label=view.label,
+        )
+        for view in views[1:]
+    ]
 
 
 def _holds_several_runs(traces: Sequence[str], from_format: str | None) -> bool:

@@ -193,9 +193,8 @@ def whatif_sections(result: WhatIf) -> list[Section]:
 def whatif_html(result: WhatIf, seed: int = 0) -> str:
     """The page: the what-if first, then the trace, the replay and each prediction, and
     the comparison of each with the trace."""
-    from servetrace.comparison.catalog import DEFAULT_COMPARE_METRICS
-    from servetrace.comparison.compare import compare
     from servetrace.render.report import render_html
+    from servetrace.render.report_build import with_the_first
     from servetrace.render.series import MAX_POINTS
 
     if result.real is None or result.replayed is None:
@@ -207,16 +206,5 @@ def whatif_html(result: WhatIf, seed: int = 0) -> str:
     ]
     share = MAX_POINTS // len(analyses)
     views = [TraceView(label, analysis, points=share) for label, analysis in analyses]
-    metrics = [m for m in DEFAULT_COMPARE_METRICS if m != "goodput"]
-    comparisons = [
-        compare(
-            views[0].analysis,
-            view.analysis,
-            metrics=metrics,
-            seed=seed,
-            baseline_label=views[0].label,
-            candidate_label=view.label,
-        )
-        for view in views[1:]
-    ]
+    comparisons = with_the_first(views, seed)
     return render_html(views, comparisons, extra=[("What-if", whatif_sections(result))])
