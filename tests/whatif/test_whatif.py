@@ -4,6 +4,7 @@ and Vidur's runs of the same 1000 requests under vLLM-style and Sarathi scheduli
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -140,6 +141,20 @@ def _vidur(policy: str) -> pl.DataFrame:
     ).with_columns(pl.col("request_id").cast(pl.String))
 
 
+# The statistics the README reports for Vidur, with their relative errors.
+README_STATS = [
+    ("ttft", "p50"),
+    ("ttft", "p99"),
+    ("queue_wait", "p50"),
+    ("e2e", "p50"),
+    ("e2e", "p99"),
+]
+
+
+def _readme_errors(agreed: dict[str, dict[str, Any]]) -> dict[tuple[str, str], Any]:
+    return {(m, s): agreed[m]["stats"][s]["relative_error"] for m, s in README_STATS}
+
+
 @pytest.mark.slow
 def test_vidur_vllm_replays_within_tolerance_and_sarathi_is_missed_as_the_readme_says() -> None:
     events = _vidur("vllm")
@@ -152,16 +167,7 @@ def test_vidur_vllm_replays_within_tolerance_and_sarathi_is_missed_as_the_readme
         extrapolate=True,
     )
     assert result.trusted
-    error = {
-        (m, s): result.validation[m]["stats"][s]["relative_error"]  # type: ignore[index]
-        for m, s in [
-            ("ttft", "p50"),
-            ("ttft", "p99"),
-            ("queue_wait", "p50"),
-            ("e2e", "p50"),
-            ("e2e", "p99"),
-        ]
-    }
+    error = _readme_errors(result.validation)
     assert error == pytest.approx(
         {
             ("ttft", "p50"): -0.0063,
@@ -175,16 +181,7 @@ def test_vidur_vllm_replays_within_tolerance_and_sarathi_is_missed_as_the_readme
     # Against Vidur's own Sarathi run: the additive step model prices a mixed step as the
     # sum of its parts, so chunked prefill comes out far slower than Vidur has it.
     versus = agreement(analyze_events(_vidur("sarathi")), result.predictions[0].analysis)
-    missed = {
-        (m, s): versus[m]["stats"][s]["relative_error"]  # type: ignore[index]
-        for m, s in [
-            ("ttft", "p50"),
-            ("ttft", "p99"),
-            ("queue_wait", "p50"),
-            ("e2e", "p50"),
-            ("e2e", "p99"),
-        ]
-    }
+    missed = _readme_errors(versus)
     assert missed == pytest.approx(
         {
             ("ttft", "p50"): 0.732,
