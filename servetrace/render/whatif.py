@@ -52,7 +52,7 @@ def render_whatif_json(result: WhatIf) -> str:
     return render_json(whatif_dict(result)) + "\n"
 
 
-def _ms(value: float | None) -> str:
+def ms(value: float | None) -> str:
     return "n/a" if value is None else short_ms(value / 1e6)
 
 
@@ -60,7 +60,34 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1%}"
 
 
-def _knobs(limits: dict[str, int | None]) -> str:
+def validation_rows(result: WhatIf) -> list[tuple[str, str, str, str, str, str]]:
+    """Each metric and statistic of the validation in words: metric, stat, trace, replay,
+    relative error, within tolerance (yes / no / n/a); every view shows these."""
+    rows = []
+    for metric in METRICS:
+        for stat in STATS:
+            cell = result.validation[metric]["stats"][stat]  # type: ignore[index]
+            agrees = cell["agrees"]
+            rows.append(
+                (
+                    NAMES[metric],
+                    stat,
+                    ms(cell["real_ns"]),
+                    ms(cell["replayed_ns"]),
+                    _percent(cell.get("relative_error")),
+                    "n/a" if agrees is None else ("yes" if agrees else "no"),
+                )
+            )
+    return rows
+
+
+def predicted(figure: dict[str, float | None]) -> str:
+    """``9331 ms ± 173 ms``: the prediction with its band."""
+    band = figure["band_ns"]
+    return ms(figure["predicted_ns"]) + ("" if band is None else f" ± {ms(band)}")
+
+
+def knobs(limits: dict[str, int | None]) -> str:
     return ", ".join(f"{k.replace('_', '-')} {v}" for k, v in limits.items() if v is not None)
 
 
@@ -70,8 +97,8 @@ def headline(result: WhatIf) -> list[str]:
     costs = model.costs
     lines = [
         f"calibrated on {result.trace} ({model.source}, {int(model.fit['steps']):,} steps): "
-        f"step = {_ms(costs['base_ns'])} + {_ms(costs['prefill_token_ns'])}/prompt token "
-        f"+ {_ms(costs['decode_seq_ns'])}/decoding request "
+        f"step = {ms(costs['base_ns'])} + {ms(costs['prefill_token_ns'])}/prompt token "
+        f"+ {ms(costs['decode_seq_ns'])}/decoding request "
         f"+ {costs['context_token_ns']:.0f} ns/context token "
         f"(median step error {model.fit['median_relative_error']:.1%})",
         "limits: "
@@ -99,21 +126,19 @@ def _validation_table(result: WhatIf) -> Table:
     table = Table(title=f"replay under {result.calibration.policy} vs the trace", box=None)
     for column in ("metric", "stat", "trace", "replay", "error", "ok", "MAPE", "r"):
         table.add_column(column, justify="left" if column in ("metric", "stat") else "right")
-    for metric in METRICS:
-        row = result.validation[metric]
-        for i, stat in enumerate(STATS):
-            cell = row["stats"][stat]  # type: ignore[index]
-            agrees = cell["agrees"]
-            table.add_row(
-                NAMES[metric] if i == 0 else "",
-                stat,
-                _ms(cell["real_ns"]),
-                _ms(cell["replayed_ns"]),
-                _percent(cell.get("relative_error")),
-                "n/a" if agrees is None else ("yes" if agrees else "NO"),
-                f"{row['mape']:.1%}" if i == 0 and row["mape"] is not None else "",
-                f"{row['pearson_r']:.3f}" if i == 0 and row["pearson_r"] is not None else "",
-            )
+    for i, (name, stat, real, replay, error, agrees) in enumerate(validation_rows(result)):
+        first = i % len(STATS) == 0
+        row = result.validation[METRICS[i // len(STATS)]]
+        table.add_row(
+            name if first else "",
+            stat,
+            real,
+            replay,
+            error,
+            "NO" if agrees == "no" else agrees,
+            f"{row['mape']:.1%}" if first and row["mape"] is not None else "",
+            f"{row['pearson_r']:.3f}" if first and row["pearson_r"] is not None else "",
+        )
     return table
 
 
@@ -123,18 +148,12 @@ def _prediction_table(result: WhatIf) -> Table:
     table.add_column("stat")
     table.add_column("trace", justify="right")
     for p in result.predictions:
-        table.add_column(f"{p.policy} {_knobs(p.limits)}".strip(), justify="right")
+        table.add_column(f"{p.policy} {knobs(p.limits)}".strip(), justify="right")
     for metric in METRICS:
         for i, stat in enumerate(STATS):
             real = result.predictions[0].figures[metric][stat]["real_ns"]
-            cells = []
-            for p in result.predictions:
-                figure = p.figures[metric][stat]
-                band = figure["band_ns"]
-                cells.append(
-                    _ms(figure["predicted_ns"]) + ("" if band is None else f" ± {_ms(band)}")
-                )
-            table.add_row(NAMES[metric] if i == 0 else "", stat, _ms(real), *cells)
+            cells = [predicted(p.figures[metric][stat]) for p in result.predictions]
+            table.add_row(NAMES[metric] if i == 0 else "", stat, ms(real), *cells)
     return table
 
 
@@ -154,23 +173,15 @@ def whatif_markdown(result: WhatIf) -> str:
         "| metric | stat | trace | replay | error | within tolerance |",
         "|---|---|--:|--:|--:|---|",
     ]
-    for metric in METRICS:
-        for stat in STATS:
-            cell = result.validation[metric]["stats"][stat]  # type: ignore[index]
-            agrees = cell["agrees"]
-            lines.append(
-                f"| {NAMES[metric]} | {stat} | {_ms(cell['real_ns'])} | "
-                f"{_ms(cell['replayed_ns'])} | {_percent(cell.get('relative_error'))} | "
-                f"{'n/a' if agrees is None else ('yes' if agrees else 'no')} |"
-            )
+    lines += [f"| {' | '.join(row)} |" for row in validation_rows(result)]
     for p in result.predictions:
-        lines += ["", f"## Predicted: {p.policy} {_knobs(p.limits)}".rstrip(), ""]
+        lines += ["", f"## Predicted: {p.policy} {knobs(p.limits)}".rstrip(), ""]
         lines += ["| metric | stat | trace | predicted | ± replay error |", "|---|---|--:|--:|--:|"]
         for metric in METRICS:
             for stat in STATS:
                 f = p.figures[metric][stat]
                 lines.append(
-                    f"| {NAMES[metric]} | {stat} | {_ms(f['real_ns'])} | "
-                    f"{_ms(f['predicted_ns'])} | {_ms(f['band_ns'])} |"
+                    f"| {NAMES[metric]} | {stat} | {ms(f['real_ns'])} | "
+                    f"{ms(f['predicted_ns'])} | {ms(f['band_ns'])} |"
                 )
     return "\n".join(lines) + "\n"

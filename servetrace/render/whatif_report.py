@@ -10,17 +10,12 @@ from typing import Any
 import polars as pl
 
 from servetrace.render.chart_style import finish, log_axis, log_scale
-from servetrace.render.format import short_ms
 from servetrace.render.report_sections import Section, TraceView
-from servetrace.render.whatif import NAMES, headline
+from servetrace.render.whatif import NAMES, headline, knobs, ms, predicted, validation_rows
 from servetrace.whatif.model import WhatIf
 from servetrace.whatif.replay import METRICS, STATS
 
 SCATTER = ("ttft", "e2e")  # the per-request metrics the validation scatter draws
-
-
-def _ms(value: float | None) -> str:
-    return "n/a" if value is None else short_ms(value / 1e6)
 
 
 def _scatter(real: pl.DataFrame, replayed: pl.DataFrame) -> Any:
@@ -121,22 +116,7 @@ def _bands(figures: dict[str, dict[str, dict[str, float | None]]]) -> Any:
 
 def whatif_sections(result: WhatIf) -> list[Section]:
     lines = headline(result)
-    rows = []
-    for metric in METRICS:
-        for stat in STATS:
-            cell = result.validation[metric]["stats"][stat]  # type: ignore[index]
-            error = cell.get("relative_error")
-            agrees = cell["agrees"]
-            rows.append(
-                [
-                    (NAMES[metric], None),
-                    (stat, None),
-                    (_ms(cell["real_ns"]), None),
-                    (_ms(cell["replayed_ns"]), None),
-                    ("n/a" if error is None else f"{error:+.1%}", None),
-                    ("n/a" if agrees is None else ("yes" if agrees else "no"), None),
-                ]
-            )
+    rows = [[(text, None) for text in row] for row in validation_rows(result)]
     charts = []
     if result.real is not None and result.replayed is not None:
         charts.append(
@@ -156,32 +136,20 @@ def whatif_sections(result: WhatIf) -> list[Section]:
         )
     ]
     for i, prediction in enumerate(result.predictions):
-        knobs = ", ".join(
-            f"{k.replace('_', '-')} {v}" for k, v in prediction.limits.items() if v is not None
-        )
-        cells = []
-        for metric in METRICS:
-            for stat in STATS:
-                f = prediction.figures[metric][stat]
-                band = f["band_ns"]
-                cells.append(
-                    [
-                        (NAMES[metric], None),
-                        (stat, None),
-                        (_ms(f["real_ns"]), None),
-                        (
-                            _ms(f["predicted_ns"]) + ("" if band is None else f" ± {_ms(band)}"),
-                            None,
-                        ),
-                    ]
-                )
+        figures = prediction.figures
+        cells = [
+            [(NAMES[m], None), (s, None), (ms(figures[m][s]["real_ns"]), None)]
+            + [(predicted(figures[m][s]), None)]
+            for m in METRICS
+            for s in STATS
+        ]
         p99 = prediction.figures["ttft"]["p99"]
         sections.append(
             Section(
                 id=f"whatif-prediction-{i}",
-                title=f"Predicted: {prediction.policy} {knobs}".rstrip(),
-                sentence=f"TTFT p99 {_ms(p99['real_ns'])} → {_ms(p99['predicted_ns'])} "
-                f"± {_ms(p99['band_ns'])} (the replay's error)",
+                title=f"Predicted: {prediction.policy} {knobs(prediction.limits)}".rstrip(),
+                sentence=f"TTFT p99 {ms(p99['real_ns'])} → {ms(p99['predicted_ns'])} "
+                f"± {ms(p99['band_ns'])} (the replay's error)",
                 charts=[(f"whatif-bands-{i}", _bands(prediction.figures))],
                 table={"header": ["metric", "stat", "trace", "predicted"], "rows": cells},
                 note="grey diamond: the trace; blue: predicted, ± the replay's error",
