@@ -13,7 +13,7 @@ from servetrace.render.chart_style import finish, log_axis, log_scale
 from servetrace.render.report_sections import Section, TraceView
 from servetrace.render.whatif import NAMES, headline, knobs, ms, predicted, validation_rows
 from servetrace.whatif.model import WhatIf
-from servetrace.whatif.replay import METRICS, STATS
+from servetrace.whatif.replay import METRICS
 
 SCATTER = ("ttft", "e2e")  # the per-request metrics the validation scatter draws
 
@@ -136,12 +136,10 @@ def whatif_sections(result: WhatIf) -> list[Section]:
         )
     ]
     for i, prediction in enumerate(result.predictions):
-        figures = prediction.figures
         cells = [
-            [(NAMES[m], None), (s, None), (ms(figures[m][s]["real_ns"]), None)]
-            + [(predicted(figures[m][s]), None)]
+            [(text, None) for text in (NAMES[m], s, ms(f["real_ns"]), predicted(f))]
             for m in METRICS
-            for s in STATS
+            for s, f in prediction.figures[m].items()
         ]
         p99 = prediction.figures["ttft"]["p99"]
         sections.append(
