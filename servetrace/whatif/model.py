@@ -20,6 +20,7 @@ from servetrace.analysis.result import Analysis
 from servetrace.errors import UsageError
 from servetrace.sim.config import Policy
 from servetrace.whatif.calibration import (
+    VERSION,
     Calibration,
     coverage_of,
     fit_costs,
@@ -90,7 +91,7 @@ def calibrate(
     own = policy or (Policy.CHUNKED.value if chunked else Policy.FCFS.value)
     costs, quality = fit_costs(frame)
     return Calibration(
-        version=1,
+        version=VERSION,
         source=source,
         policy=Policy(own).value,
         costs=costs,
