@@ -310,12 +310,15 @@ def _trace_counts(
     )
     has_tokens = "tokens" in lazy.collect_schema().names()
     tokens = pl.col("tokens").fill_null(1) if has_tokens else pl.lit(1)
-    ticks = (
-        lazy.filter(pl.col("event").is_in(TICK_EVENTS)).select("ts", tokens.alias("w")).collect()
+    # One read of the trace for both counters.
+    got = (
+        lazy.filter(pl.col("event").is_in([*TICK_EVENTS, "preemption"]))
+        .select("event", "ts", tokens.alias("w"))
+        .collect()
     )
-    out["generation_tokens_counter"] = _per_interval(
-        edges, ticks["ts"].to_numpy(), ticks["w"].to_numpy().astype(np.float64)
-    )
-    pre = lazy.filter(pl.col("event") == "preemption").select("ts").collect()["ts"].to_numpy()
+    tick = got["event"].is_in(TICK_EVENTS).to_numpy()
+    ts, w = got["ts"].to_numpy(), got["w"].to_numpy().astype(np.float64)
+    out["generation_tokens_counter"] = _per_interval(edges, ts[tick], w[tick])
+    pre = ts[~tick]
     out["preemption_counter"] = _per_interval(edges, pre, np.ones(pre.size))
     return out

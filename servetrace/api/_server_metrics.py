@@ -8,8 +8,7 @@ from dataclasses import replace
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.stage_pairs import StagePairs
 from servetrace.errors import UsageError
-
-FORMAT_NAMES = ("prometheus", "query_range", "aiperf")
+from servetrace.sources.server_metrics.schema import FORMATS
 
 
 def with_server_metrics(
@@ -24,10 +23,10 @@ def with_server_metrics(
     from servetrace.analysis.server_metrics import compare
     from servetrace.sources.server_metrics import read
 
-    if from_format is not None and from_format not in FORMAT_NAMES:
+    if from_format is not None and from_format not in FORMATS:
         raise UsageError(
             f"unknown server metrics format {from_format!r}",
-            hint=f"one of {', '.join(FORMAT_NAMES)}",
+            hint=f"one of {', '.join(FORMATS)}",
         )
     where = os.fspath(path)
     metrics = read(where, from_format)

@@ -18,13 +18,13 @@ kept as the label ``endpoint``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from servetrace.errors import InputError, first_line
+from servetrace.sources.reading import iter_json_lines, load_json
 from servetrace.sources.server_metrics.schema import frame, label_text
 
 METADATA = "server_metrics_metadata.json"
@@ -35,10 +35,7 @@ def _types(folder: Path) -> dict[str, str]:
     meta = folder / METADATA
     if not meta.is_file():
         return {}
-    try:
-        doc = json.loads(meta.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{meta}: not JSON: {first_line(e)}") from None
+    doc = load_json(meta)
     out: dict[str, str] = {}
     for endpoint in (doc.get("endpoints") or {}).values():
         for name, schema in (endpoint.get("metric_schemas") or {}).items():
@@ -66,16 +63,9 @@ def read_aiperf(path: Path) -> pl.DataFrame:
         rows["le"].append(le)
         rows["value"].append(float(v))
 
-    try:
-        lines = jsonl.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{jsonl}: cannot read: {first_line(e)}") from None
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for n, record in iter_json_lines(jsonl):
         where = f"{jsonl}: line {n}"
         try:
-            record = json.loads(line)
             ts = int(record["timestamp_ns"])
             metrics = record["metrics"]
             endpoint = str(record.get("endpoint_url", ""))
@@ -99,8 +89,6 @@ def read_aiperf(path: Path) -> pl.DataFrame:
                             "counter" if family.endswith("_total") else "gauge"
                         )
                         add(ts, family, kind, text, None, s["value"])
-        except json.JSONDecodeError as e:
-            raise InputError(f"{where}: not JSON: {first_line(e)}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise InputError(
                 f"{where}: not an AIPerf server-metrics record ({type(e).__name__}: "

@@ -18,14 +18,14 @@ canonical metrics frame, as one long frame ``stage, side, quantity, stat, value`
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from servetrace.errors import InputError, first_line
+from servetrace.errors import InputError
+from servetrace.sources.reading import load_json
 
 _STAGE = re.compile(r"stage_(\d+)_(lifecycle|prometheus)_metrics\.json$")
 SIDES = {"lifecycle": "client", "prometheus": "server"}
@@ -61,10 +61,7 @@ def read_stages(path: Path) -> pl.DataFrame:
         found = _STAGE.search(file.name)
         if not found:
             continue
-        try:
-            doc = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InputError(f"{file}: not JSON: {first_line(e)}") from None
+        doc = load_json(file)
         if not isinstance(doc, dict) or not isinstance(doc.get("successes"), dict):
             raise InputError(f"{file}: no 'successes' object: not an inference-perf stage file")
         flat: list[tuple[str, str, float | None]] = []

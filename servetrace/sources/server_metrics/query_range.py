@@ -10,13 +10,13 @@ function applied) cannot be typed and is an input error.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import polars as pl
 
-from servetrace.errors import InputError, first_line
+from servetrace.errors import InputError
+from servetrace.sources.reading import load_json
 from servetrace.sources.server_metrics.schema import frame, label_text
 
 
@@ -33,10 +33,7 @@ def _kind(name: str, labels: dict[str, str], histograms: set[str]) -> tuple[str,
 
 
 def read_query_range(path: Path) -> pl.DataFrame:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not JSON: {first_line(e)}") from None
+    doc = load_json(path)
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, dict) or data.get("resultType") != "matrix":
         raise InputError(
