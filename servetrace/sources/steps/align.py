@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-NS_PER_S = 1_000_000_000
+from servetrace.units import NS_PER_S
+
 # A log prefix's resolution: the step ended somewhere in [second, second + 1 s).
 WINDOW_NS = NS_PER_S
 # Offsets within a bin either side of each other count as one vote.
@@ -83,33 +84,6 @@ def zone_shift(anchors: pl.Series, ticks: pl.Series) -> int | None:
     order = np.argsort(np.abs(shifts), kind="stable")
     best = order[np.argmax(hits[order])]
     return int(shifts[best]) if hits[best] else None
-
-
-def _best(candidates: pl.DataFrame, keys: list[str], prefer: list[str]) -> pl.DataFrame:
-    """Per ``keys``, the offset bin with the most votes (a bin's score counts its two
-    neighbours, so offsets split by a bin edge still agree; ties go to the smallest
-    ``prefer`` values, then the earliest bin), and the median offset voted there."""
-    groups = [*keys, *prefer]
-    counts = candidates.group_by(*groups, "bin").agg(n=pl.len())
-    scored = (
-        pl.concat([counts.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
-        .group_by(*groups, "bin")
-        .agg(votes=pl.col("n").sum())
-    )
-    order = [*keys, "votes", *prefer, "bin"]
-    winners = (
-        scored.sort(order, descending=[False] * len(keys) + [True] + [False] * (len(prefer) + 1))
-        .unique(keys, keep="first", maintain_order=True)
-        .filter(pl.col("votes") >= MIN_VOTES)
-        .rename({"bin": "center"})
-    )
-    offsets = (
-        candidates.join(winners.select(*groups, "center"), on=groups)
-        .filter((pl.col("bin") - pl.col("center")).abs() <= 1)
-        .group_by(keys)
-        .agg(offset=pl.col("offset").median().round().cast(pl.Int64()))
-    )
-    return winners.join(offsets, on=keys)
 
 
 def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:

@@ -143,7 +143,7 @@ def record(
     except KeyboardInterrupt:
         stopped = "interrupted"
     except OSError as error:
-        raise UsageError(f"--output {output}: cannot write: {error.strerror or error}") from None
+        raise unwritable(f"--output {output}", error) from None
     finally:
         out.close()
         subscriber.close()
