@@ -15,15 +15,15 @@ import polars as pl
 from servetrace.render.chart_style import Spec, finish, log_scale, log_ticks
 
 WIDTH = 640
+ZERO, INFINITE = "ratio 0: drawn at the left edge", "ratio ∞: drawn at the right edge"
 SHAPES = {
     "faster": "circle",
     "slower": "triangle-up",
     "no significant change": "square",
     "unavailable": "cross",
-    "ratio 0: drawn at the left edge": "triangle-left",
-    "ratio ∞: drawn at the right edge": "triangle-right",
+    ZERO: "triangle-left",
+    INFINITE: "triangle-right",
 }
-ZERO, INFINITE = "ratio 0: drawn at the left edge", "ratio ∞: drawn at the right edge"
 
 
 def ratio_bounds(frame: pl.DataFrame) -> tuple[float, float]:

@@ -124,7 +124,9 @@ def _marker_name() -> pl.Expr:
 def shown_input(text: str) -> str:
     """An input as the file may show it to others: relative to the working directory
     when under it, else its file name; never this machine's absolute path (URIs stay)."""
-    if "://" in text or not os.path.isabs(text):
+    from servetrace.sources.objectstore import is_uri
+
+    if is_uri(text) or not os.path.isabs(text):
         return text
     path = Path(text)
     try:
