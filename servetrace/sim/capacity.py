@@ -73,8 +73,7 @@ def offered_load(workload: pl.DataFrame, config: EngineConfig) -> OfferedLoad:
         span=pl.col("arrival_ns").max() - pl.col("arrival_ns").min(),
         held=(pl.col("prompt_tokens") + pl.col("output_tokens") / 2).filter(fits).mean(),
     ).row(0, named=True)
-    kv_tokens = (config.kv_blocks - config.watermark_blocks) * config.block_size
-    fitting = kv_tokens // stats["held"] if stats["held"] else config.max_running
+    fitting = config.kv_tokens // stats["held"] if stats["held"] else config.max_running
     batch = max(1, min(config.max_running, config.max_batch_tokens, int(fitting)))
     prompt = pl.col("prompt_tokens").cast(pl.Float64)
     decodes = (pl.col("output_tokens") - 1).cast(pl.Float64)

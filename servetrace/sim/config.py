@@ -146,12 +146,16 @@ class EngineConfig:
         return int(self.watermark * self.kv_blocks)
 
     @property
+    def kv_tokens(self) -> int:
+        """Tokens the KV cache holds, less the watermark."""
+        return (self.kv_blocks - self.watermark_blocks) * self.block_size
+
+    @property
     def max_context_tokens(self) -> int:
         """The longest prompt + output - 1 a request may have (longer ones are rejected)."""
-        kv_tokens = (self.kv_blocks - self.watermark_blocks) * self.block_size
         if self.policy == Policy.CHUNKED.value:
-            return kv_tokens
-        return min(kv_tokens, self.max_batch_tokens)
+            return self.kv_tokens
+        return min(self.kv_tokens, self.max_batch_tokens)
 
     def step_time_ns(self, prefill_tokens: int, decode_seqs: int, context_tokens: int) -> int:
         """Duration of one step (ns), from the linear step-time model."""
