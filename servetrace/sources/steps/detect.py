@@ -7,6 +7,7 @@ from pathlib import Path
 
 from servetrace.errors import InputError
 from servetrace.sources.file_scan import table_columns
+from servetrace.sources.sniff import read_head
 from servetrace.sources.steps.formats import STEP_FORMATS
 from servetrace.sources.steps.vidur import BATCH_COLUMNS
 
@@ -24,9 +25,8 @@ def _signature(path: Path) -> str | None:
     if path.suffix.lower() in (".parquet", ".arrow", ".ipc", ".gz"):
         return None
     try:
-        with path.open("rb") as handle:
-            head = handle.read(1 << 16)
-    except OSError:
+        head = read_head(path, 1 << 16)
+    except (OSError, InputError):
         return None  # the reader says why, as for any other format
     return next((fmt for mark, fmt in _SIGNATURES if mark in head), None)
 

@@ -39,6 +39,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
+from servetrace.sources.sniff import read_all
 from servetrace.sources.steps.formats import StepFile
 from servetrace.sources.steps.record import RECORD_FORMAT, RECORD_VERSION, require_extra
 from servetrace.sources.steps.schema import conform
@@ -54,10 +55,7 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
     require_extra("the forward-pass step format", "msgpack")
     import msgpack
 
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+    raw = read_all(path, lines=False)
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(raw)
     rows: list[dict[str, Any]] = []

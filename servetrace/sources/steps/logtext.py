@@ -13,6 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import InputError
+from servetrace.sources.reading import json_lines
+from servetrace.sources.sniff import read_all
 
 # Terminal colours: vLLM colours its process prefix when the output is a terminal, and a
 # log captured through `script` or a container runtime keeps the escapes.
@@ -21,12 +23,12 @@ _ANSI = r"\x1b\[[0-9;]*[A-Za-z]"
 
 def log_lines(path: Path) -> pl.DataFrame:
     """``path``'s lines as ``line`` (1-based Int64) and ``text`` (colour escapes removed)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
-    text = raw.decode("utf-8", errors="replace")
-    frame = pl.DataFrame({"text": text.splitlines()}, schema={"text": pl.String()})
+    # Split at line ends only (LF, CR LF, CR), as every reader does: a U+2028 or U+0085
+    # inside a logged request id must not shift the line numbers errors name.
+    lines = json_lines(read_all(path).decode("utf-8", errors="replace"))
+    if lines and lines[-1] == "":
+        lines.pop()
+    frame = pl.DataFrame({"text": lines}, schema={"text": pl.String()})
     return frame.with_row_index("line", offset=1).select(
         pl.col("line").cast(pl.Int64()), pl.col("text").str.replace_all(_ANSI, "")
     )

@@ -42,6 +42,8 @@ from typing import Any
 import polars as pl
 
 from servetrace.errors import InputError
+from servetrace.sources.reading import json_lines
+from servetrace.sources.sniff import read_all
 from servetrace.sources.steps.formats import StepFile
 from servetrace.sources.steps.schema import conform
 
@@ -106,10 +108,7 @@ _SCHEMA = {
 
 def _records(path: Path) -> list[tuple[str, Any]]:
     """Each record with where it is (``record 3 (line 2)``)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+    text = read_all(path, lines=False).decode("utf-8", errors="replace")
     if not text.strip():
         raise InputError(f"{path}: file is empty")
     try:
@@ -120,7 +119,7 @@ def _records(path: Path) -> list[tuple[str, Any]]:
         items = whole if isinstance(whole, list) else [whole]
         return [(f"record {i}", item) for i, item in enumerate(items, 1)]
     found: list[tuple[str, Any]] = []
-    for line_no, line in enumerate(text.splitlines(), 1):
+    for line_no, line in enumerate(json_lines(text), 1):
         if not line.strip():
             continue
         try:
