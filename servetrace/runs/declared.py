@@ -46,7 +46,7 @@ def _avg(summary: Mapping[str, Any], key: str) -> Any:
     return value.get("avg") if isinstance(value, Mapping) else None
 
 
-class _Facts:
+class Facts:
     """``declared`` being filled in, recording where each fact came from."""
 
     def __init__(self, tool: str) -> None:
@@ -88,7 +88,7 @@ def _json_or_none(path: Path | None) -> Any:
         return None
 
 
-def _parallelism(facts: _Facts, name: str) -> None:
+def _parallelism(facts: Facts, name: str) -> None:
     match = _TP_PP.search(name)
     if match:
         facts.set("tensor_parallel", int(match.group(1)), "file name")
@@ -99,7 +99,7 @@ def _parallelism(facts: _Facts, name: str) -> None:
 
 
 def vllm_bench(path: Path, summary: Mapping[str, Any] | None) -> dict[str, Any]:
-    facts = _Facts("vllm-bench")
+    facts = Facts("vllm-bench")
     summary = summary or {}
     here = path.name
     rate = summary.get("request_rate")
@@ -134,7 +134,7 @@ def vllm_bench(path: Path, summary: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def aiperf(summary_file: Path | None) -> dict[str, Any]:
-    facts = _Facts("aiperf")
+    facts = Facts("aiperf")
     doc = _json_or_none(summary_file)
     if not isinstance(doc, Mapping) or summary_file is None:
         return facts.finish()
@@ -179,7 +179,7 @@ def aiperf(summary_file: Path | None) -> dict[str, Any]:
 
 
 def genai_perf(summary_file: Path | None) -> dict[str, Any]:
-    facts = _Facts("genai-perf")
+    facts = Facts("genai-perf")
     doc = _json_or_none(summary_file)
     if not isinstance(doc, Mapping) or summary_file is None:
         return facts.finish()
@@ -216,7 +216,7 @@ def genai_perf(summary_file: Path | None) -> dict[str, Any]:
 
 
 def guidellm(path: Path, benchmark: int | None) -> dict[str, Any]:
-    facts = _Facts("guidellm")
+    facts = Facts("guidellm")
     doc = _json_or_none(path)
     if not isinstance(doc, Mapping) or not isinstance(doc.get("benchmarks"), list):
         return facts.finish()
@@ -273,7 +273,7 @@ def guidellm(path: Path, benchmark: int | None) -> dict[str, Any]:
 
 
 def llmperf(path: Path, summary: Mapping[str, Any] | None) -> dict[str, Any]:
-    facts = _Facts("llmperf")
+    facts = Facts("llmperf")
     summary = summary or {}
     here = "summary"
     facts.set("model", summary.get("model"), here)

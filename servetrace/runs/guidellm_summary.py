@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from servetrace.runs.declared import Facts
 from servetrace.runs.facts import Kind, checked
-from servetrace.runs.model import empty_declared
 from servetrace.sources.guidellm_csv import PERCENTILE_KEYS, Row, cell, json_cell
 
 # servetrace name -> (group, field, tool name, factor to ms)
@@ -83,14 +83,10 @@ def reported_row(row: Row, where: str) -> dict[str, Any]:
 def declared_row(row: Row, path: Path, where: str) -> dict[str, Any]:
     """What one benchmark row declares: strategy (rate or concurrency), requests asked
     for, duration, model."""
-    facts = empty_declared()
-    facts["tool"] = "guidellm"
-    sources: dict[str, str] = facts["sources"]
+    facts = Facts("guidellm")
 
     def put(key: str, value: Any, column: str) -> None:
-        if value is not None and facts.get(key) is None:
-            facts[key] = value
-            sources[key] = f"{path.name} {column}"
+        facts.set(key, value, f"{path.name} {column}")
 
     match = _STRATEGY.match(cell(row, "Benchmark", "Strategy") or "")
     if match:
@@ -123,4 +119,4 @@ def declared_row(row: Row, path: Path, where: str) -> dict[str, Any]:
     backend = json_cell(row, "Run Info", "Backend", where=where)
     if isinstance(backend, Mapping) and isinstance(backend.get("model"), str):
         put("model", backend["model"], "Run Info / Backend")
-    return facts
+    return facts.finish()
