@@ -9,15 +9,12 @@ simulated trace comes with the oracle the stall join is tested against.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import polars as pl
 
-if TYPE_CHECKING:
-    from servetrace.sim.eventlog import Simulation
-
-#: Columns of `Simulation.steps`, all Int64, in this order.
+#: Columns of a `Simulation`'s `steps`, all Int64, in this order.
 STEP_ROW_COLUMNS = (
     "step",
     "start_ns",
@@ -93,7 +90,16 @@ class StepRecorder:
         return steps, members
 
 
-def canonical_steps(sim: Simulation) -> pl.DataFrame:
+class RecordedRun(Protocol):
+    """What `canonical_steps` reads of a run (a `Simulation`), named here so the recorder
+    does not import the engine that imports it."""
+
+    workload_ids: pl.Series
+    steps: pl.DataFrame
+    members: pl.DataFrame
+
+
+def canonical_steps(sim: RecordedRun) -> pl.DataFrame:
     """The run's steps in the canonical step schema, with ``request_ids`` (exact batch
     membership) on one replica (``replica`` null)."""
     from servetrace.sources.steps.schema import conform
