@@ -115,9 +115,7 @@ def stream(req: dict[str, Any]) -> list[tuple[int, str]]:
 
     def delta(content: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
-            "choices": [
-                {"index": 0, "delta": content, "logprobs": None, "finish_reason": finish}
-            ]
+            "choices": [{"index": 0, "delta": content, "logprobs": None, "finish_reason": finish}]
         }
 
     out = [(first, chunk(rid, delta({"role": "assistant", "content": ""})))]
@@ -130,7 +128,8 @@ def stream(req: dict[str, Any]) -> list[tuple[int, str]]:
         "completion_tokens": u["completion"],
         "prompt_tokens_details": {"cached_tokens": u["cached"]},
     }
-    out.append((req["finish"], chunk(rid, {"choices": [], "usage": usage, "metrics": req["metrics"]})))
+    last = {"choices": [], "usage": usage, "metrics": req["metrics"]}
+    out.append((req["finish"], chunk(rid, last)))
     out.append((req["finish"], "[DONE]"))
     return out
 
@@ -245,9 +244,7 @@ def main() -> None:
     spec = HERE / "aiperf_spec_decode"
     spec.mkdir(exist_ok=True)
     records = [aiperf_record(i, r) for i, r in enumerate([*SPEC_REQUESTS, cancelled])]
-    (spec / "profile_export_raw.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in records)
-    )
+    (spec / "profile_export_raw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     plain = HERE / "genai_perf_metrics"
     plain.mkdir(exist_ok=True)
     doc = {
