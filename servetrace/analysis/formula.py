@@ -14,13 +14,18 @@ A request is *within tolerance* when ``|residual| ≤ max(abs_tol, rel_tol · re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from servetrace.analysis.groups import CODE, Groups
 from servetrace.stats.describe import describe_sorted
+
+if TYPE_CHECKING:
+    from servetrace.analysis.formula_steps import StepFormula
 
 DEFAULT_ABS_TOL_NS = 1_000_000  # 1 ms: below what any client or log can resolve reliably
 DEFAULT_REL_TOL = 0.01
@@ -49,6 +54,9 @@ class FormulaReport:
     fleet: FormulaCheck
     fleet_itl_ns: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # With tokens per step known (speculative decoding: steps from the server), the same
+    # checks counted in engine steps (analysis.formula_steps); None without them.
+    steps: StepFormula | None = None
 
 
 def within(residual: pl.Expr, abs_tol_ns: int, rel_tol: float) -> pl.Expr:
@@ -57,10 +65,17 @@ def within(residual: pl.Expr, abs_tol_ns: int, rel_tol: float) -> pl.Expr:
     return residual.abs() <= tolerance
 
 
-def worst(checked: pl.DataFrame, residual: str, groups: int) -> list[list[dict[str, object]]]:
+def worst(
+    checked: pl.DataFrame,
+    residual: str,
+    groups: int,
+    cause: pl.Expr | None = None,
+    extra: Sequence[str] = (),
+) -> list[list[dict[str, object]]]:
     """Per group (``checked`` is coded), the requests the formula misses most, with a
-    likely cause. Ties by arrival then id: the same list from either engine, any row
-    order, and for a group as for the group analysed alone.
+    likely cause (``cause``, else the token version's) and the ``extra`` columns. Ties by
+    arrival then id: the same list from either engine, any row order, and for a group as
+    for the group analysed alone.
 
     The order is found on the sort keys alone, then only those rows are taken (a sort
     of every column of every request copied the frame: 4 M requests at 1e9 events).
@@ -79,7 +94,8 @@ def worst(checked: pl.DataFrame, residual: str, groups: int) -> list[list[dict[s
         .group_by(CODE, maintain_order=True)
         .head(WORST_SHOWN)
     )
-    heads = checked[ranked["_row"]].with_columns(_likely_cause().alias("cause"))
+    likely = cause if cause is not None else _likely_cause(checked.columns)
+    heads = checked[ranked["_row"]].with_columns(likely.alias("cause"))
     rows = heads.select(
         CODE,
         "request_id",
@@ -88,6 +104,7 @@ def worst(checked: pl.DataFrame, residual: str, groups: int) -> list[list[dict[s
         "output_tokens",
         "ticks",
         "preemptions",
+        *extra,
         "cause",
     )
     out: list[list[dict[str, object]]] = [[] for _ in range(groups)]
@@ -148,14 +165,22 @@ def notes(
     return tuple(out)
 
 
-def _likely_cause() -> pl.Expr:
-    """A short, honest hint at why a request misses: evidence we have in the row."""
-    return (
+def _likely_cause(columns: Sequence[str] = ()) -> pl.Expr:
+    """A short, honest hint at why a request misses: evidence we have in the row. With
+    the server's step count, chunks of one engine step each are named as such."""
+    multi = pl.col("output_tokens") != pl.col("ticks")
+    cause = (
         pl.when(pl.col("preemptions") > 0)
         .then(pl.lit("preempted"))
         .when(pl.col("itl_mean_ns").is_null() & (pl.col("output_tokens") > 1))
         .then(pl.lit("no tick times"))
-        .when(pl.col("output_tokens") != pl.col("ticks"))
+    )
+    if "spec_steps" in columns:
+        cause = cause.when(multi & (pl.col("ticks") - 1 == pl.col("spec_steps"))).then(
+            pl.lit("multi-token chunks, one per speculative step")
+        )
+    return (
+        cause.when(multi)
         .then(pl.lit("multi-token chunks"))
         .when(pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns"))
         .then(pl.lit("stall"))
@@ -163,8 +188,14 @@ def _likely_cause() -> pl.Expr:
     )
 
 
-def _checks(
-    frame: pl.DataFrame, groups: Groups, residual: str, abs_tol_ns: int, rel_tol: float
+def checks(
+    frame: pl.DataFrame,
+    groups: Groups,
+    residual: str,
+    abs_tol_ns: int,
+    rel_tol: float,
+    cause: pl.Expr | None = None,
+    extra: Sequence[str] = (),
 ) -> list[FormulaCheck]:
     """Each group's check of one version of the formula (``frame`` coded)."""
     checked = frame.filter(pl.col(residual).is_not_null())
@@ -174,7 +205,7 @@ def _checks(
         within(pl.col(residual), abs_tol_ns, rel_tol).sum().alias("in"),
     )
     sample = groups.sample(checked, residual)
-    worst_of = worst(checked, residual, len(groups))
+    worst_of = worst(checked, residual, len(groups), cause, extra)
     out = []
     for g in groups:
         row = counts[g]
@@ -189,6 +220,16 @@ def _checks(
     return out
 
 
+def formula_requests(requests: pl.DataFrame) -> pl.DataFrame:
+    """The completed requests the checks read (``requests`` coded), with only the columns
+    they read: a filter of the whole frame copied every column of every completed request
+    (4 M requests at 1e9 events: 0.65 GB per copy)."""
+    wanted = (*FORMULA_COLUMNS, "spec_steps")
+    return requests.select(CODE, *(c for c in wanted if c in requests.columns)).filter(
+        (pl.col("outcome") == "completed") & pl.col("response_ns").is_not_null()
+    )
+
+
 def formula_by_group(
     requests: pl.DataFrame,
     groups: Groups,
@@ -196,12 +237,8 @@ def formula_by_group(
     rel_tol: float = DEFAULT_REL_TOL,
 ) -> list[FormulaReport]:
     """Check the decomposition on each group's completed requests (``requests`` coded)."""
-    # Only the columns the check reads: a filter of the whole frame copied every column
-    # of every completed request (4 M requests at 1e9 events: 0.65 GB per copy).
-    completed = requests.select(
-        CODE, *(c for c in FORMULA_COLUMNS if c in requests.columns)
-    ).filter((pl.col("outcome") == "completed") & pl.col("response_ns").is_not_null())
-    per_request = _checks(completed, groups, "formula_residual_ns", abs_tol_ns, rel_tol)
+    completed = formula_requests(requests)
+    per_request = checks(completed, groups, "formula_residual_ns", abs_tol_ns, rel_tol)
     fleet_sums = groups.rows(completed.filter(MULTI_TOKEN), FLEET_DECODE, FLEET_STEPS)
     fleet_itl = [r["decode"] / r["steps"] if r and r["steps"] else None for r in fleet_sums]
     tallies = groups.rows(completed, pl.len().alias("n"), pl.col("output_tokens").null_count())
@@ -209,7 +246,7 @@ def formula_by_group(
     with_error = completed.with_columns(itl_of.gather(completed[CODE])).with_columns(
         fleet_error(pl.col("_fleet_itl"))
     )
-    fleet = _checks(with_error, groups, "fleet_error_ns", abs_tol_ns, rel_tol)
+    fleet = checks(with_error, groups, "fleet_error_ns", abs_tol_ns, rel_tol)
     out = []
     for g in groups:
         tally = tallies[g] or {"n": 0, "output_tokens": 0}
@@ -220,7 +257,7 @@ def formula_by_group(
                 abs_tol_ns=abs_tol_ns,
                 rel_tol=rel_tol,
                 per_request=per_request[g],
-                fleet=fleet[g] if itl is not None else _NO_CHECK,
+                fleet=fleet[g] if itl is not None else NO_CHECK,
                 fleet_itl_ns=float(itl) if itl is not None else None,
                 notes=notes(itl, count - per_request[g].checked - uncounted, uncounted, count),
             )
@@ -228,4 +265,4 @@ def formula_by_group(
     return out
 
 
-_NO_CHECK = FormulaCheck(0, 0, describe_sorted(np.zeros(0)), ())
+NO_CHECK = FormulaCheck(0, 0, describe_sorted(np.zeros(0)), ())

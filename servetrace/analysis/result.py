@@ -18,6 +18,7 @@ import polars as pl
 from servetrace.analysis.fluidity import FluidityTargets
 from servetrace.analysis.lifecycle import KEY, Timeline
 from servetrace.analysis.server_findings import ServerComparison
+from servetrace.analysis.server_reported import ServerReported, server_reported
 from servetrace.analysis.summary import GoodputTarget, Summary
 from servetrace.analysis.window import Window
 from servetrace.errors import UsageError
@@ -77,6 +78,12 @@ class Analysis:
     def requests(self) -> pl.DataFrame:
         """One row per valid request (the ``--requests-out`` frame)."""
         return self.per_request.drop(KEY)
+
+    @property
+    def server_reported(self) -> ServerReported | None:
+        """The server's own per-request figures the source carried (vLLM's response
+        bodies), summarised apart from the trace's; None for a trace without them."""
+        return server_reported(self.per_request)
 
     @property
     def quarantine(self) -> pl.DataFrame:

@@ -22,6 +22,7 @@ from servetrace.analysis import figures
 from servetrace.analysis.concurrency import concurrency_by_group
 from servetrace.analysis.figures import CANCEL_STAGES, EXAMPLES_SHOWN, OUTCOMES, THROUGHPUT_KEYS
 from servetrace.analysis.formula import FormulaReport, formula_by_group
+from servetrace.analysis.formula_steps import step_formula_by_group
 from servetrace.analysis.groups import CODE, Groups, Sample
 from servetrace.analysis.intervals import intervals_by_group
 from servetrace.analysis.lifecycle import EVENT_TIMES, Timeline
@@ -315,6 +316,8 @@ def _summaries(
         admissions,
     )
     formula = formula_by_group(requests, groups, *tolerance)
+    in_steps = step_formula_by_group(requests, groups, *tolerance)
+    formula = [replace(f, steps=s) if s else f for f, s in zip(formula, in_steps, strict=True)]
     ends = [span["end"] for span in spans]
     cancelled = figures.ended(requests, groups, "cancelled", None)
     flying = figures.ended(requests, groups, "in_flight", ends)

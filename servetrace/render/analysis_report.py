@@ -11,6 +11,8 @@ from servetrace.render.formats import SummaryFormat
 from servetrace.render.groups import footer, groups_markdown, groups_table, one_row_each
 from servetrace.render.results_json import analysis_dict
 from servetrace.render.server_metrics import server_lines, server_markdown
+from servetrace.render.server_reported import TITLE as REPORTED_TITLE
+from servetrace.render.server_reported import server_reported_lines
 from servetrace.render.stalls import TITLE as STALLS_TITLE
 from servetrace.render.stalls import stalls_dict, stalls_lines
 from servetrace.render.summary import render_csv, render_json, render_markdown, render_table
@@ -39,6 +41,7 @@ def analysis_text(
         if "slices" in timed:
             return slice_csv(timed["slices"])
         return render_csv(groups or {None: summary}, analysis.by, naming)
+    reported = analysis.server_reported
     stalls = (
         stalls_dict(analysis.stalls, analysis.timeline.trace_start_ns) if analysis.stalls else None
     )
@@ -52,6 +55,9 @@ def analysis_text(
         text += "".join(f"- {line}\n" for line in survival_lines(summary.survival, censoring))
         if analysis.server_metrics is not None:
             text += server_markdown(analysis.server_metrics, origin)
+        if reported is not None:
+            lines = server_reported_lines(reported)[1:]
+            text += f"\n### {REPORTED_TITLE}\n\n" + "".join(f"- {x.strip()}\n" for x in lines)
         if groups and one_row_each(groups):
             return text + groups_markdown(groups, by, naming)
         for value, group in (groups or {}).items():
@@ -71,6 +77,8 @@ def analysis_text(
     parts += [Text(line) for line in survival_lines(summary.survival, censoring)]
     if analysis.server_metrics is not None:
         parts += [Text(""), *(Text(s) for s in server_lines(analysis.server_metrics, origin))]
+    if reported is not None:
+        parts += [Text(""), *(Text(s) for s in server_reported_lines(reported))]
     if groups and one_row_each(groups):
         return [*parts, Text(""), groups_table(groups, by, naming), Text(footer(groups, by))]
     for value, group in (groups or {}).items():

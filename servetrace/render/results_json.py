@@ -28,6 +28,11 @@ def analysis_dict(analysis: Analysis, naming: str = "servetrace") -> dict[str, A
         from servetrace.render.time_report import origin_of
 
         report.update(server_dict(analysis.server_metrics, origin_of(analysis)))
+    reported = analysis.server_reported
+    if reported is not None:  # add-only: present when the bodies carried the figures
+        from servetrace.render.server_reported import server_reported_dict
+
+        report.update(server_reported_dict(reported))
     return report
 
 

@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from servetrace.analysis.formula import FormulaCheck, FormulaReport
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
+from servetrace.render.distribution import STAT_KEYS, counts_dict, distribution_ms
 from servetrace.render.format import table_number
+from servetrace.render.formula import formula_dict, formula_lines
 from servetrace.render.markdown_text import md_text
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
@@ -35,11 +36,9 @@ from servetrace.render.outcomes import (
     unavailable_caption,
 )
 from servetrace.render.survival import ci95_dict, survival_dict
-from servetrace.stats.names import STATISTICS
-from servetrace.units import NS_PER_MS, TIME_UNITS
+from servetrace.units import NS_PER_MS
 from servetrace.version import SCHEMA_VERSION, __version__
 
-STAT_KEYS = STATISTICS
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
 DECOMPOSITION = ("queue_wait", "prefill", "decode")
 DECOMPOSITION_STYLES = {
@@ -48,56 +47,6 @@ DECOMPOSITION_STYLES = {
     "ttft": "yellow",
     "decode": "green",
 }
-
-
-def distribution_ms(
-    stats: Mapping[str, Any], unit: str = "ms", keys: Sequence[str] = STAT_KEYS
-) -> dict[str, Any]:
-    """A distribution in ns as the JSON contract spells it (``keys`` of it), in ``unit``."""
-    scale = TIME_UNITS.get(unit, 1)
-    out: dict[str, Any] = {"unit": unit}
-    for key in keys:
-        value = clean(stats.get(key))
-        out[key] = value if key == "count" or value is None else value / scale
-    return out
-
-
-def counts_dict(stats: Mapping[str, Any], unit: str) -> dict[str, Any]:
-    return {"unit": unit, **{k: clean(stats.get(k)) for k in STAT_KEYS}}
-
-
-def _formula_check(check: FormulaCheck) -> dict[str, Any]:
-    return {
-        "checked": check.checked,
-        "within_tolerance": check.within_tolerance,
-        "share_within": check.share_within,
-        "residual": distribution_ms(check.residual_ns),
-        "worst": [
-            {
-                "request_id": clean(w["request_id"]),
-                "residual_ms": float(w["residual_ns"]) / NS_PER_MS,  # type: ignore[arg-type]
-                "response_ms": float(w["response_ns"]) / NS_PER_MS,  # type: ignore[arg-type]
-                "output_tokens": clean(w["output_tokens"]),
-                "ticks": clean(w["ticks"]),
-                "preemptions": clean(w["preemptions"]),
-                "likely_cause": w["cause"] or None,
-            }
-            for w in check.worst
-        ],
-    }
-
-
-def formula_dict(report: FormulaReport) -> dict[str, Any]:
-    return {
-        "formula": "T_response ≈ TTFT + (N_output − 1) · mean ITL",
-        "tolerance": {"abs_ms": report.abs_tol_ns / NS_PER_MS, "rel": report.rel_tol},
-        "per_request": _formula_check(report.per_request),
-        "fleet": {
-            "fleet_itl_ms": report.fleet_itl_ns / NS_PER_MS if report.fleet_itl_ns else None,
-            **_formula_check(report.fleet),
-        },
-        "notes": list(report.notes),
-    }
 
 
 def summary_dict(summary: Summary, naming: str = "servetrace") -> dict[str, Any]:
@@ -311,32 +260,7 @@ def _lines(summary: Summary) -> list[str]:
             f"invalid [{rule}]: {info['requests']:,} requests, {info['rows']:,} rows "
             f"({RULES.get(rule, '')}), e.g. {info['examples']}"
         )
-    lines.extend(_formula_lines(summary.formula))
-    return lines
-
-
-def _formula_lines(report: FormulaReport) -> list[str]:
-    tol = f"|residual| ≤ max({report.abs_tol_ns / NS_PER_MS:g} ms, {report.rel_tol:.0%})"
-    lines = []
-    pr, fl = report.per_request, report.fleet
-    if pr.checked:
-        lines.append(
-            f"formula T ≈ TTFT + (N−1)·ITL, per request: {pr.within_tolerance:,} of "
-            f"{pr.checked:,} within {tol} ({pr.share_within:.1%})"
-        )
-    if fl.checked and report.fleet_itl_ns:
-        worst = ", ".join(
-            f"{w['request_id']} ({w['residual_ns'] / NS_PER_MS:+,.0f} ms"  # type: ignore[operator]
-            + (f", {w['cause']}" if w["cause"] else "")
-            + ")"
-            for w in fl.worst[:3]
-        )
-        lines.append(
-            f"formula with one fleet ITL of {report.fleet_itl_ns / NS_PER_MS:.2f} ms: "
-            f"{fl.within_tolerance:,} of {fl.checked:,} within ({fl.share_within:.1%}); "
-            f"worst: {worst}"
-        )
-    lines.extend(f"formula: {note}" for note in report.notes)
+    lines.extend(formula_lines(summary.formula))
     return lines
 
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError
+from servetrace.sources import response_body
 from servetrace.sources.aiperf_raw import read_raw, sniff_raw_record
 from servetrace.sources.aiperf_records import read_records, sniff_record
 from servetrace.sources.aiperf_requests import requests
@@ -138,7 +139,7 @@ def read(
         tool_summary=_summary(summary_file) if summary_file is not None else None,
         ticks_available=True,
         arrival_known=True,
-        attributes=_ATTRIBUTES,
+        attributes=(*_ATTRIBUTES, *response_body.present(frame)),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from servetrace.sources import aiperf_metadata as meta
+from servetrace.sources import response_body as body
 from servetrace.sources.chunks import chunk_columns, sse_payload
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import FormatMismatch, describe_json, iter_json_lines
@@ -106,23 +107,26 @@ def read_raw(path: Path) -> pl.DataFrame:
                 pl.col("text"),
             )
         )
-        .with_columns(**chunk_columns(pl.col("payload")))
+        .with_columns(*body.chunk_fields(pl.col("payload")), **chunk_columns(pl.col("payload")))
         .group_by("request_id", "_chunk", maintain_order=True)
         .agg(
             pl.col("start_ns", "start_perf_ns", "perf_ns").first(),
             pl.col("content").any(),
             pl.col("completion_tokens", "prompt_tokens").drop_nulls().last(),
+            *body.last_fields(),
         )
     )
     per_request = chunks.group_by("request_id", maintain_order=True).agg(
+        *body.last_fields(),
         ticks_raw=(pl.col("start_ns") + (pl.col("perf_ns") - pl.col("start_perf_ns"))).filter(
             pl.col("content")
         ),
         raw_completion_tokens=pl.col("completion_tokens").drop_nulls().last(),
         raw_prompt_tokens=pl.col("prompt_tokens").drop_nulls().last(),
     )
-    return (
+    joined = (
         frame.drop("responses")
-        .join(per_request, on="request_id", how="left")
+        .join(per_request, on="request_id", how="left", maintain_order="left")
         .with_columns(pl.col("ticks_raw").list.sort())
     )
+    return body.typed(joined, lambda row: f"{path}: {wheres[row]}")

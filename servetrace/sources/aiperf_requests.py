@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from servetrace.sources import response_body as body
 from servetrace.sources.aiperf_records import NS_SCHEMA, ROW_SCHEMA
 from servetrace.sources.events import Notes, count_phrase
 from servetrace.sources.times import cumulative_ticks
@@ -59,6 +60,7 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
                 "ticks_raw",
                 "raw_completion_tokens",
                 "raw_prompt_tokens",
+                *body.COLUMNS,
             ),
             on="request_id",
             how="left",
@@ -78,7 +80,7 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
             raw_completion_tokens=pl.lit(None, dtype=pl.Int64),
             raw_prompt_tokens=pl.lit(None, dtype=pl.Int64),
             est_start_ns=pl.lit(None, dtype=pl.Int64),
-        )
+        ).with_columns(pl.lit(None, dtype=pl.Int64).alias(c) for c in body.COLUMNS)
 
     failed = pl.col("error_code").is_not_null() | pl.col("was_cancelled")
     errored = pl.col("error_code").is_not_null() & (pl.col("error_code") != 499)
@@ -172,6 +174,9 @@ def requests(rows: pl.DataFrame, raw: pl.DataFrame | None, notes: Notes) -> pl.D
         )
     )
     _explain(frame, notes)
+    said = body.note(frame)
+    if said:
+        notes.add(said)
     return frame
 
 

@@ -27,6 +27,7 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import MAX_ABS_NS
+from servetrace.sources import response_body as body
 from servetrace.sources.chunks import chunk_columns, sse_payload
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
 from servetrace.sources.fields import Fields
@@ -130,15 +131,17 @@ def read(path: str | Path) -> ImportResult:
         .with_columns(pl.col("texts").str.split("\n"))
         .explode("texts", keep_nulls=True)
         .with_columns(payload=sse_payload(pl.col("texts")))
-        .with_columns(**chunk_columns(pl.col("payload")))
+        .with_columns(*body.chunk_fields(pl.col("payload")), **chunk_columns(pl.col("payload")))
         .group_by("_chunk", maintain_order=True)
         .agg(
             pl.col("request_id", "stamps").first(),
             pl.col("content").any(),
             pl.col("completion_tokens", "prompt_tokens").drop_nulls().last(),
+            *body.last_fields(),
         )
     )
     per_request = chunks.group_by("request_id", maintain_order=True).agg(
+        *body.last_fields(),
         ticks_ns=pl.col("stamps").filter(pl.col("content")).sort(),
         stream_end_ns=pl.col("stamps").max(),
         output_tokens=pl.col("completion_tokens").drop_nulls().last(),
@@ -146,8 +149,12 @@ def read(path: str | Path) -> ImportResult:
         responses=pl.len(),
     )
     requests = (
-        frame.drop("stamps", "texts")
-        .join(per_request, on="request_id", how="left")
+        body.typed(
+            frame.drop("stamps", "texts").join(
+                per_request, on="request_id", how="left", maintain_order="left"
+            ),
+            lambda row: f"{path}: {wheres[row]}",
+        )
         .with_columns(
             pl.col("responses").fill_null(0),
             has_content=pl.col("ticks_ns").list.len().fill_null(0) > 0,
@@ -188,6 +195,9 @@ def read(path: str | Path) -> ImportResult:
             "chunks; TPOT equals GenAI-Perf's inter_token_latency only when every chunk is "
             "one token"
         )
+    said = body.note(requests)
+    if said:
+        notes.add(said)
     if frame["experiment"].n_unique() > 1:
         notes.add("the file holds several experiments; the 'experiment' column tells them apart")
 
@@ -201,7 +211,7 @@ def read(path: str | Path) -> ImportResult:
         tool_summary=tool_aggregates(summary_file) if summary_file is not None else None,
         ticks_available=True,
         arrival_known=True,
-        attributes=_ATTRIBUTES,
+        attributes=(*_ATTRIBUTES, *body.present(requests)),
     )
 
 

@@ -1,0 +1,121 @@
+"""vLLM's per-request figures in the response bodies AIPerf's raw export and GenAI-Perf's
+profile export keep: canonical columns, unknown (null) where a body has none, refused when
+not a number ≥ 0, and absent from the exports that carry none."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from servetrace.cli import app
+from servetrace.errors import InputError
+from servetrace.sources import aiperf, genai_perf, response_body
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SPEC = DATA / "response_body" / "aiperf_spec_decode" / "profile_export_raw.jsonl"
+PLAIN = DATA / "response_body" / "genai_perf_metrics" / "profile_export.json"
+MS = 1_000_000
+
+runner = CliRunner()
+
+
+def _per_request(events: pl.DataFrame) -> dict[str, dict[str, object]]:
+    """Each request's body figures; a column no request has is not emitted (None here)."""
+    rows = events.filter(pl.col("event") == "arrival").select(
+        "request_id",
+        *(
+            pl.col(c) if c in events.columns else pl.lit(None, pl.Int64).alias(c)
+            for c in response_body.COLUMNS
+        ),
+    )
+    return {row.pop("request_id"): row for row in rows.iter_rows(named=True)}
+
+
+def test_aiperf_raw_bodies_become_columns() -> None:
+    rows = _per_request(aiperf.read(SPEC).events)
+    assert rows["a"] == {
+        "cached_tokens": 32,
+        "server_queue_wait_ns": 5 * MS,
+        "server_prefill_ns": 20 * MS,
+        "server_decode_ns": 27 * MS,
+        "server_tpot_ns": 3 * MS,
+        "spec_steps": 3,
+        "spec_accepted_tokens": 6,
+        "spec_draft_tokens": 9,
+    }
+    assert rows["b"]["server_queue_wait_ns"] == 40 * MS and rows["b"]["cached_tokens"] == 0
+    assert rows["c"]["server_tpot_ns"] == 5_600_000 and rows["c"]["spec_accepted_tokens"] == 2
+    # Cancelled before its usage chunk: unknown, not 0.
+    assert set(rows["d"].values()) == {None}
+
+
+def test_aiperf_raw_bodies_are_named_as_the_servers() -> None:
+    warnings = " ".join(aiperf.read(SPEC).warnings)
+    assert "3 of 4 requests carry vLLM's per-request figures" in warnings
+    assert "not this client trace's queue wait" in warnings
+
+
+def test_genai_perf_bodies_become_columns() -> None:
+    rows = _per_request(genai_perf.read(PLAIN).events)
+    p, q = rows["0"], rows["1"]
+    assert (p["cached_tokens"], p["server_queue_wait_ns"], p["server_tpot_ns"]) == (
+        16,
+        12_500_000,
+        9_750_000,
+    )
+    # A one-token answer: vLLM's mean_itl_ms is null (left out of the streamed chunk),
+    # its generation time 0 (first token = last token), no speculative decoding.
+    assert q["server_tpot_ns"] is None and q["server_decode_ns"] == 0
+    assert q["spec_steps"] is None and q["server_prefill_ns"] == 22 * MS
+    assert "spec_steps" not in genai_perf.read(PLAIN).events.columns
+
+
+def test_exports_without_bodies_gain_no_column() -> None:
+    run = aiperf.read(DATA / "peers" / "aiperf_s1_conc8" / "profile_export.jsonl.gz")
+    assert not set(response_body.COLUMNS) & set(run.events.columns)
+    done = genai_perf.read(DATA / "peers" / "genai_perf_s1_conc8" / "profile_export.json.gz")
+    assert not set(response_body.COLUMNS) & set(done.events.columns)
+
+
+def _with_metrics(tmp_path: Path, **metrics: object) -> Path:
+    lines = SPEC.read_text().splitlines()
+    record = json.loads(lines[0])
+    usage = json.loads(record["responses"][-2]["packets"][0]["value"])
+    usage["metrics"].update(metrics)
+    record["responses"][-2]["packets"][0]["value"] = json.dumps(usage)
+    path = tmp_path / "profile_export_raw.jsonl"
+    path.write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("value", "rule"),
+    [(-1.0, "a finite number of ms ≥ 0"), ("soon", "a finite number of ms ≥ 0")],
+)
+def test_a_bad_time_names_file_record_and_field(tmp_path: Path, value: object, rule: str) -> None:
+    path = _with_metrics(tmp_path, queue_time_ms=value)
+    with pytest.raises(InputError) as caught:
+        aiperf.read(path)
+    message = str(caught.value)
+    assert str(path) in message and "record 0 (line 1)" in message
+    assert f"field 'metrics.queue_time_ms' must be {rule}" in message
+
+
+def test_a_bad_count_exits_3_with_one_line(tmp_path: Path) -> None:
+    lines = SPEC.read_text().splitlines()
+    record = json.loads(lines[1])
+    usage = json.loads(record["responses"][-2]["packets"][0]["value"])
+    usage["metrics"]["speculative_decoding"]["num_spec_steps"] = 2.5
+    record["responses"][-2]["packets"][0]["value"] = json.dumps(usage)
+    path = tmp_path / "profile_export_raw.jsonl"
+    path.write_text("\n".join([lines[0], json.dumps(record), *lines[2:]]) + "\n")
+    done = runner.invoke(app, ["analyze", str(path)])
+    assert done.exit_code == 3
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr
+    assert "record 1 (line 2)" in errors[0]
+    assert "'metrics.speculative_decoding.num_spec_steps' must be a whole number ≥ 0" in errors[0]
