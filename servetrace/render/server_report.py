@@ -144,8 +144,9 @@ def findings_section(view: TraceView, prefix: str) -> Section:
             "header": ["finding", "server series", *FINDING_HEADERS, "likely cause"],
             "rows": rows,
         },
-        note="s − t: server − trace; server, trace: totals; the clock offset in ms; gauges in requests at each scrape, "
-        "counters per scrape interval, the TTFT histogram per interval and bucket.",
+        note="s − t: server − trace; server, trace: totals; the clock offset in ms; gauges "
+        "in requests at each scrape, counters per scrape interval, the TTFT histogram per "
+        "interval and bucket.",
     )
 
 
