@@ -45,3 +45,4 @@ class ServerComparison:
     # draw them; and with --slice, the per-slice server figures (``server_slices``).
     metrics: pl.DataFrame | None = field(default=None, compare=False, repr=False)
     slices: pl.DataFrame | None = field(default=None, compare=False, repr=False)
+    slices_unavailable: dict[str, str] = field(default_factory=dict)  # column → why null

@@ -18,7 +18,6 @@ from servetrace.render.series import MAX_POINTS
 
 WIDTH = 640
 SERVER_COLOR, TRACE_COLOR = "#4e79a7", "#f28e2b"
-MANY_COLORS = "tableau10"
 
 # The trace's quantity beside each server family, in words.
 TRACE_WORDS = {
@@ -77,7 +76,7 @@ def family_chart(fs: FamilySeries, origin_ns: int, span_ns: int) -> tuple[Spec, 
     frame = _frame(fs, origin_ns, k)
     lines = frame["line"].unique(maintain_order=True).to_list()
     if fs.kind == "summary":
-        color = alt.Color("line:N", title=None, scale=alt.Scale(scheme=MANY_COLORS))
+        color = alt.Color("line:N", title=None, scale=alt.Scale(scheme="tableau10"))
         dash: Any = alt.value([1, 0])
     else:
         colors = [SERVER_COLOR, TRACE_COLOR][: len(lines)]
