@@ -17,7 +17,8 @@ Per family (``family_series``), on the trace clock (scrape time − the clock of
   the trace's mean of that per-request value over the requests whose first token,
   completion or admission falls in the interval.
 
-A trace side the trace cannot give is None with its reason (``trace_unavailable``).
+The trace side covers the trace's span only (outside it the trace says nothing, which is
+no zero); one the trace cannot give is None with its reason (``trace_unavailable``).
 """
 
 from __future__ import annotations
@@ -104,6 +105,15 @@ class _Trace:
     def levels(self, instants: np.ndarray) -> dict[str, np.ndarray]:
         return levels_at(self.analysis.timeline.transitions, instants)
 
+    def within(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The instants (intervals) of ``frame`` within (overlapping) the trace: outside
+        it the trace says nothing, which is no zero."""
+        tl = self.analysis.timeline
+        t0, t1 = tl.trace_start_ns or 0, tl.trace_end_ns or 0
+        start, end = pl.col("t_ns"), pl.coalesce("end_ns", "t_ns")
+        lo = pl.when(pl.col("end_ns").is_null()).then(end >= t0).otherwise(end > t0)
+        return frame.filter(lo & (start <= t1))
+
 
 def _gauge(metrics: pl.DataFrame, family: str, kind: str, off: int, trace: _Trace) -> FamilySeries:
     rows = metrics.filter(pl.col("family") == family, pl.col("le").is_null())
@@ -129,7 +139,7 @@ def _gauge(metrics: pl.DataFrame, family: str, kind: str, off: int, trace: _Trac
         )
     shifted = server["t_ns"].to_numpy()
     mine = _at(shifted, trace.levels(shifted)[level].astype(np.float64))
-    return FamilySeries(family, kind, "value", series, server, mine, level, finding)
+    return FamilySeries(family, kind, "value", series, server, trace.within(mine), level, finding)
 
 
 def _no_levels(trace: _Trace) -> str:
@@ -171,8 +181,11 @@ def _counter(metrics: pl.DataFrame, family: str, off: int, trace: _Trace) -> Fam
             finding,
             "the trace cannot count it",
         )
-    mine = _over(
-        edges, np.divide(counted, seconds, out=np.full(seconds.size, np.nan), where=seconds > 0)
+    mine = trace.within(
+        _over(
+            edges,
+            np.divide(counted, seconds, out=np.full(seconds.size, np.nan), where=seconds > 0),
+        )
     )
     return FamilySeries(family, "counter", "rate_per_s", series, server, mine, finding, finding)
 
@@ -215,9 +228,8 @@ def _histogram(metrics: pl.DataFrame, family: str, off: int, trace: _Trace) -> F
     values = got[column].to_numpy().astype(np.float64)
     k = per_interval(edges, at, np.ones(at.size))
     mine = np.divide(per_interval(edges, at, values), k, out=np.full(k.size, np.nan), where=k > 0)
-    return FamilySeries(
-        family, "histogram", statistic, series, server, _over(edges, mine), metric, finding
-    )
+    drawn = trace.within(_over(edges, mine))
+    return FamilySeries(family, "histogram", statistic, series, server, drawn, metric, finding)
 
 
 def _drawn(kinds: dict[str, str]) -> list[str]:
