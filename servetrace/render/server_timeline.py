@@ -15,6 +15,7 @@ the trace (or ``--window``) are kept.
 from __future__ import annotations
 
 import json
+from pathlib import PurePath
 from typing import Any
 
 import polars as pl
@@ -87,8 +88,6 @@ def server_tracks(
             lines += [
                 _drop_nulls(line) for line in frame.write_ndjson().removesuffix("\n").split("\n")
             ]
-    from servetrace.render.timeline import shown_input
-
     a = found.alignment
     meta = [
         {
@@ -96,7 +95,8 @@ def server_tracks(
             "ph": "M",
             "pid": SERVER_PID,
             "args": {
-                "name": f"server metrics: {shown_input(found.path)} (clock offset "
+                # The file's name only: the timeline is shared, this machine's paths are not.
+                "name": f"server metrics: {PurePath(found.path).name} (clock offset "
                 f"{a.offset_ns / 1e6:g} ms: {a.statement})"
             },
         },
