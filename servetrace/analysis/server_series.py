@@ -50,6 +50,9 @@ HISTOGRAMS = {
     "vllm:request_queue_time_seconds": ("queue_wait", "queue_wait_ns", None),
 }
 ABORT = '"finished_reason":"abort"'
+# The KV cache's fill: a trace knows no block size nor cache size to set beside it.
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+NO_KV = "a trace does not see the KV cache (its size and block layout are the engine's)"
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,8 @@ def _gauge(metrics: pl.DataFrame, family: str, kind: str, off: int, trace: _Trac
     total = gauge_at(metrics, family, instants)
     assert total is not None
     server = _at(instants - off, total).filter(pl.col("value").is_not_nan())
+    if family in KV_USAGE:
+        return FamilySeries(family, kind, "value", series, server, trace_unavailable=NO_KV)
     if family not in GAUGES:
         return FamilySeries(family, kind, "value", series, server)
     level, finding = GAUGES[family]
@@ -242,7 +247,7 @@ def _drawn(kinds: dict[str, str]) -> list[str]:
         for s in ("_sum", "_count")
     }
     names = [f for f in kinds if f not in folded and not f.endswith("_created")]
-    first = [*GAUGES, *COUNTERS.values(), *HISTOGRAMS]
+    first = [*GAUGES, *KV_USAGE, *COUNTERS.values(), *HISTOGRAMS]
     order = {"gauge": 0, "counter": 1, "histogram": 2, "summary": 3}
     return sorted(
         names,

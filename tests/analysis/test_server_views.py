@@ -218,3 +218,18 @@ def test_the_simulators_slices_agree_when_intervals_tile_them(
         assert got[server].to_list() == got[trace].to_list(), server
     assert int(got["server_successes"].sum()) == 120
     assert got["trace_preemptions"].sum() == analysis.per_request["preemptions"].sum() > 0
+
+
+def test_kv_cache_usage_is_drawn_alone_with_its_reason(tmp_path: Path) -> None:
+    trace, prom = tmp_path / "t.parquet", tmp_path / "m.prom"
+    hand_trace().write_parquet(trace)
+    prom.write_text(
+        PROM + "# TYPE vllm:kv_cache_usage_perc gauge\n"
+        'vllm:kv_cache_usage_perc{engine="0"} 0.5 1000\n'
+        'vllm:kv_cache_usage_perc{engine="0"} 0.25 2000\n'
+    )
+    _, by = _views(trace, prom)
+    assert list(by)[2] == "vllm:kv_cache_usage_perc"  # after the two request gauges
+    kv = by["vllm:kv_cache_usage_perc"]
+    assert _values(kv.server) == [0.5, 0.25] and kv.trace is None
+    assert kv.trace_unavailable is not None and "KV cache" in kv.trace_unavailable
