@@ -8,16 +8,17 @@ its value until the next scrape, a rate or mean its interval's value over the in
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import polars as pl
 
 from servetrace.analysis.server_series import FamilySeries
 from servetrace.render.chart_style import Spec, finish
-from servetrace.render.series import MAX_POINTS
 
 WIDTH = 640
 SERVER_COLOR, TRACE_COLOR = "#4e79a7", "#f28e2b"
+POINTS = 1_000  # per line: more than a 640-pixel chart can show apart
 
 # The trace's quantity beside each server family, in words.
 TRACE_WORDS = {
@@ -39,10 +40,10 @@ Y_TITLES = {
 }
 
 
-def every_kth(frame: pl.DataFrame, limit: int = MAX_POINTS) -> tuple[pl.DataFrame, int]:
-    """At most ``limit`` rows: every k-th (deterministic); and k."""
-    k = max(1, -(-frame.height // limit))
-    return (frame.gather_every(k) if k > 1 else frame), k
+def thinning(fs: FamilySeries, limit: int = POINTS) -> int:
+    """Draw every k-th scrape (interval) so that a line has at most ``limit`` points."""
+    counts = fs.server.group_by("labels").len()["len"].to_list()
+    return max(1, -(-max(counts, default=0) // limit))
 
 
 def server_word(fs: FamilySeries) -> str:
@@ -50,21 +51,23 @@ def server_word(fs: FamilySeries) -> str:
 
 
 def _frame(fs: FamilySeries, origin_ns: int, k: int) -> pl.DataFrame:
+    """The points drawn: ``t_s``, ``line`` (``server``, ``trace`` or a summary's labels),
+    ``value``; thinned alike on both sides (the trace keeps the server's instants)."""
     scale = 1e6 if fs.statistic == "mean_ns" else 1.0
+    server = fs.server.filter(pl.int_range(pl.len()).over("labels") % k == 0)
 
     def side(frame: pl.DataFrame, line: pl.Expr) -> pl.DataFrame:
-        thinned = frame.gather_every(k) if k > 1 else frame
-        return thinned.select(
+        return frame.select(
             ((pl.col("t_ns") - origin_ns) / 1e9).round(3).alias("t_s"),
             line.alias("line"),
             (pl.col("value") / scale).alias("value"),
         )
 
     many = fs.kind == "summary"
-    name = pl.col("labels") if many else pl.lit(server_word(fs))
-    parts = [side(fs.server, name)]
-    if fs.trace is not None and fs.trace_quantity is not None:
-        parts.append(side(fs.trace, pl.lit(TRACE_WORDS.get(fs.trace_quantity, "trace"))))
+    parts = [side(server, pl.col("labels") if many else pl.lit("server"))]
+    if fs.trace is not None:
+        kept = fs.trace.filter(pl.col("t_ns").is_in(server["t_ns"].implode()))
+        parts.append(side(kept, pl.lit("trace")))
     return pl.concat(parts).filter(pl.col("value").is_not_nan())
 
 
@@ -72,24 +75,34 @@ def family_chart(fs: FamilySeries, origin_ns: int, span_ns: int) -> tuple[Spec, 
     """The family's chart, and every how many points it keeps (1: all)."""
     import altair as alt
 
-    _, k = every_kth(fs.server)
+    k = thinning(fs)
     frame = _frame(fs, origin_ns, k)
-    lines = frame["line"].unique(maintain_order=True).to_list()
     if fs.kind == "summary":
         color = alt.Color("line:N", title=None, scale=alt.Scale(scheme="tableau10"))
         dash: Any = alt.value([1, 0])
     else:
-        colors = [SERVER_COLOR, TRACE_COLOR][: len(lines)]
+        # Short keys in the data (the page stays light), the words in the legend.
+        words = {"server": server_word(fs)}
+        if fs.trace_quantity is not None:
+            words["trace"] = TRACE_WORDS.get(fs.trace_quantity, "trace")
+        lines = [key for key in ("server", "trace") if key in set(frame["line"].to_list())]
+        label = " : ".join(
+            f"datum.label === {json.dumps(k)} ? {json.dumps(words[k])}" for k in lines
+        )
+        legend = alt.Legend(labelExpr=f"{label} : datum.label") if lines else None
+        colors = {"server": SERVER_COLOR, "trace": TRACE_COLOR}
         color = alt.Color(
             "line:N",
             title=None,
-            scale=alt.Scale(domain=lines, range=colors),
+            scale=alt.Scale(domain=lines, range=[colors[k] for k in lines]),
+            legend=legend,
         )
         # The colour's field and title: one legend shows both.
         dash = alt.StrokeDash(
             "line:N",
             title=None,
-            scale=alt.Scale(domain=lines, range=[[1, 0], [5, 3]][: len(lines)]),
+            scale=alt.Scale(domain=lines, range=[[[1, 0], [5, 3]][i] for i in range(len(lines))]),
+            legend=legend,
         )
     chart = (
         alt.Chart(frame)

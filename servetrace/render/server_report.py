@@ -84,7 +84,8 @@ def _note(fs: FamilySeries, k: int) -> str:
     if fs.family.endswith("request_success_total"):
         text += ' (finished_reason="abort" left out)'
     if k > 1:
-        text += f"; every {k}-th interval drawn"
+        unit = "scrape" if fs.statistic == "value" else "interval"
+        text += f"; every {k}-th {unit} drawn (of {fs.server.height:,})"
     return text + "."
 
 

@@ -90,7 +90,9 @@ def test_a_client_trace_says_why_its_side_is_not_drawn(files: tuple[Path, Path, 
     assert "The trace side is not drawn: the trace has no admissions" in waiting.sentence  # type: ignore[attr-defined]
     spec = waiting.charts[0][1]  # type: ignore[attr-defined]
     lines = {row["line"] for rows in spec["datasets"].values() for row in rows}
-    assert lines == {"server: vllm:num_requests_waiting"}
+    assert lines == {"server"}  # the trace's line is not drawn
+    legend = spec["encoding"]["color"]["legend"]["labelExpr"]
+    assert '"server: vllm:num_requests_waiting"' in legend and "trace" not in legend
 
 
 def test_report_cli_with_server_metrics(files: tuple[Path, Path, Path], tmp_path: Path) -> None:
@@ -125,3 +127,32 @@ def test_report_cli_with_server_metrics(files: tuple[Path, Path, Path], tmp_path
         app, ["report", str(trace), "--server-metrics", str(tmp_path / "none.prom"), "-o", str(out)]
     )
     assert bad.exit_code == 3 and "no such file" in bad.stderr
+
+
+def test_long_series_are_thinned_alike_on_both_sides() -> None:
+    import polars as pl
+
+    from servetrace.analysis.server_series import FamilySeries
+    from servetrace.render.server_charts import POINTS, family_chart
+
+    n = 2 * POINTS + 1  # every 3rd scrape: 1,001 points a line
+    t = [i * 1_000_000 for i in range(n)]
+    frame = pl.DataFrame(
+        {
+            "t_ns": t,
+            "end_ns": [None] * n,
+            "labels": [""] * n,
+            "value": [float(i % 7) for i in range(n)],
+        },
+        schema={"t_ns": pl.Int64, "end_ns": pl.Int64, "labels": pl.String, "value": pl.Float64},
+    )
+    fs = FamilySeries(
+        "vllm:num_requests_running", "gauge", "value", 1, frame, frame.slice(5), "running"
+    )
+    spec, k = family_chart(fs, 0, t[-1])
+    assert k == 3
+    (rows,) = spec["datasets"].values()
+    server = [r["t_s"] for r in rows if r["line"] == "server"]
+    trace = [r["t_s"] for r in rows if r["line"] == "trace"]
+    assert len(server) == 1 + (n - 1) // 3 and server[:2] == [0, 0.003]
+    assert trace == server[2:]  # the trace starts at 5 ms: the server's instants from 6 ms
