@@ -1,6 +1,7 @@
 """Render the README's screenshots of ``servetrace report`` in headless Chromium.
 
     python docs/make_screenshots.py            # writes docs/img/*.png
+    python docs/make_screenshots.py server     # only those of one group
 
 Builds two reports from the sample traces (one trace; a comparison of two policies), opens
 each in Chromium through Playwright with every network request refused, and captures a
@@ -45,7 +46,17 @@ SHOTS = {
         ["sample_traces/policy_fcfs.parquet", "sample_traces/policy_chunked.parquet"],
         {"report-compare.png": "#cmp-cdfs"},
     ),
+    # A simulated run with the vLLM series it would export (made below, in the temp dir).
+    "server": (
+        ["{tmp}/sim.parquet", "--server-metrics", "{tmp}/sim.prom"],
+        {
+            "report-server-running.png": "#t0-server-vllm-num-requests-running",
+            "report-server-consistency.png": "#t0-server-consistency",
+        },
+    ),
 }
+SIMULATE = ["simulate", "--requests", "300", "--rate", "4", "--seed", "1",
+            "-o", "{tmp}/sim.parquet", "--metrics-out", "{tmp}/sim.prom"]  # fmt: skip
 
 
 def main() -> None:
@@ -53,10 +64,17 @@ def main() -> None:
     executable = os.environ.get("SERVETRACE_CHROMIUM", "/usr/bin/chromium")
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        simulate = [a.format(tmp=tmp) for a in SIMULATE]
+        subprocess.run([sys.executable, "-m", "servetrace", *simulate], check=True, cwd=ROOT)
+        # ``python docs/make_screenshots.py server``: only the named groups.
+        chosen = sys.argv[1:] or list(SHOTS)
         for name, (traces, shots) in SHOTS.items():
+            if name not in chosen:
+                continue
             html = Path(tmp) / f"{name}.html"
+            given = [a.format(tmp=tmp) for a in traces]
             subprocess.run(
-                [sys.executable, "-m", "servetrace", "report", *traces, "-o", str(html)],
+                [sys.executable, "-m", "servetrace", "report", *given, "-o", str(html)],
                 check=True,
                 cwd=ROOT,
             )

@@ -41,3 +41,8 @@ class ServerComparison:
     interval_ns: int | None
     alignment: Alignment
     findings: dict[str, Finding]
+    # The series read (the canonical metrics frame, server clock), for the views that
+    # draw them; and with --slice, the per-slice server figures (``server_slices``).
+    metrics: pl.DataFrame | None = field(default=None, compare=False, repr=False)
+    slices: pl.DataFrame | None = field(default=None, compare=False, repr=False)
+    slices_unavailable: dict[str, str] = field(default_factory=dict)  # column → why null

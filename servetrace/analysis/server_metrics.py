@@ -104,7 +104,7 @@ def _counter_cause(f: Finding, resets: int) -> str | None:
     return "the totals agree but not per interval: the clocks or scrape times are off"
 
 
-def _per_interval(edges: np.ndarray, times: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def per_interval(edges: np.ndarray, times: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Σ weight of the times in each interval (edges[k-1], edges[k]]."""
     out = np.zeros(max(edges.size - 1, 0), dtype=np.float64)
     k = np.searchsorted(edges, times, side="left") - 1
@@ -141,7 +141,7 @@ def _ttft(
     got = requests.filter(pl.col("ttft_ns").is_not_null())
     first = (got["arrival_ns"] + got["ttft_ns"]).to_numpy()
     ttft_s = got["ttft_ns"].to_numpy() / 1e9
-    trace = np.stack([_per_interval(edges, first, (ttft_s <= le) * 1.0) for le in les], axis=1)
+    trace = np.stack([per_interval(edges, first, (ttft_s <= le) * 1.0) for le in les], axis=1)
     diff = server - trace
     if diff.size == 0:
         return Finding("ttft_histogram", TTFT, unavailable="no scrape interval in the trace")
@@ -253,7 +253,7 @@ def compare(
     # Intervals between consecutive scrapes, on the trace clock.
     edges = shifted
     requests = analysis.per_request
-    trace_counts = _trace_counts(requests, events, edges)
+    counted = trace_counts(requests, events, edges)
     for name, family in COUNTERS.items():
         deltas = counter_deltas(metrics, family)
         if name == "success_counter":
@@ -261,7 +261,7 @@ def compare(
         if deltas.is_empty() and not metrics.filter(pl.col("family") == family).height:
             findings[name] = Finding(name, family, unavailable=f"no {family} series")
             continue
-        trace = trace_counts.get(name)
+        trace = counted.get(name)
         if trace is None:
             findings[name] = Finding(name, family, unavailable="the trace cannot count it")
             continue
@@ -286,22 +286,23 @@ def compare(
         interval_ns=interval_of(all_instants) if all_instants.size > 1 else None,
         alignment=alignment,
         findings=findings,
+        metrics=metrics,
     )
 
 
-def _trace_counts(
+def trace_counts(
     requests: pl.DataFrame, events: pl.LazyFrame | None, edges: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The trace's count of each counter's work per interval (those it can count)."""
     out: dict[str, np.ndarray] = {}
     done = requests.filter(pl.col("outcome") == "completed")
     end = (done["arrival_ns"] + done["e2e_ns"]).to_numpy()
-    out["success_counter"] = _per_interval(edges, end, np.ones(end.size))
+    out["success_counter"] = per_interval(edges, end, np.ones(end.size))
     firsts = requests.filter(pl.col("ttft_ns").is_not_null())
     first = (firsts["arrival_ns"] + firsts["ttft_ns"]).to_numpy()
     if firsts["prompt_tokens"].null_count() == 0:
         prompt = firsts["prompt_tokens"].to_numpy().astype(np.float64)
-        out["prompt_tokens_counter"] = _per_interval(edges, first, prompt)
+        out["prompt_tokens_counter"] = per_interval(edges, first, prompt)
     if events is None:
         return out
     valid = requests.lazy().select(pl.col("request_id").cast(pl.String))
@@ -318,7 +319,7 @@ def _trace_counts(
     )
     tick = got["event"].is_in(TICK_EVENTS).to_numpy()
     ts, w = got["ts"].to_numpy(), got["w"].to_numpy().astype(np.float64)
-    out["generation_tokens_counter"] = _per_interval(edges, ts[tick], w[tick])
+    out["generation_tokens_counter"] = per_interval(edges, ts[tick], w[tick])
     pre = ts[~tick]
-    out["preemption_counter"] = _per_interval(edges, pre, np.ones(pre.size))
+    out["preemption_counter"] = per_interval(edges, pre, np.ones(pre.size))
     return out

@@ -32,6 +32,11 @@ def with_server_metrics(
     metrics = read(where, from_format)
     events = analysis.events("--server-metrics counts the trace's tokens and preemptions")
     found = compare(metrics, analysis, events, where, clock_offset_ns)
+    if analysis.slices is not None and analysis.slices.height:  # --slice: beside the trace's
+        from servetrace.analysis.server_slices import server_slice_figures
+
+        figures = server_slice_figures(found, analysis, analysis.slices, events)
+        found = replace(found, slices=figures[0], slices_unavailable=figures[1])
     return replace(analysis, server_metrics=found)
 
 

@@ -9,12 +9,16 @@ import typer
 
 from servetrace.cli._app import app, err_console, examples, guarded, warn
 from servetrace.cli._options import (
+    ClockOffsetOpt,
     GoodputOpt,
+    ServerMetricsFromOpt,
+    ServerMetricsOpt,
     goodput_targets,
     in_range,
     reading_options,
 )
 from servetrace.errors import UsageError
+from servetrace.units import NS_PER_MS
 
 
 @app.command(
@@ -56,6 +60,9 @@ def report(
             callback=in_range(1, 2**31),
         ),
     ] = None,
+    server_metrics: ServerMetricsOpt = None,
+    server_metrics_from: ServerMetricsFromOpt = None,
+    clock_offset_ms: ClockOffsetOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
     """Write an offline HTML report: summary, CDFs, load over time, slowest requests.
@@ -80,6 +87,13 @@ def report(
         attainment=attainment,
         gpus=gpus,
         reading=reading,
+        server_metrics=None
+        if server_metrics is None
+        else (
+            str(server_metrics),
+            server_metrics_from,
+            None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS),
+        ),
     )
     for message in page.warnings:
         warn(message)

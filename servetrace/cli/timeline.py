@@ -8,8 +8,14 @@ from typing import Annotated, Any
 import typer
 
 from servetrace.cli._app import app, err_console, examples, guarded, warn
-from servetrace.cli._options import reading_options
+from servetrace.cli._options import (
+    ClockOffsetOpt,
+    ServerMetricsFromOpt,
+    ServerMetricsOpt,
+    reading_options,
+)
 from servetrace.errors import UsageError
+from servetrace.units import NS_PER_MS
 
 
 @app.command(
@@ -38,6 +44,9 @@ def timeline(
     ticks: Annotated[
         bool, typer.Option(help="Every output tick as an instant event (large files).")
     ] = False,
+    server_metrics: ServerMetricsOpt = None,
+    server_metrics_from: ServerMetricsFromOpt = None,
+    clock_offset_ms: ClockOffsetOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
     """Write one slice per request (queued, prefill, decode, requeued) packed into lanes."""
@@ -58,6 +67,11 @@ def timeline(
         ticks=ticks,
     )
     analysis = analyze(traces, **(reading or {}))
+    if server_metrics is not None:  # counter tracks of its series, on the trace's clock
+        from servetrace.api import with_server_metrics
+
+        offset = None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS)
+        analysis = with_server_metrics(analysis, server_metrics, server_metrics_from, offset)
     for note in analysis.warnings:
         warn(note)
     text, info = build_trace(analysis, options)
@@ -65,7 +79,13 @@ def timeline(
     err_console.print(
         f"wrote {output}: {_n(info['requests'], 'request')} on {_n(info['lanes'], 'lane')}, "
         f"{info['phase_slices']:,} phase and {info['requeued_slices']:,} requeued slices, "
-        f"{info['tick_events']:,} ticks, {info['counter_events']:,} counter points "
+        f"{info['tick_events']:,} ticks, {info['counter_events']:,} counter points"
+        + (
+            f", {info['server_counter_events']:,} server metric points"
+            if "server_counter_events" in info
+            else ""
+        )
+        + " "
         "(open it in https://ui.perfetto.dev)",
         markup=False,
     )

@@ -3,6 +3,8 @@ options' figures, the censoring estimates and the groups of ``--by``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import RenderableType
 from rich.text import Text
 
@@ -27,6 +29,17 @@ from servetrace.render.time_report import (
 )
 
 
+def server_slice_columns(
+    rows: list[dict[str, Any]], analysis: Analysis, origin: int
+) -> list[dict[str, Any]]:
+    """The per-slice CSV rows, with the server's columns under --server-metrics."""
+    if analysis.server_metrics is None:
+        return rows
+    from servetrace.render.server_slices import server_slices_dict, with_server_slices
+
+    return with_server_slices(rows, server_slices_dict(analysis.server_metrics, origin))
+
+
 def analysis_text(
     analysis: Analysis, fmt: SummaryFormat, naming: str, censoring: bool = False
 ) -> str | list[RenderableType]:
@@ -39,7 +52,7 @@ def analysis_text(
         return render_json(analysis_dict(analysis, naming)) + "\n"
     if fmt is SummaryFormat.csv:
         if "slices" in timed:
-            return slice_csv(timed["slices"])
+            return slice_csv(server_slice_columns(timed["slices"], analysis, origin))
         return render_csv(groups or {None: summary}, analysis.by, naming)
     reported = analysis.server_reported
     stalls = (

@@ -22,6 +22,7 @@ from servetrace.render.compare import compare_dict
 from servetrace.render.headline import headline, sweep_headline
 from servetrace.render.report_compare import comparison_sections
 from servetrace.render.report_sections import TRACE_SECTIONS, Section, TraceView
+from servetrace.render.server_report import with_server_sections
 from servetrace.version import __version__
 
 INSTALL_HINT = "pip install 'servetrace[report]'"
@@ -51,7 +52,8 @@ def report_sections(
         groups.append(("Comparison", comparison_sections(views, comparisons)))
     for i, view in enumerate(views):
         prefix = f"t{i}-"
-        groups.append((view.label, [build(view, prefix) for build in TRACE_SECTIONS]))
+        sections = [build(view, prefix) for build in TRACE_SECTIONS]
+        groups.append((view.label, with_server_sections(sections, view, prefix)))
     return groups
 
 

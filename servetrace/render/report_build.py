@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from servetrace.render.report_sections import TraceView
 
 
+# --server-metrics FILE, its format (None: detected), the clock offset in ns (None: found).
+ServerMetrics = tuple[str, str | None, int | None]
+
+
 @dataclass(frozen=True)
 class ReportPage:
     """The page, and what the user should read about how it was made."""
@@ -36,11 +40,18 @@ def build_report(
     attainment: str = "90%",
     gpus: int | None = None,
     reading: Mapping[str, Any] | None = None,
+    server_metrics: ServerMetrics | None = None,
 ) -> ReportPage:
     from servetrace.render.report import render_html, require_extra
 
     require_extra()
     read = dict(reading or {})
+    if server_metrics is not None and len(traces) != 1:
+        from servetrace.errors import UsageError
+
+        raise UsageError(
+            "--server-metrics describes one server: give one trace", hint="report one run"
+        )
     if sweep or _holds_several_runs(traces, read.get("from_format")):
         from servetrace.api import capacity
 
@@ -60,6 +71,10 @@ def build_report(
     for trace, name in zip(traces, names, strict=True):
         # --goodput on one trace (or a comparison): the headline's goodput and attainment.
         analysis = analyze(trace, slice_ns=slice_ns, goodput=goodput, **read)
+        if server_metrics is not None:
+            from servetrace.api import with_server_metrics
+
+            analysis = with_server_metrics(analysis, *server_metrics)
         notes += analysis.read_warnings
         notes += [f"{trace}: {message}" for message in analysis.summary.warnings]
         if analysis.events_reader is None:

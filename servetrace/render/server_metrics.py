@@ -56,8 +56,12 @@ def _finding(f: Finding, origin_ns: int) -> dict[str, Any]:
 
 
 def server_dict(found: ServerComparison, origin_ns: int) -> dict[str, Any]:
-    """The ``server_metrics`` and ``consistency`` keys of the analyze JSON."""
+    """The ``server_metrics`` and ``consistency`` keys of the analyze JSON (and, with
+    ``--slice``, ``server_slices``)."""
+    from servetrace.render.server_slices import server_slices_dict
+
     a = found.alignment
+    per_slice = server_slices_dict(found, origin_ns)
     return {
         "server_metrics": {
             "path": found.path,
@@ -80,6 +84,7 @@ def server_dict(found: ServerComparison, origin_ns: int) -> dict[str, Any]:
             ],
         },
         "consistency": {name: _finding(f, origin_ns) for name, f in found.findings.items()},
+        **({"server_slices": per_slice} if per_slice is not None else {}),
     }
 
 
@@ -90,12 +95,19 @@ def _num(v: float | None, unit: str) -> str:
 
 
 def server_markdown(found: ServerComparison, origin_ns: int) -> str:
-    head, *rest = server_lines(found, origin_ns)
-    return f"\n### {head}\n\n" + "".join(f"- {line.strip()}\n" for line in rest)
+    head, *rest = server_lines(found, origin_ns, per_slice=False)
+    text = f"\n### {head}\n\n" + "".join(f"- {line.strip()}\n" for line in rest)
+    per_slice = server_dict(found, origin_ns).get("server_slices")
+    if per_slice is not None:
+        from servetrace.render.server_slices import server_slice_markdown
+
+        text += server_slice_markdown(per_slice)
+    return text
 
 
-def server_lines(found: ServerComparison, origin_ns: int) -> list[str]:
-    """The "server metrics vs the trace" section: the clock, then one line per finding."""
+def server_lines(found: ServerComparison, origin_ns: int, per_slice: bool = True) -> list[str]:
+    """The "server metrics vs the trace" section: the clock, then one line per finding
+    (and with ``--slice`` the per-slice table)."""
     report = server_dict(found, origin_ns)
     head = report["server_metrics"]
     clock = head["clock"]
@@ -130,4 +142,8 @@ def server_lines(found: ServerComparison, origin_ns: int) -> list[str]:
                 f"    {q}: {p['histogram_ms']:,.1f} ms from the buckets vs {p['trace_ms']:,.1f} "
                 f"ms exact (error {p['error_ms']:+,.1f} ms; bucket {lo:g}–{top} ms)"
             )
+    if per_slice and "server_slices" in report:
+        from servetrace.render.server_slices import server_slice_table
+
+        lines += ["", *server_slice_table(report["server_slices"])]
     return lines

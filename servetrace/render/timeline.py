@@ -41,6 +41,7 @@ import polars as pl
 from servetrace.analysis.lifecycle import KEY
 from servetrace.analysis.result import Analysis
 from servetrace.errors import UsageError
+from servetrace.render.server_timeline import server_tracks
 from servetrace.render.slices import (
     TimelineOptions,
     assign_lanes,
@@ -264,7 +265,10 @@ def build_trace(
     ]
     for frame in counter_frames:
         lines += _ndjson(frame)
+    server, server_meta, n_server = server_tracks(analysis, origin, lo_ns, hi_ns)
+    lines += server
     lines += [json.dumps(m) for m in _metadata(int(lanes.max()) + 1 if len(lanes) else 0)]
+    lines += [json.dumps(m, ensure_ascii=False) for m in server_meta]
     info = {
         "requests": chosen.height,
         "lanes": int(lanes.max()) + 1 if len(lanes) else 0,
@@ -272,6 +276,7 @@ def build_trace(
         "requeued_slices": requeued.height,
         "tick_events": n_ticks,
         "counter_events": counters.height + rate.height,
+        **({"server_counter_events": n_server} if server_meta else {}),
         "trace_start_ns": origin,
     }
     other = {
