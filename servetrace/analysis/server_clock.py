@@ -5,11 +5,12 @@ Scrape times are the server's (epoch ns, or the trace clock for the simulator).
 ``t − offset``. When the two spans overlap the first guess is 0, else the difference of their
 starts; the running gauge is then matched against the trace's running count over candidate
 offsets (a coarse grid of one scrape interval over the trace's span around the guess, then
-a fine one of 1/100 interval around the best), by the mean absolute difference over the
-scrapes that fall in the trace. The guess is kept when nothing does better; else the middle
-of the best run of candidates is the offset, said with its resolution. Without a running
-gauge (or a trace that cannot see its running set) overlapping spans are taken as one clock
-and said so; disjoint spans then cannot be aligned (``InputError``, exit 3), nor can spans
+a fine one of 1/100 interval around the best), by the mean absolute difference over all
+the scrapes (the trace runs nothing outside its span), the trace's count scaled up by its
+least-squares factor when it holds only part of the server's requests. The guess is kept
+when nothing does better; else the middle of the best run of candidates is the offset,
+said with its resolution. Without a running gauge (or a trace that cannot see its running
+set) overlapping spans are taken as one clock and said so; disjoint spans then cannot be aligned (``InputError``, exit 3), nor can spans
 whose best match is still off by more than half the mean running level.
 """
 
@@ -39,14 +40,27 @@ def _mismatch(
     offsets: np.ndarray,
     span: tuple[int, int],
 ) -> np.ndarray:
-    """Mean |gauge − trace running| per candidate offset (inf: too few scrapes inside)."""
+    """Mean |gauge − trace running| per candidate offset over every scrape (inf: too few
+    scrapes fall in the trace's span). Outside its span the trace runs nothing, so a
+    scrape there counts against the offset too: scored only inside, an offset that pushes
+    the busy scrapes out of the trace would win on a trace of part of the server's
+    requests (one client among several), whose running count is a fraction of the gauge."""
     shifted = instants[None, :] - offsets[:, None]
     inside = (shifted >= span[0]) & (shifted <= span[1]) & ~np.isnan(gauge)[None, :]
     trace = levels_at(transitions, shifted.ravel())["running"].reshape(shifted.shape)
-    diff = np.where(inside, np.abs(np.nan_to_num(gauge)[None, :] - trace), 0.0)
+    scored = ~np.isnan(gauge)[None, :]
+    level = np.nan_to_num(gauge)[None, :]
+    # The trace may hold a part of the server's requests: its running count is scaled up
+    # by the least-squares factor (at least 1) before the difference, so the best offset
+    # is where the shapes line up, not where the trace is busiest.
+    held = np.where(scored, trace, 0.0)
+    scale = np.maximum(
+        (held * level).sum(axis=1) / np.maximum((held * held).sum(axis=1), 1e-9), 1.0
+    )
+    diff = np.where(scored, np.abs(level - scale[:, None] * trace), 0.0)
     n = inside.sum(axis=1)
     need = max(3, instants.size // 4)
-    return np.where(n >= need, diff.sum(axis=1) / np.maximum(n, 1), np.inf)
+    return np.where(n >= need, diff.sum(axis=1) / np.maximum(scored.sum(axis=1), 1), np.inf)
 
 
 def align(
