@@ -86,9 +86,10 @@ def test_every_rule_metric_column_naming_and_exit_code_is_documented() -> None:
         assert f"| {int(code)} |" in README and f"| {int(code)} |" in REFERENCE
 
 
-def test_readme_has_one_screenshot_and_its_links_resolve() -> None:
+def test_readme_has_two_screenshots_and_its_links_resolve() -> None:
+    # The report's summary, and the server's series on the trace's time axis.
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
-    assert images == ["docs/img/report-summary.png"]
+    assert images == ["docs/img/report-server-running.png", "docs/img/report-summary.png"]
     for page in USER_PAGES:
         for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
             assert (page.parent / target).exists(), f"{page.name}: {target}"

@@ -1,17 +1,18 @@
 """The server's clock against the trace's (design §12, "One clock").
 
 Scrape times are the server's (epoch ns, or the trace clock for the simulator).
-``offset_ns`` is server clock − trace clock: a scrape at ``t`` is compared with the trace at
-``t − offset``. When the two spans overlap the first guess is 0, else the difference of their
-starts; the running gauge is then matched against the trace's running count over candidate
-offsets (a coarse grid of one scrape interval over the trace's span around the guess, then
-a fine one of 1/100 interval around the best), by the mean absolute difference over all
-the scrapes (the trace runs nothing outside its span), the trace's count scaled up by its
-least-squares factor when it holds only part of the server's requests. The guess is kept
-when nothing does better; else the middle of the best run of candidates is the offset,
+``offset_ns`` is server clock − trace clock: a scrape at ``t`` is compared with the trace
+at ``t − offset``. When the two spans overlap the first guess is 0, else the difference of
+their starts; the running gauge is then matched against the trace's running count over
+candidate offsets (a coarse grid of one scrape interval over the trace's span around the
+guess, then a fine one of 1/100 interval around the best), by the mean absolute difference
+over all the scrapes (the trace runs nothing outside its span), the trace's count scaled up
+by its least-squares factor when it holds only part of the server's requests. The guess is
+kept when nothing does better; else the middle of the best run of candidates is the offset,
 said with its resolution. Without a running gauge (or a trace that cannot see its running
-set) overlapping spans are taken as one clock and said so; disjoint spans then cannot be aligned (``InputError``, exit 3), nor can spans
-whose best match is still off by more than half the mean running level.
+set) overlapping spans are taken as one clock and said so; disjoint spans then cannot be
+aligned (``InputError``, exit 3), nor can spans whose best match is still off by more than
+half the mean running level.
 """
 
 from __future__ import annotations

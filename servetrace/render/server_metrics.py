@@ -91,7 +91,9 @@ def server_dict(found: ServerComparison, origin_ns: int) -> dict[str, Any]:
 def _num(v: float | None, unit: str) -> str:
     if v is None:
         return "–"
-    return f"{v:,.3g} ms" if unit == "ms" else f"{v:,.6g}"
+    # Three significant digits, whole numbers past a thousand (never an exponent).
+    text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+    return f"{text} ms" if unit == "ms" else text
 
 
 def server_markdown(found: ServerComparison, origin_ns: int) -> str:
