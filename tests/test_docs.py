@@ -213,3 +213,37 @@ def test_documented_check_outputs_are_real(
 def test_check_blocks_are_found() -> None:
     assert len(_check_blocks()) >= 2  # rules, inconclusive
     assert len(_check_blocks(REFERENCE)) >= 3  # bad rule, skip, unbounded number
+
+
+def test_readme_server_metrics_lines_are_real(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The README's half-client example, rebuilt: a simulated trace and its series, then every
+    # other request kept; each line the README shows is printed, in that order.
+    import polars as pl
+
+    monkeypatch.chdir(tmp_path)
+    made = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--requests",
+            "300",
+            "--rate",
+            "4",
+            "-o",
+            "t.parquet",
+            "--metrics-out",
+            "m.prom",
+        ],
+    )
+    assert made.exit_code == 0, made.output
+    trace = pl.read_parquet("t.parquet")
+    kept = trace["request_id"].unique().sort().gather_every(2).implode()
+    trace.filter(pl.col("request_id").is_in(kept)).write_parquet("client.parquet")
+    command = "servetrace analyze client.parquet --server-metrics m.prom"
+    result = runner.invoke(app, shlex.split(command)[1:], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    printed = result.stdout.splitlines()
+    at = [printed.index(line) for line in _text_block_after(command)]
+    assert at == sorted(at)
