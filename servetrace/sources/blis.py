@@ -244,30 +244,30 @@ def _notes(requests: pl.DataFrame, doc: Mapping[str, Any] | None, header: Path |
         unstreamed = requests.filter(~pl.col("streaming") & pl.col("ticks_ns").is_not_null())
         if unstreamed.height:
             notes.add(
-                f"{count_phrase(unstreamed.height, 'request')} not streamed: their first token "
-                "is the response's first byte, after the whole generation, so their TTFT is "
-                "their generation time"
+                f"requests not streamed ({unstreamed.height}): the first token of each is the "
+                "response's first byte, after the whole generation, so its TTFT is its "
+                "generation time"
             )
     unsent = requests.filter(pl.col("send_time_ns").is_null()).height
     if mode == "real" and unsent:
         notes.add(
-            f"{count_phrase(unsent, 'request')} with no send_time_us: placed at their "
-            "arrival_time_us (BLIS's injection time), the offset from the run's start, not "
-            "the wall clock of the others"
+            f"requests with no send_time_us ({unsent}) are placed at their arrival_time_us "
+            "(BLIS's injection time): the offset from the run's start, not the wall clock of "
+            "the others"
         )
     failed = requests.filter(pl.col("terminal").is_in(["error", "cancellation"])).height
     if failed:
         notes.add(
-            f"{count_phrase(failed, 'request')} that failed or timed out end at the last time "
-            "their row records (terminal_known=False); 'error' is errored, 'timeout' cancelled"
+            f"requests that failed or timed out ({failed}) end at the last time their row "
+            "records (terminal_known=False); status 'error' is errored, 'timeout' cancelled"
         )
     uncounted = requests.filter(
         (pl.col("status") == "ok") & pl.col("output_tokens").is_null()
     ).height
     if uncounted:
         notes.add(
-            f"{count_phrase(uncounted, 'completed request')} with output_tokens 0 (no usage "
-            "returned): their output count is unknown"
+            f"completed requests with output_tokens 0 ({uncounted}: no usage was returned) "
+            "have an unknown output count"
         )
     return notes
 
