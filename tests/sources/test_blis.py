@@ -49,7 +49,7 @@ def test_a_real_trace_read_with_its_header() -> None:
     assert declared["sources"]["model"] == "observe.yaml server.model"
     assert declared["request_rate_per_s"] is None  # a trace states no offered load
     done = runner.invoke(app, ["analyze", str(DATA / "observe.csv")])
-    assert "1 request not streamed" in done.stderr and "ITL distribution is not" in done.stderr
+    assert "requests not streamed (1)" in done.stderr and "ITL distribution is not" in done.stderr
 
 
 def test_the_header_alone_finds_its_csv_and_a_pair_is_one_run() -> None:
