@@ -4,6 +4,7 @@ giving way to the v0.2 one, and one-line refusals of bad reports."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -119,3 +120,17 @@ def test_a_bad_report_is_one_line_naming_file_field_and_rule(
     tmp_path: Path, old: str, new: str, rule: str
 ) -> None:
     assert rule in _refused(_edited(tmp_path, old, new))
+
+
+def test_beside_the_harness_file_it_was_made_from_that_file_is_read(tmp_path: Path) -> None:
+    real = Path(__file__).resolve().parents[1] / "data" / "real" / "vllm-bench-llama33-70b-a100"
+    native = "serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_01.json"
+    (tmp_path / native).write_bytes(
+        gzip.decompress((real / "01_tp8_pp1" / f"{native}.gz").read_bytes())
+    )
+    shutil.copy(V01, tmp_path / f"benchmark_report,_{native}.yaml")
+    done = runner.invoke(app, ["analyze", str(tmp_path), "-f", "json"])
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.stdout)  # one run of 200 requests, not the report's figures
+    assert doc["outcomes"]["completed"] == 200 and "reported" not in doc
+    assert f"the per-request file beside it ({native}) is analysed instead" in done.stderr
