@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,11 @@ def test_a_header_in_other_units_or_without_its_csv_is_refused(tmp_path: Path) -
     (tmp_path / "lone.yaml").write_text("trace_version: 3\nmode: real\n")
     said = _refused(str(tmp_path / "lone.yaml"))
     assert "lone.yaml" in said and "no TraceV2 CSV lone.csv beside it" in said
+
+
+def test_without_pyyaml_a_header_is_one_line_saying_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml raises ImportError
+    said = _refused(str(DATA / "observe.csv"))
+    assert "observe.yaml: reading a BLIS TraceV2 header (YAML) needs PyYAML" in said
