@@ -44,6 +44,7 @@ IMPORT_FORMATS = (
     "vllm-bench",
     "guidellm",
     "llmperf",
+    "blis",
     "otlp",
     "sglang",
     "trtllm",

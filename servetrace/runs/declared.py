@@ -6,7 +6,8 @@ Read from the export and its companions, never measured: vLLM's result scalars
 (``_tp8_pp1_``); AIPerf's ``profile_export_aiperf.json`` (``input_config`` phases,
 ``benchmark_duration``); GenAI-Perf's ``input_config`` (``perf_analyzer.stimulus``);
 GuideLLM's ``benchmarks[i].config.strategy`` and ``duration``; LLMPerf's summary
-(``num_concurrent_requests``). Keys: ``servetrace.runs.model.DECLARED_KEYS``.
+(``num_concurrent_requests``); a BLIS trace's header (``server.model``,
+``server.tensor_parallel``). Keys: ``servetrace.runs.model.DECLARED_KEYS``.
 """
 
 from __future__ import annotations
@@ -287,6 +288,24 @@ def llmperf(path: Path, summary: Mapping[str, Any] | None) -> dict[str, Any]:
     return facts.finish()
 
 
+def blis(path: Path, summary: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A BLIS trace's header: ``server.model`` and ``server.tensor_parallel`` (else the one
+    model of the CSV's ``model`` column); it states no offered load."""
+    facts = Facts("blis")
+    summary = summary or {}
+    header = summary.get("header")
+    where = Path(summary.get("header_file") or path)
+    server = header.get("server") if isinstance(header, Mapping) else None
+    if isinstance(server, Mapping):
+        if isinstance(server.get("model"), str) and server["model"]:
+            facts.set("model", server["model"], f"{where.name} server.model")
+        field = "server.tensor_parallel"
+        tp = checked(server.get("tensor_parallel"), "positive_count", where, field)
+        facts.set("tensor_parallel", tp, f"{where.name} {field}")
+    facts.set("model", summary.get("model_column"), f"{path.name} model")
+    return facts.finish()
+
+
 def declared_for(
     fmt: str | None,
     path: Path | None,
@@ -311,6 +330,8 @@ def declared_for(
         return guidellm(path, benchmark)
     if fmt == "llmperf":
         return llmperf(path, tool_summary)
+    if fmt == "blis":
+        return blis(path, tool_summary)
     facts = empty_declared()
     facts["tool"] = fmt
     return facts

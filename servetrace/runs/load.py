@@ -28,7 +28,7 @@ from servetrace.runs.declared import declared_for
 from servetrace.runs.throughput import DECLARED_DURATION_NOTE, with_declared_window
 from servetrace.runs.time import windowed
 from servetrace.settings import Engine
-from servetrace.sources import requests_table
+from servetrace.sources import blis, requests_table
 from servetrace.sources.canonical import IngestOptions
 from servetrace.sources.canonical import read_events as scan_trace
 from servetrace.sources.inputs import RUN_FORMATS, RunSource
@@ -76,6 +76,8 @@ def import_events(
         for path in source.paths:
             with nesting_refused(path):
                 results.append(requests_table.read(path, ingest.columns, ingest.time_unit))
+    elif source.fmt == blis.FORMAT:  # its header may be named apart from its CSV
+        results = [blis.read(path, source.summary) for path in source.paths]
     else:
         results = [import_file(p, source.fmt) for p in source.paths]
     notes = tuple(f"{r.path}: {message}" for r in results for message in r.warnings)

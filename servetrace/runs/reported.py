@@ -17,8 +17,9 @@ from typing import Any
 
 from servetrace.errors import InputError
 from servetrace.runs import declared as declared_facts
-from servetrace.runs import guidellm_summary
+from servetrace.runs import guidellm_summary, llmd_summary
 from servetrace.runs.facts import Kind, checked
+from servetrace.sources import llmd_report
 from servetrace.sources.guidellm_csv import read_rows
 from servetrace.sources.inputs import RunSource
 from servetrace.sources.reading import load_json
@@ -137,7 +138,7 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
     kind = source.fmt or ""
     doc: Any = None
     try:
-        if kind != "guidellm":  # its summary is a CSV, read below
+        if kind not in ("guidellm", llmd_report.KIND):  # a CSV and YAML, read below
             with nesting_refused(path):
                 doc = load_json(path)
     except InputError as error:
@@ -165,6 +166,10 @@ def reported_run(source: RunSource) -> tuple[dict[str, Any], dict[str, Any]]:
         where = f"{path}: benchmark row {index + 1}"
         body = guidellm_summary.reported_row(rows[index], where)
         declared = guidellm_summary.declared_row(rows[index], path, where)
+    elif kind == llmd_report.KIND:
+        version, report = llmd_report.read(path)
+        body = llmd_summary.reported(version, report, path)
+        declared = llmd_summary.declared(version, report, path)
     elif kind == "llmperf" and isinstance(doc, Mapping):
         body = _llmperf(doc, path)
         declared = declared_facts.llmperf(path, doc)

@@ -2,8 +2,9 @@
 
 The library (``servetrace.analyze``/``read_events``) and every command decide the same way,
 so a Python user reading an AIPerf file gets what the CLI gets: an explicit ``from_format``
-wins; otherwise JSON-family files (``.json``, ``.jsonl``, ``.gz``) are sniffed by content
-(``registry.detect_format``) and anything else is a canonical trace. Engine exports that
+wins; otherwise a BLIS TraceV2 CSV or header is ``blis`` (``blis_files``), JSON-family files
+(``.json``, ``.jsonl``, ``.gz``) are sniffed by content (``registry.detect_format``) and
+anything else is a canonical trace. Engine exports that
 are not files of parts (a folder of rotated OTLP or SGLang files, an MLCommons SQLite
 database) are recognised first (``inputs``), before the paths are expanded as a trace.
 """
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from servetrace.errors import InputError, UsageError
+from servetrace.sources import blis_files
 from servetrace.sources.file_scan import resolve_paths
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.registry import detect_format, engine_inputs
@@ -32,6 +34,15 @@ def source_format(paths: Sequence[Path], from_format: str | None = None) -> str 
     """
     if from_format:
         return from_format
+    blis = [p for p in paths if blis_files.is_blis(p)]
+    if blis and len(blis) == len(paths):
+        return "blis"
+    if blis:
+        raise InputError(
+            f"the inputs are not all the same kind of file ({blis[0]} is a BLIS TraceV2 file, "
+            f"{next(p for p in paths if p not in blis)} is not)",
+            hint="give one BLIS trace (its CSV and its YAML header) at a time",
+        )
     if not paths or not all(p.suffix.lower() in JSON_SUFFIXES for p in paths):
         return CANONICAL
     detected = {p: detect_format(p) for p in paths}

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from servetrace.errors import InputError, UsageError
-from servetrace.sources import detect
+from servetrace.sources import blis_files, detect, llmd_report
 from servetrace.sources.file_scan import resolve_paths
 from servetrace.sources.guidellm_csv import count_rows, is_benchmarks_csv
 from servetrace.sources.objectstore import is_uri
@@ -83,7 +83,7 @@ def is_partial(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / PARTIAL_MANIFEST).is_file()
 
 
-RUN_FORMATS = frozenset({"aiperf", "genai-perf", "vllm-bench", "guidellm", "llmperf"})
+RUN_FORMATS = frozenset({"aiperf", "genai-perf", "vllm-bench", "guidellm", "llmperf", "blis"})
 
 # File names each tool gives its per-request export inside a run folder.
 _NAMED_EXPORTS = {
@@ -125,6 +125,8 @@ def summary_kind(path: Path) -> str | None:
     name = path.name.lower()
     if name == "cumulative_results.md":
         return "vllm-bench"
+    if llmd_report.is_report(path):
+        return llmd_report.KIND
     bare = strip_suffixes(path, ".gz", ".json").lower()
     if bare.endswith("_aiperf"):
         return "aiperf"
@@ -144,6 +146,8 @@ def summary_kind(path: Path) -> str | None:
         # Not a summary; nested too deep for Python's parser, it is no export either, and
         # the importer that reads it says so in one line.
         return None
+    if llmd_report.version_of(doc) is not None:
+        return llmd_report.KIND
     if isinstance(doc, list) and doc and all(isinstance(r, dict) and "Test name" in r for r in doc):
         return "vllm-bench"
     if not isinstance(doc, dict):
@@ -180,6 +184,8 @@ def per_request_beside(summary: Path, kind: str) -> list[Path]:
             folder.parent / "individual" / f"{bare}.json",
             folder.parent / "individual" / f"{bare}.json.gz",
         ]
+    elif kind == llmd_report.KIND:
+        return [p for p in llmd_report.native_beside(summary) if _export_format(p) is not None]
     elif kind == "vllm-bench":
         files, dirs = _visible(folder)
         found = [f for f in files if _export_format(f) == "vllm-bench"]
@@ -225,11 +231,16 @@ def _folder_runs(folder: Path, depth: int = 0) -> list[RunSource] | None:
     files, dirs = _visible(folder)
     exports = [(f, fmt) for f in files if (fmt := _export_format(f)) is not None]
     summaries = [(f, k) for f in files if (k := summary_kind(f)) is not None]
+    twins = llmd_report.superseded([f for f, k in summaries if k == llmd_report.KIND])
+    summaries = [(f, k) for f, k in summaries if f not in twins]
     found: list[RunSource] = []
     covered: set[Path] = set()
     for path, fmt in exports:
         found.append(RunSource(paths=(path,), fmt=fmt))
         covered.add(path)
+    for data, header in blis_files.in_folder(files):
+        found.append(_blis_source(data, header))
+        covered.add(data)
     if depth < 3:
         for sub in dirs:
             inner = _folder_runs(sub, depth + 1)
@@ -238,7 +249,7 @@ def _folder_runs(folder: Path, depth: int = 0) -> list[RunSource] | None:
                 covered.update(p for source in inner for p in source.paths)
     if not found and not summaries:
         return None
-    notes: list[str] = []
+    notes: list[str] = list(twins.values())
     for path, kind in summaries:
         beside = [p for p in per_request_beside(path, kind) if p in covered or p.exists()]
         for other in beside:  # the per-request file lives elsewhere (LLMPerf's individual/)
@@ -284,6 +295,11 @@ def _summary_sources(path: Path, kind: str) -> list[RunSource]:
     if kind == "vllm-bench":  # cumulative_results.md alone: a table, not a run
         return []
     return [_summary_source(path, kind)]
+
+
+def _blis_source(data: Path, header: Path | None) -> RunSource:
+    """A BLIS trace: its CSV, read with its YAML header (kept as its ``summary``)."""
+    return RunSource(paths=(data,), fmt="blis", summary=header)
 
 
 def _unique(sources: list[RunSource]) -> list[RunSource]:
@@ -359,7 +375,9 @@ def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSo
                 sources.extend(_summary_sources(p, kind))
     if rest:
         fmt, paths = detect.inputs(rest, from_format)
-        if fmt in RUN_FORMATS:
+        if fmt == "blis":
+            sources += [_blis_source(data, header) for data, header in blis_files.pair(paths)]
+        elif fmt in RUN_FORMATS:
             names = {p.name for p in paths}
             for p in paths:
                 # AIPerf's raw file is read with its profile_export.jsonl, not apart.

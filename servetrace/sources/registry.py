@@ -17,6 +17,7 @@ without per-token times yields a request-level trace (one tick per request,
 | ``vllm-bench`` | ``vllm bench serve --save-result`` JSON | every chunk | ``start_times`` only |
 | ``guidellm`` | ``benchmarks.json`` | first token only | yes |
 | ``llmperf`` | ``*_individual_responses.json`` | first token only | no |
+| ``blis`` | BLIS TraceV2 CSV (+ its YAML header) | first token only | yes |
 | ``otlp`` | Collector file export of spans (file or folder) | first token only | yes |
 | ``sglang`` | ``sglang-request-metrics-*.log`` (file or folder) | first token only | yes |
 | ``trtllm`` | appended ``/perf_metrics`` polls | first token only | steady clock |
@@ -37,6 +38,8 @@ from typing import Any
 from servetrace.errors import InputError, UsageError
 from servetrace.sources import (
     aiperf,
+    blis,
+    blis_files,
     genai_perf,
     guidellm,
     llmperf,
@@ -70,6 +73,7 @@ FORMATS: dict[str, Importer] = {
     vllm_bench.FORMAT: vllm_bench.read,
     guidellm.FORMAT: guidellm.read,
     llmperf.FORMAT: llmperf.read,
+    blis.FORMAT: blis.read,
     otlp.FORMAT: otlp.read,
     sglang.FORMAT: sglang.read,
     trtllm.FORMAT: trtllm.read,
@@ -134,6 +138,8 @@ def _detect_format(path: str | Path) -> str | None:
         return _detect_folder(path)
     if mlcommons.is_sqlite(path):
         return mlcommons.FORMAT if mlcommons.sniff_file(path) else None
+    if blis_files.is_blis(path):
+        return blis.FORMAT
     # The first line decides for JSON Lines and for non-JSON files: a large trace is
     # never read whole just to learn what it is (sources/sniff.py).
     start = sniff.json_head(path)
