@@ -13,7 +13,7 @@ from servetrace.cli._options import (
     ServerMetricsFromOpt,
     ServerMetricsOpt,
     StepsFromOpt,
-    StepsOpt,
+    TimelineStepsOpt,
     reading_options,
 )
 from servetrace.errors import UsageError
@@ -24,6 +24,7 @@ from servetrace.units import NS_PER_MS
     epilog=examples(
         "servetrace timeline trace.parquet -o timeline.json.gz",
         "servetrace timeline trace.parquet --slowest 50 --ticks -o slowest.json",
+        "servetrace timeline trace.parquet --steps steps.parquet -o steps.json",
     )
 )
 @guarded
@@ -49,7 +50,7 @@ def timeline(
     server_metrics: ServerMetricsOpt = None,
     server_metrics_from: ServerMetricsFromOpt = None,
     clock_offset_ms: ClockOffsetOpt = None,
-    steps: StepsOpt = None,
+    steps: TimelineStepsOpt = None,
     steps_from: StepsFromOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
