@@ -35,6 +35,8 @@ _HOME = {
     "whatif": "servetrace.api._whatif",
     "with_server_metrics": "servetrace.api._server_metrics",
     "inference_perf_stages": "servetrace.api._server_metrics",
+    "StepRecords": "servetrace.api._steps",
+    "read_step_records": "servetrace.api._steps",
 }
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from servetrace.api._check import check, check_config
     from servetrace.api._compare import compare
     from servetrace.api._server_metrics import inference_perf_stages, with_server_metrics
+    from servetrace.api._steps import StepRecords, read_step_records
     from servetrace.api._whatif import whatif
     from servetrace.comparison.compare import Comparison
     from servetrace.rules.result import CheckResult
@@ -55,6 +58,7 @@ __all__ = [
     "Comparison",
     "Run",
     "Runs",
+    "StepRecords",
     "analyze",
     "analyze_runs",
     "analyze_shard",
@@ -64,6 +68,7 @@ __all__ = [
     "compare",
     "inference_perf_stages",
     "read_events",
+    "read_step_records",
     "whatif",
     "with_server_metrics",
 ]

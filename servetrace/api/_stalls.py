@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from pathlib import Path
 
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.stalls import stall_analysis, tick_gaps
-from servetrace.errors import UsageError
-from servetrace.sources.steps.detect import detect_step_format
-from servetrace.sources.steps.formats import STEP_FORMATS, read_steps
+from servetrace.api._steps import read_step_records
 
 
 def with_stalls(
@@ -18,25 +15,18 @@ def with_stalls(
 ) -> Analysis:
     """``analysis`` with ``stalls``: its ITL gaps joined to the steps of ``steps``
     (format ``steps_from``, one of `STEP_FORMATS`; default: detected)."""
-    if steps_from is not None and steps_from not in STEP_FORMATS:
-        raise UsageError(
-            f"--steps-from {steps_from}: not a step format",
-            hint="choose one of: " + ", ".join(STEP_FORMATS),
-        )
-    path = Path(steps)
     events = analysis.events("--steps joins the engine's steps to the trace's token ticks")
     gaps, ticks, spans, codes = tick_gaps(events, analysis.per_request)
-    fmt = steps_from or detect_step_format(path)
-    step_file = read_steps(path, fmt, ticks["ts"].unique().sort())
+    records = read_step_records(analysis, steps, steps_from, ticks["ts"].unique().sort())
     p99 = analysis.summary.metrics.get("itl", {}).get("p99")
     stalls = stall_analysis(
         gaps,
         ticks,
         spans,
         codes,
-        step_file,
-        path=str(path),
-        fmt=fmt,
+        records.file,
+        path=records.path,
+        fmt=records.fmt,
         tail_threshold_ns=round(p99) if p99 is not None else None,
     )
     return replace(analysis, stalls=stalls)

@@ -156,6 +156,16 @@ StepsOpt = Annotated[
         "the ITL stalls come from (each gap joined to the steps that cover it).",
     ),
 ]
+# timeline --steps: the same records, drawn.
+TimelineStepsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--steps",
+        metavar="STEPS",
+        help="Engine step records (one row per forward pass) of the same run: a lane of "
+        "steps and counters (batch size, prefill tokens, KV usage) per replica.",
+    ),
+]
 StepsFromOpt = Annotated[
     str | None,
     typer.Option(

@@ -12,6 +12,8 @@ from servetrace.cli._options import (
     ClockOffsetOpt,
     ServerMetricsFromOpt,
     ServerMetricsOpt,
+    StepsFromOpt,
+    TimelineStepsOpt,
     reading_options,
 )
 from servetrace.errors import UsageError
@@ -22,6 +24,7 @@ from servetrace.units import NS_PER_MS
     epilog=examples(
         "servetrace timeline trace.parquet -o timeline.json.gz",
         "servetrace timeline trace.parquet --slowest 50 --ticks -o slowest.json",
+        "servetrace timeline trace.parquet --steps steps.parquet -o steps.json",
     )
 )
 @guarded
@@ -47,6 +50,8 @@ def timeline(
     server_metrics: ServerMetricsOpt = None,
     server_metrics_from: ServerMetricsFromOpt = None,
     clock_offset_ms: ClockOffsetOpt = None,
+    steps: TimelineStepsOpt = None,
+    steps_from: StepsFromOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
     """Write one slice per request (queued, prefill, decode, requeued) packed into lanes."""
@@ -59,7 +64,12 @@ def timeline(
         raise UsageError(f"--output {output}: use a .json or .json.gz file name")
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: directory {output.parent} does not exist")
-    refuse_overwriting_inputs([("--output", output)], traces)
+    if steps is None and steps_from is not None:
+        raise UsageError(
+            "--steps-from needs --steps",
+            hint="give the engine's step records of the same run: --steps STEPS",
+        )
+    refuse_overwriting_inputs([("--output", output)], [*traces, *([steps] if steps else [])])
     options = TimelineOptions(
         requests=parse_ids(requests),
         window_ns=parse_window(window) if window else None,
@@ -72,9 +82,14 @@ def timeline(
 
         offset = None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS)
         analysis = with_server_metrics(analysis, server_metrics, server_metrics_from, offset)
-    for note in analysis.warnings:
+    records = None
+    if steps is not None:  # a lane and counters per replica, on the trace's clock
+        from servetrace.api import read_step_records
+
+        records = read_step_records(analysis, steps, steps_from)
+    for note in (*analysis.warnings, *(records.file.notes if records else ())):
         warn(note)
-    text, info = build_trace(analysis, options)
+    text, info = build_trace(analysis, options, records)
     write_bytes(text.encode(), output)
     err_console.print(
         f"wrote {output}: {_n(info['requests'], 'request')} on {_n(info['lanes'], 'lane')}, "
@@ -85,6 +100,7 @@ def timeline(
             if "server_counter_events" in info
             else ""
         )
+        + (_steps_words(info["steps"]) if "steps" in info else "")
         + " "
         "(open it in https://ui.perfetto.dev)",
         markup=False,
@@ -93,3 +109,12 @@ def timeline(
 
 def _n(count: int, noun: str) -> str:
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def _steps_words(steps: dict[str, Any]) -> str:
+    unavailable = steps["counters_unavailable"]
+    return (
+        f", {_n(steps['slices'] + steps['instants'], 'step')} on "
+        f"{_n(len(steps['replicas']), 'replica')} with {steps['counter_events']:,} step "
+        "counter points" + (f" ({', '.join(unavailable)} unavailable)" if unavailable else "")
+    )

@@ -18,7 +18,9 @@ then an instant marker at the terminal event, in words (``completed``, ``cancell
 the first token``, ``cancelled while decoding``…, ``failed with an error`` or ``in flight
 at end of trace``). The phases partition the request, so they sum to its e2e.
 Process 1 holds counter tracks (queued, running, in system, output tokens/s), and, opt-in,
-every output tick is an instant event on its request's lane.
+every output tick is an instant event on its request's lane. With ``--server-metrics``,
+process 6 holds the server's series (`server_timeline`); with ``--steps``, process 7 the
+engine's steps, a lane and counters per replica (`step_timeline`).
 
 Times. The format wants µs; timestamps are written relative to the first event of the
 trace (``otherData.trace_start_ns``) as µs with three decimals, which is exact to the ns
@@ -34,7 +36,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -51,9 +53,13 @@ from servetrace.render.slices import (
     select_requests,
     token_rate,
 )
+from servetrace.render.step_timeline import step_tracks
 from servetrace.schema import TICK_EVENTS
 from servetrace.units import duration_ns
 from servetrace.version import __version__
+
+if TYPE_CHECKING:
+    from servetrace.api._steps import StepRecords
 
 __all__ = ["TimelineOptions", "build_trace", "parse_ids", "parse_window"]
 
@@ -137,13 +143,14 @@ def shown_input(text: str) -> str:
 
 
 def build_trace(
-    analysis: Analysis, options: TimelineOptions | None = None
+    analysis: Analysis, options: TimelineOptions | None = None, steps: StepRecords | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The trace file's JSON text and a summary of what it holds.
 
     The trace's canonical events are read again (the analysis keeps no ticks and no
     preemption times); only rows of valid, selected requests are used. A trace without
     send times has no common time axis to lay requests on: refused, as ``--slice`` is.
+    ``steps`` (``timeline --steps``) adds a lane and counters per replica (`step_tracks`).
     """
     options = options or TimelineOptions()
     if not analysis.summary.arrival_known:
@@ -267,8 +274,12 @@ def build_trace(
         lines += _ndjson(frame)
     server, server_meta, n_server = server_tracks(analysis, origin, lo_ns, hi_ns)
     lines += server
+    step_lines, step_meta, step_info = (
+        step_tracks(steps, origin, lo_ns, hi_ns) if steps is not None else ([], [], None)
+    )
+    lines += step_lines
     lines += [json.dumps(m) for m in _metadata(int(lanes.max()) + 1 if len(lanes) else 0)]
-    lines += [json.dumps(m, ensure_ascii=False) for m in server_meta]
+    lines += [json.dumps(m, ensure_ascii=False) for m in server_meta + step_meta]
     info = {
         "requests": chosen.height,
         "lanes": int(lanes.max()) + 1 if len(lanes) else 0,
@@ -277,6 +288,7 @@ def build_trace(
         "tick_events": n_ticks,
         "counter_events": counters.height + rate.height,
         **({"server_counter_events": n_server} if server_meta else {}),
+        **({"steps": step_info} if step_info is not None else {}),
         "trace_start_ns": origin,
     }
     other = {
