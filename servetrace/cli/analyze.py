@@ -39,6 +39,7 @@ from servetrace.cli._scale import (
     output_path,
     write_requests,
 )
+from servetrace.cli._stage_pairs import stage_pairs_view
 from servetrace.errors import ExitCode, UsageError
 from servetrace.render.formats import SummaryFormat, ValidateFormat
 from servetrace.render.naming import Naming
@@ -178,7 +179,7 @@ def analyze(
     from servetrace.analysis.slices import parse_slice
     from servetrace.render.analysis_report import analysis_text
 
-    if len(traces) == 1 and _inference_perf(traces[0], fmt, output):
+    if len(traces) == 1 and stage_pairs_view(traces[0], fmt, output):
         return
     check_outputs(traces, engine, requests_out, quarantine_out, partial_out)
     check_report_output(output, traces)
@@ -278,30 +279,6 @@ def check_steps_options(
         return
     check_frame_output(stalls_out, "--stalls-out")
     refuse_overwriting_inputs([("--stalls-out", stalls_out)], [*traces, steps])
-
-
-def _inference_perf(path: str, fmt: SummaryFormat, output: Path | None) -> bool:
-    """An inference-perf results folder: each stage's client summary against its server
-    Prometheus summary (``render/stage_pairs``); False for any other input."""
-    from servetrace.sources.server_metrics.inference_perf import stage_folder
-
-    if "://" in path or stage_folder(Path(path)) is None:
-        return False
-    from servetrace import api
-    from servetrace.render import stage_pairs as render
-
-    found = api.inference_perf_stages(path)
-    if fmt is SummaryFormat.json:
-        from servetrace.render.summary import render_json
-
-        deliver(render_json(render.stage_pairs_dict(found)) + "\n", output)
-    elif fmt is SummaryFormat.markdown:
-        deliver(render.stage_pairs_markdown(found), output)
-    elif fmt is SummaryFormat.csv:
-        raise UsageError("an inference-perf stage comparison has no CSV form", hint="-f json")
-    else:
-        deliver(render.stage_pairs_table(found), output)
-    return True
 
 
 def refuse_with_partial(**given: object) -> None:
