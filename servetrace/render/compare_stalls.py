@@ -76,6 +76,7 @@ def _rows(shift: StallShift) -> list[list[str]]:
 
 def _gaps_line(shift: StallShift) -> str:
     """A line per side: its stalled gaps and excess, its tail; or why it has none."""
+
     def words(side: StallSide, who: str) -> str:
         if side.unavailable is not None:
             return f"{who}: unavailable ({side.unavailable})"

@@ -1,6 +1,6 @@
-"""``report --steps`` in headless Chromium, on Vidur's Sarathi-Serve run and its own
-batches: both stalls charts draw, nothing is logged or fetched, and the cause table's
-cells are the JSON report's shares."""
+"""``report --steps`` in headless Chromium: the stalls charts render offline with no console
+error, the scatter draws every point it embeds and the ITL p99 rule, the bars a bar per
+cause and group, and the cause table shows the embedded JSON's shares."""
 
 from __future__ import annotations
 
@@ -8,41 +8,52 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
+from tests.analysis.stall_fixtures import write_injected
 from tests.render.browser import assert_rendered, open_report
 
-VIDUR = Path(__file__).parents[1] / "data" / "vidur"
-RUN = "synthetic_arxiv_poisson_qps2.0_n1000__sarathi"
 runner = CliRunner()
+MARKS = """(id) => Array.from(document.querySelectorAll(
+  "#" + CSS.escape(id) + " svg g.role-mark")).map((g) => [
+    g.getAttribute("aria-roledescription"), g.children.length])"""
 
 
-def test_stalls_sections_render_with_the_json_numbers(browser: Any, tmp_path: Path) -> None:
-    trace, steps = VIDUR / f"{RUN}.parquet", VIDUR / "steps" / f"{RUN}_batches.csv.gz"
-    out = tmp_path / "stalls.html"
-    done = runner.invoke(app, ["report", str(trace), "--steps", str(steps), "-o", str(out)])
+@pytest.fixture(scope="module")
+def page_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("stalls")
+    trace, steps = write_injected(folder)
+    html = folder / "r.html"
+    done = runner.invoke(app, ["report", str(trace), "--steps", str(steps), "-o", str(html)])
     assert done.exit_code == 0, done.output
-    opened = open_report(browser, out)
+    return trace, html
+
+
+def test_stall_sections_render(browser: Any, page_file: tuple[Path, Path]) -> None:
+    trace, html = page_file
+    opened = open_report(browser, html)
     page = opened.page
     sections = assert_rendered(page)
-    ids = [s["id"] for s in sections]
-    at = ids.index("t0-latency-time")
-    assert ids[at + 1 : at + 3] == ["t0-stalls-prefill", "t0-stalls-causes"]
     assert opened.errors == [] and opened.outside == []
-    embedded = json.loads(page.locator("#servetrace-reports").text_content())[str(trace)]
-    stalls = embedded["stalls"]
+    ids = [s["id"] for s in sections]
+    assert ids.index("t0-stalls-prefill") == ids.index("t0-latency-time") + 1
+    assert ids.index("t0-stalls-causes") == ids.index("t0-stalls-prefill") + 1
+    marks = dict(page.evaluate(MARKS, "t0-stalls-prefill-chart"))
+    # 120 tail gaps and every 5th of the 9,966 others (2,400 points at most): 2,114.
+    assert marks == {"symbol mark container": 2_114, "rule mark container": 1}
+    bars = dict(page.evaluate(MARKS, "t0-stalls-causes-chart"))
+    assert bars == {"rect mark container": 10}  # five causes × (every stalled gap, the tail)
+    report = json.loads(page.locator("#servetrace-reports").text_content())[str(trace)]
     cells = page.eval_on_selector_all(
-        "#t0-stalls-causes td[data-path]", "cells => cells.map(c => [c.dataset.path, c.textContent])"
+        "#t0-stalls-causes td[data-path]",
+        "cells => cells.map(c => [c.dataset.path, c.textContent])",
     )
     assert len(cells) == 10
     for path, text in cells:
         _, group, name = path.split(".")
-        assert text == f"{stalls[group][name]:.1%}", path
-    # Sarathi's chunked prefill: prefill is the largest cause, overall and in the tail.
-    assert stalls["overall"]["prefill_share"] == 0.695119805993377
-    reading = page.locator("#t0-stalls-causes p.reading").text_content()
-    assert "prefill is the largest cause (70% of the excess)" in reading
-    note = page.locator("#t0-stalls-prefill p.note").text_content()
-    assert "gaps drawn: every tail gap, the rest thinned" in note
+        assert text == f"{report['stalls'][group][name]:.1%}", path
+    words = page.locator("#t0-stalls-causes").inner_text()
+    assert "prefill is the largest cause" in words
     page.close()
