@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -13,6 +14,7 @@ from servetrace.cli._options import (
     NON_NEGATIVE,
     RESAMPLES,
     SEED,
+    StepsFromOpt,
     goodput_targets,
     in_range,
     reading_options,
@@ -45,6 +47,8 @@ def _metric_help() -> str:
         "servetrace compare fcfs.parquet chunked.parquet",
         "servetrace compare fcfs.parquet chunked.parquet sjf.parquet --metric ttft --metric e2e",
         "servetrace compare base/ candidate/ -f markdown -o comparison.md",
+        "servetrace compare fcfs.parquet chunked.parquet --steps fcfs_steps.parquet "
+        "--steps chunked_steps.parquet",
     ),
 )
 @guarded
@@ -100,6 +104,16 @@ def compare_command(
             "(default: the shortest path parts that tell them apart); repeat once per trace."
         ),
     ] = None,
+    steps: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--steps",
+            metavar="STEPS",
+            help="Engine step records of each run, baseline first, then the candidates in "
+            "order (one per trace): adds each run's ITL stall shares by cause and their change.",
+        ),
+    ] = None,
+    steps_from: StepsFromOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
     """Compare candidates with a baseline: ratio, CI, significance and a verdict per metric."""
@@ -117,14 +131,33 @@ def compare_command(
             f"{len(label)} --label for {1 + len(candidates)} traces: give one per trace",
             hint="the baseline's label first, then one per candidate, in order",
         )
-    check_report_output(output, [baseline, *candidates])
+    if steps is not None and len(steps) != 1 + len(candidates):
+        raise UsageError(
+            f"{len(steps)} --steps for {1 + len(candidates)} traces: give one per trace",
+            hint="the baseline's steps first, then one per candidate, in order",
+        )
+    if steps is None and steps_from is not None:
+        raise UsageError(
+            "--steps-from needs --steps",
+            hint="give the engine's step records of each run: --steps STEPS, once per trace",
+        )
+    check_report_output(output, [baseline, *candidates, *(steps or [])])
     check_plots_dir(plots, [baseline, *candidates])
     targets = goodput_targets(goodput)
     read = reading or {}
 
+    step_files = dict(zip([baseline, *candidates], steps, strict=True)) if steps else {}
+
     def load(path: str) -> Analysis:
         # One trace of several: its warnings name the file they are about.
-        analysis = analyze([path], goodput=targets, streaming=False, **read)
+        analysis = analyze(
+            [path],
+            goodput=targets,
+            streaming=False,
+            steps=step_files.get(path),
+            steps_from=steps_from if steps else None,
+            **read,
+        )
         for message in analysis.read_warnings:
             warn(message)
         for message in analysis.summary.warnings:

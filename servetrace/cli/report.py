@@ -13,6 +13,8 @@ from servetrace.cli._options import (
     GoodputOpt,
     ServerMetricsFromOpt,
     ServerMetricsOpt,
+    StepsFromOpt,
+    StepsOpt,
     goodput_targets,
     in_range,
     reading_options,
@@ -25,6 +27,7 @@ from servetrace.units import NS_PER_MS
     epilog=examples(
         "servetrace report trace.parquet -o report.html",
         "servetrace report fcfs.parquet chunked.parquet -o comparison.html",
+        "servetrace report trace.parquet --steps steps.parquet -o stalls.html",
         "servetrace report sweep/ --goodput 'ttft<=200ms' -o sweep.html",
     )
 )
@@ -63,6 +66,8 @@ def report(
     server_metrics: ServerMetricsOpt = None,
     server_metrics_from: ServerMetricsFromOpt = None,
     clock_offset_ms: ClockOffsetOpt = None,
+    steps: StepsOpt = None,
+    steps_from: StepsFromOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
     """Write an offline HTML report: summary, CDFs, load over time, slowest requests.
@@ -77,7 +82,12 @@ def report(
         raise UsageError(f"--output {output}: use an .html file name")
     if not output.parent.is_dir():
         raise UsageError(f"--output {output}: directory {output.parent} does not exist")
-    refuse_overwriting_inputs([("--output", output)], traces)
+    if steps is None and steps_from is not None:
+        raise UsageError(
+            "--steps-from needs --steps",
+            hint="give the engine's step records of the same run: --steps STEPS",
+        )
+    refuse_overwriting_inputs([("--output", output)], [*traces, *([steps] if steps else [])])
     page = build_report(
         traces,
         seed=seed,
@@ -94,6 +104,7 @@ def report(
             server_metrics_from,
             None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS),
         ),
+        steps=None if steps is None else (str(steps), steps_from),
     )
     for message in page.warnings:
         warn(message)

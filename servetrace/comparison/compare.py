@@ -32,6 +32,7 @@ from servetrace.comparison.catalog import (
 from servetrace.comparison.caveats import Caveat, caveats
 from servetrace.comparison.load import LoadMatch
 from servetrace.comparison.measure import Measured, Skipped, context, measure_keys
+from servetrace.comparison.stall_shift import StallShift, stall_shift
 from servetrace.comparison.workload import WorkloadMatch, match_workloads
 from servetrace.errors import UsageError
 from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
@@ -104,6 +105,8 @@ class Comparison:
     unavailable: dict[str, str] = field(default_factory=dict)
     # errored requests by code (``Summary.errors``) of the baseline, the candidate
     errors: tuple[dict[str, int], dict[str, int]] = field(default_factory=lambda: ({}, {}))
+    # each side's ITL stall shares by cause (with --steps on either side)
+    stalls: StallShift | None = None
 
     @property
     def significant(self) -> pl.DataFrame:
@@ -246,6 +249,7 @@ def compare(
         measured=tuple(measured),
         unavailable=gone,
         errors=(dict(base.summary.errors), dict(cand.summary.errors)),
+        stalls=stall_shift(base.stalls, cand.stalls),
     )
 
 

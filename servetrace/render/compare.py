@@ -84,8 +84,23 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "headlines": {c.candidate_label: headline_text(c) for c in comparisons},
             "warnings": [w for c in comparisons for w in comparison_warnings(c)],
             "notes": [n for c in comparisons for n in comparison_notes(c)],
+            # only with --steps, so every other comparison's JSON stays as it was
+            **_stalls_key(comparisons),
         }
     )
+
+
+def _stalls_key(comparisons: Sequence[Comparison]) -> dict[str, Any]:
+    if all(c.stalls is None for c in comparisons):
+        return {}
+    from servetrace.render.compare_stalls import stalls_compare_dict
+
+    return {
+        "stalls": {
+            c.candidate_label: None if c.stalls is None else stalls_compare_dict(c.stalls)
+            for c in comparisons
+        }
+    }
 
 
 def compare_json(comparisons: Sequence[Comparison]) -> str:
@@ -252,6 +267,12 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
                 )
             )
             parts.append(buckets)
+        if comparison.stalls is not None:
+            from servetrace.render.compare_stalls import stalls_lines, stalls_table
+
+            title, line = stalls_lines(comparison.stalls)
+            parts += [Text(""), Text(title + ":", style="bold"), Text(line)]
+            parts.append(stalls_table(comparison.stalls))
         if verbose and comparison.tests.height:
             parts.append(Text(""))
             parts.append(

@@ -95,6 +95,10 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             lines.append("")
             lines.append("</details>")
             lines.append("")
+        if comparison.stalls is not None:
+            from servetrace.render.compare_stalls import stalls_markdown
+
+            lines += stalls_markdown(comparison.stalls)
         lines.append(f"<sub>{md_text(method_line(comparison))}</sub>")
         lines.append("")
         warnings = comparison_warnings(comparison)

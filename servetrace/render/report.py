@@ -23,6 +23,7 @@ from servetrace.render.headline import headline, sweep_headline
 from servetrace.render.report_compare import comparison_sections
 from servetrace.render.report_sections import TRACE_SECTIONS, Section, TraceView
 from servetrace.render.server_report import with_server_sections
+from servetrace.render.stalls_report import with_stall_sections
 from servetrace.version import __version__
 
 INSTALL_HINT = "pip install 'servetrace[report]'"
@@ -53,6 +54,7 @@ def report_sections(
     for i, view in enumerate(views):
         prefix = f"t{i}-"
         sections = [build(view, prefix) for build in TRACE_SECTIONS]
+        sections = with_stall_sections(sections, view, prefix)
         groups.append((view.label, with_server_sections(sections, view, prefix)))
     return groups
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 # --server-metrics FILE, its format (None: detected), the clock offset in ns (None: found).
 ServerMetrics = tuple[str, str | None, int | None]
+# --steps FILE and its format (None: detected).
+Steps = tuple[str, str | None]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ def build_report(
     gpus: int | None = None,
     reading: Mapping[str, Any] | None = None,
     server_metrics: ServerMetrics | None = None,
+    steps: Steps | None = None,
 ) -> ReportPage:
     from servetrace.render.report import render_html, require_extra
 
@@ -51,6 +54,12 @@ def build_report(
 
         raise UsageError(
             "--server-metrics describes one server: give one trace", hint="report one run"
+        )
+    if steps is not None and (len(traces) != 1 or sweep):
+        from servetrace.errors import UsageError
+
+        raise UsageError(
+            "--steps are one run's engine steps: give one trace", hint="report one run"
         )
     if sweep or _holds_several_runs(traces, read.get("from_format")):
         from servetrace.api import capacity
@@ -75,6 +84,10 @@ def build_report(
             from servetrace.api import with_server_metrics
 
             analysis = with_server_metrics(analysis, *server_metrics)
+        if steps is not None:
+            from servetrace.api._stalls import with_stalls
+
+            analysis = with_stalls(analysis, *steps)
         notes += analysis.read_warnings
         notes += [f"{trace}: {message}" for message in analysis.summary.warnings]
         if analysis.events_reader is None:

@@ -10,6 +10,8 @@ from servetrace.sim.config import EngineConfig
 from servetrace.sim.eventlog import Simulation
 from servetrace.sim.simulate import run_simulation
 from servetrace.sim.steps_record import canonical_steps
+from servetrace.sources.steps.schema import conform
+from tests.conftest import events, make_request
 
 MS = 1_000_000
 # Chunked prefill, 512-token steps: a long prompt is prefilled 512 - (decoders) tokens
@@ -51,4 +53,27 @@ def write_injected(directory: Path) -> tuple[Path, Path]:
     trace, steps = directory / "injected.parquet", directory / "injected_steps.parquet"
     sim.events.write_parquet(trace)
     canonical_steps(sim).write_parquet(steps)
+    return trace, steps
+
+
+def write_hand(directory: Path) -> tuple[Path, Path]:
+    """Request a: gaps of 10, 15 (its step carries 300 prefill tokens), 5 and 10 ms; b's
+    one gap (55, 60] ms lies after the last step; 3 decode-only steps: no baseline."""
+    trace, steps = directory / "t.parquet", directory / "s.parquet"
+    events(
+        make_request("a", admission=0, first=10, ticks=[20, 35, 40, 50], complete=50),
+        make_request("b", admission=0, first=55, ticks=[60], complete=60),
+    ).write_parquet(trace)
+    conform(
+        pl.DataFrame(
+            {
+                "ts_start": [0, 10 * MS, 20 * MS, 35 * MS, 40 * MS],
+                "ts_end": [10 * MS, 20 * MS, 35 * MS, 40 * MS, 50 * MS],
+                "prefill_requests": [1, 0, 1, 0, 0],
+                "prefill_tokens": [100, 0, 300, 0, 0],
+                "decode_requests": [0, 1, 1, 1, 1],
+                "decode_tokens": [0, 1, 1, 1, 1],
+            }
+        )
+    ).write_parquet(steps)
     return trace, steps
