@@ -96,6 +96,14 @@ def _num(v: float | None, unit: str) -> str:
     return f"{text} ms" if unit == "ms" else text
 
 
+def _counted(value: float | None, unit: str) -> str:
+    """``1 request``, ``2 requests``, ``1 token per bucket``: the unit's noun agrees."""
+    noun, _, rest = unit.partition(" ")
+    if value == 1 and noun.endswith("s") and noun != "ms":
+        noun = noun[:-1]
+    return f"{noun} {rest}".rstrip()
+
+
 def server_markdown(found: ServerComparison, origin_ns: int) -> str:
     head, *rest = server_lines(found, origin_ns, per_slice=False)
     text = f"\n### {head}\n\n" + "".join(f"- {line.strip()}\n" for line in rest)
@@ -127,7 +135,8 @@ def server_lines(found: ServerComparison, origin_ns: int, per_slice: bool = True
             lines.append(f"  {name}: unavailable ({f['unavailable']})")
             continue
         text = (
-            f"  {name}: max |server − trace| {_num(f['max_abs'], f['unit'])} {f['unit']}, "
+            f"  {name}: max |server − trace| {_num(f['max_abs'], f['unit'])} "
+            f"{_counted(f['max_abs'], f['unit'])}, "
             f"mean {_num(f['mean_abs'], f['unit'])} over {f['compared']:,}"
         )
         if f["server_total"] is not None:

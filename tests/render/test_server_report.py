@@ -156,3 +156,12 @@ def test_long_series_are_thinned_alike_on_both_sides() -> None:
     trace = [r["t_s"] for r in rows if r["line"] == "trace"]
     assert len(server) == 1 + (n - 1) // 3 and server[:2] == [0, 0.003]
     assert trace == server[2:]  # the trace starts at 5 ms: the server's instants from 6 ms
+
+
+def test_a_difference_of_one_reads_in_the_singular() -> None:
+    from servetrace.render.server_metrics import _counted
+
+    assert _counted(1, "requests") == "request"
+    assert _counted(1, "requests per bucket") == "request per bucket"
+    assert _counted(2, "tokens") == "tokens"
+    assert _counted(1.5, "preemptions") == "preemptions"
