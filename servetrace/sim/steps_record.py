@@ -94,9 +94,13 @@ class RecordedRun(Protocol):
     """What `canonical_steps` reads of a run (a `Simulation`), named here so the recorder
     does not import the engine that imports it."""
 
-    workload_ids: pl.Series
-    steps: pl.DataFrame
-    members: pl.DataFrame
+    # Read-only, as a frozen `Simulation` has them.
+    @property
+    def workload_ids(self) -> pl.Series: ...
+    @property
+    def steps(self) -> pl.DataFrame: ...
+    @property
+    def members(self) -> pl.DataFrame: ...
 
 
 def canonical_steps(sim: RecordedRun) -> pl.DataFrame:
