@@ -149,7 +149,8 @@ def queue_keys(workload: pl.DataFrame, policy: str) -> np.ndarray:
         raise UsageError(
             "the priority policy orders the queue by the workload's 'priority' column, "
             "and this workload has none",
-            hint="add a numeric column 'priority' (lower runs first) to the workload table",
+            hint="add a numeric column 'priority' (lower runs first) to the workload "
+            "(simulate --workload reads it from a table)",
         )
     ranks = workload[PRIORITY].rank("dense")
     last = (ranks.max() or 0) + 1  # type: ignore[operator]
