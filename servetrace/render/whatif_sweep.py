@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.render.chart_style import finish
+from servetrace.render.chart_style import finish, log_axis, log_scale
 from servetrace.render.report_sections import Section
 from servetrace.render.whatif import NAMES, ms, policy_name, predicted
 from servetrace.whatif.model import WhatIf
@@ -69,11 +69,17 @@ def _curve(frame: pl.DataFrame, metric: str, knob: str) -> Any:
         scale=alt.Scale(domain=list(CURVE_STATS), range=list(STAT_COLORS.values())),
         legend=alt.Legend(orient="bottom", symbolType="stroke", symbolOpacity=1),
     )
-    y_title = f"{NAMES[metric]} (ms)"
-    base = alt.Chart(data)
-    band = base.mark_area(opacity=0.18).encode(
-        x=x, y=alt.Y("low_ms:Q", title=y_title), y2="high_ms:Q", color=color
+    # p50 and p99 can be orders of magnitude apart: a log axis then, if nothing is 0.
+    ys = pl.concat([data["low_ms"], data["high_ms"], data["trace_ms"]]).drop_nulls()
+    logged = ys.len() > 0 and ys.min() > 0 and ys.max() >= 10 * ys.min()  # type: ignore[operator]
+    y = alt.Y(
+        "low_ms:Q",
+        title=f"{NAMES[metric]} (ms{', log' if logged else ''})",
+        scale=log_scale() if logged else alt.Scale(),
+        axis=log_axis(ys) if logged else alt.Axis(),
     )
+    base = alt.Chart(data)
+    band = base.mark_area(opacity=0.18).encode(x=x, y=y, y2="high_ms:Q", color=color)
     line = base.mark_line(point=True).encode(
         x=x,
         y="predicted_ms:Q",

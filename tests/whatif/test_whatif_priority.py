@@ -115,3 +115,32 @@ def test_priority_and_its_attribute_come_together(
         whatif(real, events, [("priority", {})])
     with pytest.raises(UsageError, match="priority policy only"):
         whatif(real, events, [("sjf", {})], priority_by="tier")
+
+
+@pytest.mark.parametrize(
+    ("predictions", "knob"),
+    [
+        ([("fcfs", {"max_running": 8}), ("fcfs", {"max_running": 16})], "max_running"),
+        ([("fcfs", {"max_running": 8, "kv_tokens": None})], None),  # one value: no sweep
+        ([("fcfs", {"max_running": 8}), ("sjf", {"max_running": 16})], None),  # two policies
+        ([("fcfs", {"max_running": 8}), ("fcfs", {"max_running": None})], None),
+        (
+            [
+                ("fcfs", {"max_running": 8, "kv_tokens": 1}),
+                ("fcfs", {"max_running": 9, "kv_tokens": 2}),
+            ],
+            None,  # two knobs moved at once: not one curve
+        ),
+    ],
+)
+def test_a_sweep_is_one_policy_and_one_knob_at_several_values(
+    predictions: list[tuple[str, dict[str, int | None]]], knob: str | None
+) -> None:
+    from dataclasses import replace
+
+    from servetrace.whatif.model import Prediction, WhatIf
+    from servetrace.whatif.replay import Workload
+
+    empty = WhatIf("t", None, Workload(pl.DataFrame(), 0), {}, (), False)  # type: ignore[arg-type]
+    made = tuple(Prediction(p, limits, None, {}) for p, limits in predictions)  # type: ignore[arg-type]
+    assert replace(empty, predictions=made).swept == knob
