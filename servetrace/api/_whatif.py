@@ -47,8 +47,10 @@ def whatif(
     force: bool = False,
     extrapolate: bool = False,
     reading: Mapping[str, Any] | None = None,
+    priority_by: str | None = None,
 ) -> WhatIf:
-    """What each (policy, limits) of ``policies`` would have done on ``trace``."""
+    """What each (policy, limits) of ``policies`` would have done on ``trace``; the
+    ``priority`` policy orders its queue by the trace's attribute ``priority_by``."""
     for policy, _ in policies:
         if policy not in {p.value for p in Policy}:
             raise UsageError(
@@ -79,4 +81,5 @@ def whatif(
         own_policy=trace_policy,
         force=force,
         extrapolate=extrapolate,
+        priority_by=priority_by,
     )

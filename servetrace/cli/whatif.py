@@ -41,6 +41,7 @@ def _pairs(texts: list[str], flag: str) -> dict[str, list[int]]:
         "servetrace whatif trace.parquet --policy chunked --max-batch-tokens 512",
         "servetrace whatif trace.parquet --policy chunked --sweep max-batch-tokens=256,512,1024",
         "servetrace whatif trace.parquet --policy sjf --calibration-out model.json -f json",
+        "servetrace whatif trace.parquet --policy priority --priority-by tier",
     )
 )
 @guarded
@@ -56,6 +57,14 @@ def whatif(
     ] = None,
     kv_tokens: Annotated[
         int | None, typer.Option(help="KV-cache capacity in tokens.", callback=COUNT)
+    ] = None,
+    priority_by: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ATTR",
+            help="Under --policy priority: the per-request attribute that orders the queue "
+            "(lower first; requests without one last).",
+        ),
     ] = None,
     sweep: Annotated[
         str | None,
@@ -151,6 +160,7 @@ def whatif(
         force=force,
         extrapolate=extrapolate,
         reading=reading,
+        priority_by=priority_by,
     )
     if calibration_out is not None:
         write_text(result.calibration.to_json(), calibration_out)

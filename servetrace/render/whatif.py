@@ -12,7 +12,7 @@ from rich.text import Text
 
 from servetrace.render.format import short_ms
 from servetrace.render.summary import render_json
-from servetrace.whatif.model import WhatIf
+from servetrace.whatif.model import Prediction, WhatIf
 from servetrace.whatif.replay import METRICS, STATS, TOLERANCES
 
 NAMES = {"ttft": "TTFT", "queue_wait": "queue wait", "e2e": "e2e", "itl_mean": "mean ITL"}
@@ -28,6 +28,8 @@ def whatif_dict(result: WhatIf) -> dict[str, Any]:
                 "requests": result.workload.requests.height,
                 "left_out": result.workload.left_out,
                 "left_out_reason": "did not complete in the trace: output length unknown",
+                "priority_by": result.workload.priority_by,
+                "priority_missing": result.workload.priority_missing,
             },
             "validation": {
                 "policy": result.calibration.policy,
@@ -40,6 +42,7 @@ def whatif_dict(result: WhatIf) -> dict[str, Any]:
                 "trusted": result.trusted,
                 "forced": result.forced,
             },
+            "sweep": result.swept,
             "predictions": [
                 {"policy": p.policy, "limits": p.limits, "metrics": p.figures}
                 for p in result.predictions
@@ -91,6 +94,16 @@ def knobs(limits: dict[str, int | None]) -> str:
     return ", ".join(f"{k.replace('_', '-')} {v}" for k, v in limits.items() if v is not None)
 
 
+def policy_name(policy: str, result: WhatIf) -> str:
+    """``priority by tier``: the priority policy says what orders it."""
+    by = result.workload.priority_by
+    return f"{policy} by {by}" if policy == "priority" and by else policy
+
+
+def prediction_name(prediction: Prediction, result: WhatIf) -> str:
+    return f"{policy_name(prediction.policy, result)} {knobs(prediction.limits)}".strip()
+
+
 def headline(result: WhatIf) -> list[str]:
     """What the user must know first: was the model trusted, and on what."""
     model = result.calibration
@@ -114,11 +127,19 @@ def headline(result: WhatIf) -> list[str]:
             f"{result.workload.left_out} request(s) left out: they did not complete in the "
             "trace, so their output length is unknown"
         )
+    by = result.workload.priority_by
+    if by is not None:
+        missing = result.workload.priority_missing
+        lines.append(
+            f"priority order: {by}, lower first, by arrival within a level"
+            + (f"; {missing:,} request(s) without a {by} run after every level" if missing else "")
+        )
+    own = policy_name(model.policy, result)
     if result.trusted:
-        lines.append(f"replay under {model.policy}: every statistic within its tolerance")
+        lines.append(f"replay under {own}: every statistic within its tolerance")
     else:
         verdict = "predicting anyway (--force)" if result.forced else "no prediction"
-        lines.append(f"replay under {model.policy} misses {', '.join(result.missed)}: {verdict}")
+        lines.append(f"replay under {own} misses {', '.join(result.missed)}: {verdict}")
     return lines
 
 
@@ -148,7 +169,7 @@ def _prediction_table(result: WhatIf) -> Table:
     table.add_column("stat")
     table.add_column("trace", justify="right")
     for p in result.predictions:
-        table.add_column(f"{p.policy} {knobs(p.limits)}".strip(), justify="right")
+        table.add_column(prediction_name(p, result), justify="right")
     for metric in METRICS:
         for i, stat in enumerate(STATS):
             real = result.predictions[0].figures[metric][stat]["real_ns"]
@@ -175,7 +196,7 @@ def whatif_markdown(result: WhatIf) -> str:
     ]
     lines += [f"| {' | '.join(row)} |" for row in validation_rows(result)]
     for p in result.predictions:
-        lines += ["", f"## Predicted: {p.policy} {knobs(p.limits)}".rstrip(), ""]
+        lines += ["", f"## Predicted: {prediction_name(p, result)}", ""]
         lines += ["| metric | stat | trace | predicted | ± replay error |", "|---|---|--:|--:|--:|"]
         for metric in METRICS:
             for stat in STATS:

@@ -1,5 +1,6 @@
 """``whatif --report``: the what-if as an HTML page. First the validation (the replay
-against the trace per request, and its errors) and each prediction with its band; then the
+against the trace per request, and its errors), a sweep's curves (`render.whatif_sweep`)
+and each prediction with its band; then the
 report's own pages of the trace, the replay and each prediction, and their comparisons
 with the trace, whose CDFs put real, replayed and predicted side by side."""
 
@@ -11,7 +12,14 @@ import polars as pl
 
 from servetrace.render.chart_style import finish, log_axis, log_scale
 from servetrace.render.report_sections import Section, TraceView
-from servetrace.render.whatif import NAMES, headline, knobs, ms, predicted, validation_rows
+from servetrace.render.whatif import (
+    NAMES,
+    headline,
+    ms,
+    predicted,
+    prediction_name,
+    validation_rows,
+)
 from servetrace.whatif.model import WhatIf
 from servetrace.whatif.replay import METRICS
 
@@ -135,6 +143,10 @@ def whatif_sections(result: WhatIf) -> list[Section]:
             note="; ".join(lines[:-1]),
         )
     ]
+    from servetrace.render.whatif_sweep import sweep_section
+
+    if (sweep := sweep_section(result)) is not None:
+        sections.append(sweep)
     for i, prediction in enumerate(result.predictions):
         cells = [
             [(text, None) for text in (NAMES[m], s, ms(f["real_ns"]), predicted(f))]
@@ -145,7 +157,7 @@ def whatif_sections(result: WhatIf) -> list[Section]:
         sections.append(
             Section(
                 id=f"whatif-prediction-{i}",
-                title=f"Predicted: {prediction.policy} {knobs(prediction.limits)}".rstrip(),
+                title=f"Predicted: {prediction_name(prediction, result)}",
                 sentence=f"TTFT p99 {ms(p99['real_ns'])} → {ms(p99['predicted_ns'])} "
                 f"± {ms(p99['band_ns'])} (the replay's error)",
                 charts=[(f"whatif-bands-{i}", _bands(prediction.figures))],
@@ -168,7 +180,7 @@ def whatif_html(result: WhatIf, seed: int = 0) -> str:
     analyses = [
         ("trace", result.real),
         (f"replay under {result.calibration.policy}", result.replayed),
-        *((f"predicted: {p.policy}", p.analysis) for p in result.predictions),
+        *((f"predicted: {prediction_name(p, result)}", p.analysis) for p in result.predictions),
     ]
     share = MAX_POINTS // len(analyses)
     views = [TraceView(label, analysis, points=share) for label, analysis in analyses]

@@ -34,7 +34,11 @@ class Policy(str, Enum):
       prompt chunks (continuing partially prefilled requests first, then admitting new
       ones in arrival order). Long prompts span several steps; decodes never pause.
     * ``sjf`` — as ``fcfs`` but the queue is ordered by prompt length (shortest first,
-      ties by arrival): lower median waits, a longer tail for long prompts.
+      ties by arrival): lower median waits, a longer tail for long prompts. The prompt,
+      not the output length: a real scheduler knows only what it was sent.
+    * ``priority`` — as ``fcfs`` but the queue is ordered by the workload's ``priority``
+      column, lower value first, by arrival within a level; a request without a value
+      waits behind every level.
 
     In every policy, requests that were preempted wait at the front of the queue, ahead of
     new ones (among themselves in the policy's order).
@@ -43,6 +47,7 @@ class Policy(str, Enum):
     FCFS = "fcfs"
     CHUNKED = "chunked"
     SJF = "sjf"
+    PRIORITY = "priority"
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ class EngineConfig:
     """
 
     policy: str = "fcfs"
-    """``fcfs`` (prefill-first), ``chunked`` (chunked prefill) or ``sjf``."""
+    """``fcfs`` (prefill-first), ``chunked`` (chunked prefill), ``sjf`` or ``priority``."""
     max_batch_tokens: int = 4096
     """Token budget per step: prompt tokens prefilled plus one per decoding request."""
     max_running: int = 128

@@ -11,8 +11,9 @@ a step it drops cancelled requests, admits queued ones into the running batch an
 grows KV caches; every request in the step's batch then gets its output token when
 the step ends (all tokens of a step share its end time, as in Vidur).
 
-Scheduling policies: ``fcfs`` (prefill first), ``chunked`` (chunked prefill) and ``sjf``,
-as `servetrace.sim.config.Policy` describes them; the step-time model is
+Scheduling policies: ``fcfs`` (prefill first), ``chunked`` (chunked prefill), ``sjf``
+and ``priority``, as `servetrace.sim.config.Policy` describes them (the queue's order is
+`servetrace.sim.workloads.queue_keys`); the step-time model is
 `EngineConfig.step_time_ns`.
 
 KV cache: ``kv_blocks`` blocks of ``block_size`` tokens. Admission allocates the blocks
@@ -74,6 +75,7 @@ from servetrace.sim.eventlog import (
     to_simulation,
 )
 from servetrace.sim.steps_record import StepRecorder
+from servetrace.sim.workloads import queue_keys
 
 # Request states inside the engine.
 _PENDING, _QUEUED, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3, 4
@@ -90,6 +92,7 @@ class _Engine:
         self.arrival = wl["arrival_ns"].to_numpy().astype(np.int64)
         self.prompt = wl["prompt_tokens"].to_numpy().astype(np.int64)
         self.target = wl["output_tokens"].to_numpy().astype(np.int64)
+        self.key = queue_keys(wl, cfg.policy)
 
         draws = self.draws = Draws(cfg, self.arrival)
         self.deadline, self.leak = draws.deadline, draws.leak
@@ -123,8 +126,7 @@ class _Engine:
     # ---- queue ----------------------------------------------------------------
 
     def _enqueue(self, i: int, preempted: bool) -> None:
-        key = int(self.prompt[i]) if self.cfg.policy == Policy.SJF.value else i
-        heapq.heappush(self.queue, (0 if preempted else 1, key, i))
+        heapq.heappush(self.queue, (0 if preempted else 1, int(self.key[i]), i))
         self.state[i] = _QUEUED
         self.n_queued += 1
 

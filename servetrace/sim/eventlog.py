@@ -17,6 +17,7 @@ import polars as pl
 from servetrace.schema import EVENT_KINDS
 from servetrace.sim.config import EngineConfig
 from servetrace.sim.steps_record import StepRecorder
+from servetrace.sim.workloads import PRIORITY
 
 __all__ = ["EVENT_COLUMNS", "EventLog", "Simulation", "to_simulation"]
 
@@ -168,6 +169,10 @@ def to_simulation(
         .alias("output_tokens"),
         pl.lit(cfg.policy, dtype=pl.String).alias("policy"),
     )
+    if PRIORITY in workload.columns:  # a request attribute, as a real trace would carry it
+        events = events.with_columns(
+            pl.when(pl.Series(kind == ARRIVAL)).then(workload[PRIORITY].gather(req)).alias(PRIORITY)
+        )
 
     steps, members = recorder.frames()
     if horizon is not None:

@@ -9,7 +9,9 @@ A **workload** is a Polars DataFrame with one row per request, sorted by arrival
 | `prompt_tokens` | Int64 ≥ 0 | input length |
 | `output_tokens` | Int64 ≥ 1 | output length the request will generate if it completes |
 
-Readers may add columns (Mooncake keeps `prefix_blocks`); the simulator ignores them.
+Readers may add columns (Mooncake keeps `prefix_blocks`); the simulator ignores them,
+except an optional numeric `priority` (lower first, null: after every level), which the
+``priority`` policy orders its queue by and the event log carries on each arrival.
 
 This module defines the table: its schema, `validate_workload` (every workload the
 simulator runs passes through it), and small pure transformations (`head`, `window`,
@@ -21,9 +23,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 
 from servetrace.errors import InputError, UsageError
+from servetrace.sim.config import Policy
 
 WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "request_id": pl.String(),
@@ -32,6 +36,7 @@ WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "output_tokens": pl.Int64(),
 }
 WORKLOAD_COLUMNS: tuple[str, ...] = tuple(WORKLOAD_SCHEMA)
+PRIORITY = "priority"  # the optional column the priority policy orders by
 
 
 def request_ids(n: int, prefix: str = "r") -> list[str]:
@@ -111,6 +116,16 @@ def validate_workload(workload: pl.DataFrame, source: str = "workload") -> pl.Da
                 f"{source}: {bad.height} request(s) have '{name}' < {low} "
                 f"(first: request {bad['request_id'][0]!r}, {name}={bad[name][0]})"
             )
+    if PRIORITY in out.columns:
+        dtype = out.schema[PRIORITY]
+        if not (dtype.is_integer() or dtype.is_float()):
+            raise InputError(
+                f"{source}: column '{PRIORITY}' must be numeric (found {dtype})",
+                hint="lower values run first under --policy priority; leave a value empty "
+                "to run it after every level",
+            )
+        if dtype.is_float():
+            out = out.with_columns(pl.col(PRIORITY).fill_nan(None))
     dup = out["request_id"].is_duplicated()
     if dup.any():
         first = out["request_id"].filter(dup)[0]
@@ -119,3 +134,24 @@ def validate_workload(workload: pl.DataFrame, source: str = "workload") -> pl.Da
     if out.height:
         out = out.with_columns(pl.col("arrival_ns") - pl.col("arrival_ns").first())
     return out
+
+
+def queue_keys(workload: pl.DataFrame, policy: str) -> np.ndarray:
+    """Each request's place in the scheduler's queue under ``policy`` (smaller first;
+    ties go by arrival, the workload's order): its index under ``fcfs`` and ``chunked``,
+    its prompt length under ``sjf``, and under ``priority`` the rank of its ``priority``
+    value, requests without one after every level."""
+    if policy == Policy.SJF.value:
+        return workload["prompt_tokens"].to_numpy().astype(np.int64)
+    if policy != Policy.PRIORITY.value:
+        return np.arange(workload.height, dtype=np.int64)
+    if PRIORITY not in workload.columns:
+        raise UsageError(
+            "the priority policy orders the queue by the workload's 'priority' column, "
+            "and this workload has none",
+            hint="add a numeric column 'priority' (lower runs first) to the workload "
+            "(simulate --workload reads it from a table)",
+        )
+    ranks = workload[PRIORITY].rank("dense")
+    last = (ranks.max() or 0) + 1  # type: ignore[operator]
+    return ranks.fill_null(last).to_numpy().astype(np.int64)

@@ -66,6 +66,17 @@ class WhatIf:
     def trusted(self) -> bool:
         return not self.missed
 
+    @property
+    def swept(self) -> str | None:
+        """The one knob the predictions differ in (a sweep of it), else None."""
+        if len(self.predictions) < 2 or len({p.policy for p in self.predictions}) > 1:
+            return None
+        names = {name for p in self.predictions for name in p.limits}
+        varied = [name for name in names if len({p.limits.get(name) for p in self.predictions}) > 1]
+        if len(varied) != 1 or any(p.limits.get(varied[0]) is None for p in self.predictions):
+            return None
+        return varied[0]
+
 
 def calibrate(
     analysis: Analysis,
@@ -124,6 +135,21 @@ def check_range(calibration: Calibration, policy: str, limits: dict[str, int | N
             )
 
 
+def check_priority(policies: list[str], priority_by: str | None) -> None:
+    """The priority policy needs the attribute it orders by, and only it uses one."""
+    uses = Policy.PRIORITY.value in policies
+    if uses and priority_by is None:
+        raise UsageError(
+            "the priority policy needs the attribute that orders its queue",
+            hint="name a per-request column of the trace with --priority-by (lower runs first)",
+        )
+    if priority_by is not None and not uses:
+        raise UsageError(
+            f"--priority-by {priority_by} orders the queue of the priority policy only",
+            hint="add --policy priority (or --trace-policy priority), or drop --priority-by",
+        )
+
+
 def _figures(
     real: Analysis, predicted: Analysis, validation: dict[str, dict[str, object]]
 ) -> dict[str, dict[str, dict[str, float | None]]]:
@@ -156,12 +182,15 @@ def whatif(
     own_policy: str | None = None,
     force: bool = False,
     extrapolate: bool = False,
+    priority_by: str | None = None,
 ) -> WhatIf:
     """Calibrate on the trace (or take ``calibration``), validate by replay and, if the
-    replay holds (or ``force``), predict each (policy, limits) of ``policies``."""
+    replay holds (or ``force``), predict each (policy, limits) of ``policies``; the
+    priority policy orders the queue by the trace's attribute ``priority_by``."""
     label = ", ".join(analysis.inputs)
     model = calibration or calibrate(analysis, events, steps, own_limits, own_policy)
-    workload = workload_of(analysis)
+    check_priority([model.policy, *(p for p, _ in policies)], priority_by)
+    workload = workload_of(analysis, priority_by)
     replayed = replay(workload, engine_config(model, model.policy, {}), f"{label} (replay)")
     validation = agreement(analysis, replayed)
     missed = tuple(misses(validation))

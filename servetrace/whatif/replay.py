@@ -2,7 +2,8 @@
 far a replay is from the trace, request by request.
 
 The workload is the trace's completed requests: their arrivals (relative to the first),
-prompt lengths and output lengths. A request cancelled in the trace never finished, so
+prompt lengths and output lengths (and, for the priority policy, the attribute that
+orders the queue: `servetrace.whatif.priority`). A request cancelled in the trace never finished, so
 its output length is unknown; it is left out and counted. The replayed log is a trace
 like any other (`servetrace analyze` reads it).
 
@@ -26,9 +27,11 @@ from servetrace.analysis.memory import analyze_events
 from servetrace.analysis.result import Analysis
 from servetrace.sim.config import EngineConfig
 from servetrace.sim.simulate import simulate
+from servetrace.sim.workloads import PRIORITY
 from servetrace.stats.describe import statistic
 from servetrace.units import NS_PER_MS
 from servetrace.whatif.calibration import Calibration
+from servetrace.whatif.priority import priority_values
 
 METRICS = ("ttft", "queue_wait", "e2e", "itl_mean")
 STATS = ("mean", "p50", "p90", "p99")
@@ -46,24 +49,31 @@ WATERMARK = 0.01
 
 @dataclass(frozen=True)
 class Workload:
-    requests: pl.DataFrame  # request_id, arrival_ns, prompt_tokens, output_tokens
+    requests: pl.DataFrame  # request_id, arrival_ns, prompt_tokens, output_tokens[, priority]
     left_out: int  # requests of the trace that did not complete
+    priority_by: str | None = None  # the attribute the priority policy orders by
+    priority_missing: int = 0  # requests without a value for it: after every level
 
 
-def workload_of(analysis: Analysis) -> Workload:
+def workload_of(analysis: Analysis, priority_by: str | None = None) -> Workload:
     requests = analysis.per_request
     done = requests.filter(
         (pl.col("outcome") == "completed")
         & pl.col("prompt_tokens").is_not_null()
         & (pl.col("output_tokens") >= 1)
     )
+    extra = []
+    if priority_by is not None:
+        extra.append(priority_values(done, priority_by, ", ".join(analysis.inputs)))
     table = done.select(
         pl.col("request_id").cast(pl.String),
+        *extra,
         arrival_ns=pl.col("arrival_ns") - pl.col("arrival_ns").min(),
         prompt_tokens=pl.col("prompt_tokens").cast(pl.Int64),
         output_tokens=pl.col("output_tokens").cast(pl.Int64),
     ).sort("arrival_ns", "request_id")
-    return Workload(table, requests.height - done.height)
+    missing = table[PRIORITY].null_count() if extra else 0
+    return Workload(table, requests.height - done.height, priority_by, missing)
 
 
 def engine_config(
@@ -100,6 +110,9 @@ def engine_config(
 def replay(workload: Workload, config: EngineConfig, label: str) -> Analysis:
     """The analysed trace of ``workload`` run on ``config``."""
     events = simulate(workload.requests, config)
+    named = workload.priority_by
+    if named is not None and named != PRIORITY and named not in events.columns:
+        events = events.rename({PRIORITY: named})  # the trace's own name for it
     return analyze_events(events, inputs=(label,))
 
 

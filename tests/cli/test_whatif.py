@@ -96,3 +96,53 @@ def test_a_client_side_trace_says_what_cannot_be_fitted() -> None:
     assert done.exit_code == 3, done.output
     first = done.stderr.splitlines()[0]
     assert "no admission events" in first and "client-side" in first
+
+
+@pytest.fixture(scope="module")
+def tiered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trace whose requests carry a numeric ``tier`` (0-2), from a workload table."""
+    folder = tmp_path_factory.mktemp("tiers")
+    table, path = folder / "workload.csv", folder / "tiers.parquet"
+    rows = ["request_id,arrival_ns,prompt_tokens,output_tokens,priority"]
+    rows += [
+        f"r{i},{i * 300_000_000},{100 + 37 * i % 400},{20 + 13 * i % 90},{i % 3}"
+        for i in range(120)
+    ]
+    table.write_text("\n".join(rows) + "\n")
+    made = runner.invoke(
+        app, ["simulate", "--workload", str(table), "--max-running", "8", "-o", str(path)]
+    )
+    assert made.exit_code == 0, made.stderr
+    import polars as pl
+
+    pl.read_parquet(path).rename({"priority": "tier"}).write_parquet(path)
+    return path
+
+
+@pytest.mark.slow
+def test_priority_by_an_attribute_says_its_order(tiered: Path) -> None:
+    args = ["whatif", str(tiered), "--policy", "priority", "--priority-by", "tier"]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.stderr
+    assert "priority order: tier, lower first, by arrival within a level" in done.stdout
+    assert "priority by tier" in done.stdout  # the prediction's column
+    report = json.loads(runner.invoke(app, [*args, "-f", "json"]).stdout)["whatif"]
+    assert report["workload"]["priority_by"] == "tier"
+    assert report["workload"]["priority_missing"] == 0
+    assert report["predictions"][0]["policy"] == "priority" and report["sweep"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--policy", "priority"], "needs the attribute that orders its queue"),
+        (["--policy", "priority", "--priority-by", "tenant"], "no attribute 'tenant'"),
+        (["--policy", "sjf", "--priority-by", "tier"], "priority policy only"),
+    ],
+)
+def test_priority_without_a_usable_attribute_is_one_line(
+    tiered: Path, args: list[str], words: str
+) -> None:
+    done = runner.invoke(app, ["whatif", str(tiered), *args])
+    assert done.exit_code == 2, done.output
+    assert words in done.stderr.splitlines()[0] and "Traceback" not in done.stderr
