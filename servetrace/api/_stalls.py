@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from servetrace.analysis.result import Analysis
-from servetrace.analysis.stalls import stall_analysis, tick_gaps
+from servetrace.analysis.stalls import stall_analysis, tick_gaps, ticks_of
 from servetrace.errors import UsageError
 from servetrace.sources.steps.detect import detect_step_format
 from servetrace.sources.steps.formats import STEP_FORMATS, read_steps
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def with_stalls(
@@ -24,8 +28,7 @@ def with_stalls(
             hint="choose one of: " + ", ".join(STEP_FORMATS),
         )
     path = Path(steps)
-    events = analysis.events("--steps joins the engine's steps to the trace's token ticks")
-    gaps, ticks, spans, codes = tick_gaps(events, analysis.per_request)
+    gaps, ticks, spans, codes = tick_gaps(_ticks(analysis), analysis.per_request)
     fmt = steps_from or detect_step_format(path)
     step_file = read_steps(path, fmt, ticks["ts"].unique().sort())
     p99 = analysis.summary.metrics.get("itl", {}).get("p99")
@@ -40,3 +43,15 @@ def with_stalls(
         tail_threshold_ns=round(p99) if p99 is not None else None,
     )
     return replace(analysis, stalls=stalls)
+
+
+def _ticks(analysis: Analysis) -> pl.DataFrame:
+    """The timeline's sorted ticks: kept by the in-memory engine under ``--steps``, else
+    made again from the events by the lifecycle's own code."""
+    kept = analysis.timeline.ticks
+    requests = analysis.timeline.requests
+    counted = "ticks" in requests.columns and not requests["ticks"].fill_null(0).sum()
+    if kept.height or counted:
+        return kept
+    events = analysis.events("--steps joins the engine's steps to the trace's token ticks")
+    return ticks_of(events, analysis.per_request)
