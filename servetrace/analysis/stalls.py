@@ -27,6 +27,7 @@ from servetrace.analysis.stalls_attribution import (
 from servetrace.analysis.stalls_join import join_gaps, prepare_steps
 from servetrace.errors import InputError
 from servetrace.sources.steps.formats import StepFile
+from servetrace.sources.steps.validate import OVERLAP_NOTE
 
 # The per-gap file (``--stalls-out``): these columns first, in this order.
 GAP_COLUMNS = (
@@ -267,9 +268,11 @@ def _aligned(steps: pl.DataFrame, instants: pl.Series, path: str) -> None:
         )
 
 
-def _findings(steps: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame) -> tuple[Finding, ...]:
+def _findings(
+    steps: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame, overlapping: int
+) -> tuple[Finding, ...]:
     """Decode tokens against the ticks at each step's end; the batch against the requests
-    running in the trace; overlapping steps."""
+    running in the trace; the ``overlapping`` steps (`prepare_steps`' count)."""
     found: list[Finding] = []
     by = ["replica", "ts"] if ticks["replica"].n_unique() > 1 else ["ts"]
     at_end = (
@@ -315,7 +318,6 @@ def _findings(steps: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame) -> 
                 "steps whose batch holds more requests than the trace has running then",
             )
         )
-    overlapping = int(prepare_steps(steps)["overlaps"].sum())
     if overlapping:
         found.append(
             Finding(
@@ -357,10 +359,14 @@ def stall_analysis(
     _aligned(steps, ticks["ts"], path)
     fit = fit_baseline(steps)
     steps = with_step_baseline(steps, fit)
-    joined = attribute(join_gaps(gaps, steps, _members(steps, codes)), fit)
+    prepared = prepare_steps(steps)
+    joined = attribute(join_gaps(gaps, steps, _members(steps, codes), prepared), fit)
     ids = codes["request_id"].cast(pl.String).gather(joined["_rk"])
     joined = joined.drop("_rk").with_columns(request_id=ids)
     ordered = joined.select(*GAP_COLUMNS, *[c for c in joined.columns if c not in GAP_COLUMNS])
+    findings = _findings(steps, ticks, spans, int(prepared["overlaps"].sum()))
+    if any(f.name == "overlapping_steps" for f in findings):  # said once, as a finding
+        notes = tuple(note for note in notes if OVERLAP_NOTE not in note)
     return Stalls(
         steps_file=path,
         steps_format=fmt,
@@ -369,7 +375,7 @@ def stall_analysis(
         gaps=ordered,
         fit=fit,
         tail_threshold_ns=tail_threshold_ns,
-        findings=_findings(steps, ticks, spans),
+        findings=findings,
         notes=notes,
         alignment_error_ns=step_file.alignment_error_ns,
     )

@@ -131,7 +131,10 @@ def _membership(
 
 
 def join_gaps(
-    gaps: pl.DataFrame, steps: pl.DataFrame, members: pl.DataFrame | None = None
+    gaps: pl.DataFrame,
+    steps: pl.DataFrame,
+    members: pl.DataFrame | None = None,
+    prepared: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every gap with its covering steps' count and summed composition.
 
@@ -142,9 +145,9 @@ def join_gaps(
     where a covering step does not tell), ``covered_ns`` (time of the gap inside its
     covering steps), ``between_ns`` (inside none), `LAST`, ``first_step``,
     ``member_steps``/``member_ns`` and ``unjoined`` (a reason, or null). Rows keep the
-    order of ``gaps``.
+    order of ``gaps``. ``prepared``: `prepare_steps` of ``steps``, if the caller has it.
     """
-    prepared = prepare_steps(steps)
+    prepared = prepare_steps(steps) if prepared is None else prepared
     if "baseline_ns" not in prepared.columns:
         prepared = prepared.with_columns(baseline_ns=pl.lit(None, pl.Int64))
     n = gaps.height

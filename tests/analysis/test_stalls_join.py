@@ -14,7 +14,7 @@ from servetrace.analysis.stalls_join import join_gaps
 from servetrace.errors import InputError
 from servetrace.sim.steps_record import canonical_steps
 from servetrace.sources.steps.schema import conform
-from tests.analysis.stall_fixtures import injected_run
+from tests.analysis.stall_fixtures import injected_run, write_injected
 from tests.conftest import events, make_request
 
 STEPS = conform(
@@ -198,3 +198,40 @@ def test_gaps_join_only_their_own_replica(tmp_path: Path) -> None:
     trace.drop("replica").write_parquet(unnamed)
     with pytest.raises(InputError, match="rule replica_unknown"):
         servetrace.analyze(unnamed, steps=steps_path)
+
+
+def test_overlapping_steps_are_said_once(tmp_path: Path) -> None:
+    trace = events(make_request("a", admission=0, first=10, ticks=[20, 30], complete=30))
+    path, steps_path = tmp_path / "t.parquet", tmp_path / "s.parquet"
+    trace.write_parquet(path)
+    ms = 1_000_000
+    conform(
+        pl.DataFrame(
+            {
+                "ts_start": [0, 5 * ms, 20 * ms],  # the second starts before the first ends
+                "ts_end": [10 * ms, 20 * ms, 30 * ms],
+                "prefill_requests": [1, 0, 0],
+                "prefill_tokens": [100, 0, 0],
+                "decode_requests": [0, 1, 1],
+                "decode_tokens": [0, 1, 1],
+            }
+        )
+    ).write_parquet(steps_path)
+    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    assert stalls is not None
+    assert [(f.name, f.steps) for f in stalls.findings if "overlap" in f.name] == [
+        ("overlapping_steps", 1)
+    ]
+    assert not [note for note in stalls.notes if "overlapping" in note]
+
+
+def test_every_engine_joins_the_same_gaps(tmp_path: Path) -> None:
+    """The in-memory engine keeps its sorted ticks under --steps; the batched one makes
+    them again from the events (keys renumbered per batch): one stall frame."""
+    trace, steps = write_injected(tmp_path)
+    kept = servetrace.analyze(trace, steps=steps, streaming=False).stalls
+    again = servetrace.analyze(trace, steps=steps, streaming=True, batch_rows=1000).stalls
+    assert kept is not None and again is not None
+    assert kept.gaps.height == 10_086
+    assert kept.gaps.equals(again.gaps)
+    assert kept.findings == again.findings
