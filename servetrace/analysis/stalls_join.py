@@ -61,22 +61,41 @@ def _cover(part: pl.DataFrame, a: np.ndarray, b: np.ndarray) -> dict[str, np.nda
     and the covered time."""
     ends = part["ts_end"].to_numpy()
     starts = part["ts_start"].to_numpy()
-    lo = np.searchsorted(ends, a, side="right")
+    n = len(a)
     hi = np.searchsorted(ends, b, side="right")
+    # A request's gaps come in time order, each starting at the tick the one before it
+    # ended on: its steps ending at or before ``a`` are the previous gap's at or before
+    # ``b``. Only the other gaps (each request's first) are searched, and each sum is one
+    # gather at ``hi`` less the previous one.
+    chained = np.zeros(n, dtype=bool)
+    np.equal(a[1:], b[:-1], out=chained[1:])
+    fresh = np.flatnonzero(~chained)
+    lo = np.empty(n, dtype=np.int64)
+    lo[1:] = hi[:-1]
+    lo[fresh] = np.searchsorted(ends, a[fresh], side="right")
     summed = part.select(**SUMMED)
+
+    def between(cum: np.ndarray) -> np.ndarray:
+        at_hi = cum[hi]
+        below = np.empty(n, dtype=np.int64)
+        below[1:] = at_hi[:-1]
+        below[fresh] = cum[lo[fresh]]
+        at_hi -= below
+        return at_hi
+
     out: dict[str, np.ndarray] = {}
     for name in SUMMED:
         cum, nul = _cumulative(summed[name])
-        out[name] = cum[hi] - cum[lo]
+        out[name] = between(cum)
         if nul[-1]:  # only a column with an unknown value can make a sum unknown
-            out[f"_nul_{name}"] = nul[hi] - nul[lo]
+            out[f"_nul_{name}"] = between(nul)
     inside = hi > lo
     first = np.where(inside, lo, -1)
     straddle = np.where(inside, np.maximum(a - starts[np.minimum(lo, len(starts) - 1)], 0), 0)
     out["covered_ns"] = np.minimum(out["step_ns"] - straddle, b - a)
     out["_first"], out["_last"] = first, np.where(inside, hi - 1, -1)
-    out["_span_start"] = np.full(len(a), starts.min() if len(starts) else 0)
-    out["_span_end"] = np.full(len(a), ends.max() if len(ends) else 0)
+    out["_span_start"] = np.full(n, starts.min() if len(starts) else 0)
+    out["_span_end"] = np.full(n, ends.max() if len(ends) else 0)
     return out
 
 
@@ -110,21 +129,17 @@ def _membership(
             return None  # too many requests and instants to pack: membership unknown
         gap_pos = (key << bits) | np.searchsorted(instants, b)
         member_pos = (m_key << bits) | np.searchsorted(instants, m_end)
-    # The gaps come sorted by request and time (``tick_gaps``): no sort unless they are not.
-    if len(gap_pos) > 1 and not bool(np.all(gap_pos[1:] >= gap_pos[:-1])):
-        order = np.argsort(gap_pos, kind="stable")
-    else:
-        order = np.arange(len(gap_pos))
-    sorted_pos = gap_pos[order]
-    found = np.searchsorted(sorted_pos, member_pos, side="left")
-    found = np.minimum(found, len(order) - 1) if len(order) else found
-    target = order[found] if len(order) else found
-    hit = (
-        (len(order) > 0) & (key[target] == m_key) & (a[target] < m_end) & (m_end <= b[target])
-        if len(order)
-        else np.zeros(len(m_key), dtype=bool)
-    )
+    # The gaps come sorted by request and time (``tick_gaps``): no sort, and no gather
+    # through an identity order, unless they are not.
     n = gaps.height
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if n > 1 and not bool(np.all(gap_pos[1:] >= gap_pos[:-1])):
+        order = np.argsort(gap_pos, kind="stable")
+        target = order[np.minimum(np.searchsorted(gap_pos[order], member_pos), n - 1)]
+    else:
+        target = np.minimum(np.searchsorted(gap_pos, member_pos), n - 1)
+    hit = (key[target] == m_key) & (a[target] < m_end) & (m_end <= b[target])
     count = np.bincount(target[hit], minlength=n).astype(np.int64)
     time = np.bincount(target[hit], weights=m_ns[hit], minlength=n).astype(np.int64)
     return count, time
