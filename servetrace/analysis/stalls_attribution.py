@@ -123,11 +123,16 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         pl.col("last_baseline_ns").cast(pl.Float64),
         fit.at(pl.col("last_decode_requests"), pl.col("last_kv_tokens")),
     )
-    baseline = (pl.col("_own") * usual).round().cast(pl.Int64)
-    own_baseline = (pl.col("_own") * own_fit).round().cast(pl.Int64)
+    # The shared parts as columns first, each computed once.
+    frame = frame.with_columns(
+        _baseline=(pl.col("_own") * usual).round().cast(pl.Int64),
+        _own_baseline=(pl.col("_own") * own_fit).round().cast(pl.Int64),
+        _prefill=pl.col("steps_with_prefill").fill_null(0) > 0,
+        _joined=pl.col("unjoined").is_null(),
+    )
+    baseline, own_baseline = pl.col("_baseline"), pl.col("_own_baseline")
     step_extra = pl.col("_own_in_gap") - own_baseline
-    prefill = pl.col("steps_with_prefill").fill_null(0) > 0
-    joined_row = pl.col("unjoined").is_null()
+    prefill, joined_row = pl.col("_prefill"), pl.col("_joined")
     components = {
         "between_steps_ns": pl.col("between_ns"),
         "skipped_ns": pl.col("covered_ns") - pl.col("_own_in_gap"),
@@ -141,7 +146,7 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         **{
             name: pl.when(joined_row).then(expr.cast(pl.Int64)) for name, expr in components.items()
         },
-    ).drop("_own", "_own_in_gap")
+    ).drop("_own", "_own_in_gap", "_baseline", "_own_baseline", "_prefill", "_joined")
     largest = pl.max_horizontal([pl.col(COMPONENT[c]) for c in CAUSES])
     # The cause as a code into `CAUSE_LABELS`, then one gather into an enum: no string is
     # built per gap.
