@@ -17,6 +17,7 @@ import polars as pl
 
 from servetrace.analysis.lifecycle_rules import KEY
 from servetrace.analysis.stall_causes import CAUSES, UNJOINED_REASONS
+from servetrace.analysis.stall_findings import Finding, consistency
 from servetrace.analysis.stalls_attribution import (
     Baseline,
     attribute,
@@ -41,15 +42,6 @@ GAP_COLUMNS = (
     "cause",
 )
 WORST = 10
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A named inconsistency between the trace and the steps: how many steps, and words."""
-
-    name: str
-    steps: int
-    words: str
 
 
 @dataclass(frozen=True)
@@ -268,67 +260,6 @@ def _aligned(steps: pl.DataFrame, instants: pl.Series, path: str) -> None:
         )
 
 
-def _findings(
-    steps: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame, overlapping: int
-) -> tuple[Finding, ...]:
-    """Decode tokens against the ticks at each step's end; the batch against the requests
-    running in the trace; the ``overlapping`` steps (`prepare_steps`' count)."""
-    found: list[Finding] = []
-    by = ["replica", "ts"] if ticks["replica"].n_unique() > 1 else ["ts"]
-    at_end = (
-        ticks.filter(pl.col("is_token")).group_by(by).agg(pl.col("tokens").sum().alias("_ticked"))
-    )
-    if by == ["ts"]:
-        at_end = at_end.with_columns(replica=pl.lit(ticks["replica"][0] if ticks.height else ""))
-    compared = steps.join(
-        at_end.rename({"ts": "ts_end"}), on=["replica", "ts_end"], how="left"
-    ).with_columns(pl.col("_ticked").fill_null(0))
-    more = compared.filter(pl.col("_ticked") > pl.col("decode_tokens")).height
-    fewer = compared.filter(pl.col("_ticked") < pl.col("decode_tokens")).height
-    if more:
-        found.append(
-            Finding(
-                "ticks_above_decode_tokens",
-                more,
-                "steps whose end carries more output tokens in the trace than the step decoded",
-            )
-        )
-    if fewer:
-        found.append(
-            Finding(
-                "ticks_below_decode_tokens",
-                fewer,
-                "steps that decoded more tokens than the trace delivers at their end",
-            )
-        )
-    larger = 0
-    for (replica,), part in steps.group_by("replica"):
-        runs = spans.filter(pl.col("replica") == replica).drop_nulls(["start_ns", "end_ns"])
-        starts = np.sort(runs["start_ns"].to_numpy())
-        ends = np.sort(runs["end_ns"].to_numpy())
-        mid = ((part["ts_start"] + part["ts_end"]) // 2).to_numpy()
-        running = np.searchsorted(starts, mid, "right") - np.searchsorted(ends, mid, "left")
-        batch = part["prefill_requests"].fill_null(0) + part["decode_requests"].fill_null(0)
-        larger += int((batch.to_numpy() > running).sum())
-    if larger:
-        found.append(
-            Finding(
-                "batch_above_running",
-                larger,
-                "steps whose batch holds more requests than the trace has running then",
-            )
-        )
-    if overlapping:
-        found.append(
-            Finding(
-                "overlapping_steps",
-                overlapping,
-                "steps that start before the step before them on their replica ended",
-            )
-        )
-    return tuple(found)
-
-
 def stall_analysis(
     gaps: pl.DataFrame,
     ticks: pl.DataFrame,
@@ -364,7 +295,7 @@ def stall_analysis(
     ids = codes["request_id"].cast(pl.String).gather(joined["_rk"])
     joined = joined.drop("_rk").with_columns(request_id=ids)
     ordered = joined.select(*GAP_COLUMNS, *[c for c in joined.columns if c not in GAP_COLUMNS])
-    findings = _findings(steps, ticks, spans, int(prepared["overlaps"].sum()))
+    findings = consistency(steps, prepared, ticks, spans)
     if any(f.name == "overlapping_steps" for f in findings):  # said once, as a finding
         notes = tuple(note for note in notes if OVERLAP_NOTE not in note)
     return Stalls(

@@ -235,3 +235,35 @@ def test_every_engine_joins_the_same_gaps(tmp_path: Path) -> None:
     assert kept.gaps.height == 10_086
     assert kept.gaps.equals(again.gaps)
     assert kept.findings == again.findings
+
+
+def test_findings_count_each_replica_on_its_own(tmp_path: Path) -> None:
+    trace = events(
+        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30, replica="0"),
+        make_request("b", admission=0, first=12, ticks=[24, 36], complete=36, replica="1"),
+    )
+    path, steps_path = tmp_path / "t.parquet", tmp_path / "s.parquet"
+    trace.write_parquet(path)
+    ms = 1_000_000
+    conform(
+        pl.DataFrame(
+            {
+                "replica": ["0", "0", "0", "1", "1", "1"],
+                "ts_start": [0, 10 * ms, 20 * ms, 0, 12 * ms, 24 * ms],
+                "ts_end": [10 * ms, 20 * ms, 30 * ms, 12 * ms, 24 * ms, 36 * ms],
+                "prefill_requests": [1, 0, 0, 1, 0, 1],
+                "prefill_tokens": [100, 0, 0, 100, 0, 300],
+                "decode_requests": [0, 1, 2, 0, 1, 1],
+                "decode_tokens": [0, 1, 2, 0, 1, 1],
+            }
+        )
+    ).write_parquet(steps_path)
+    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    assert stalls is not None
+    # Replica 0's last step decodes 2 tokens where a alone ticks (1 token) at 30 ms; its
+    # batch of 2, and replica 1's last (1 prefill + 1 decode), each hold more than the one
+    # request running on their replica (mixing the replicas, a and b both run at 25 ms).
+    assert [(f.name, f.steps) for f in stalls.findings] == [
+        ("ticks_below_decode_tokens", 1),
+        ("batch_above_running", 2),
+    ]
