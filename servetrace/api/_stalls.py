@@ -30,7 +30,7 @@ def with_stalls(
     path = Path(steps)
     gaps, ticks, spans, codes = tick_gaps(_ticks(analysis), analysis.per_request)
     fmt = steps_from or detect_step_format(path)
-    step_file = read_steps(path, fmt, ticks["ts"].unique().sort())
+    step_file = read_steps(path, fmt, ticks["ts"])
     p99 = analysis.summary.metrics.get("itl", {}).get("p99")
     stalls = stall_analysis(
         gaps,
