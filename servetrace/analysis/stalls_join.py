@@ -24,6 +24,7 @@ SUMMED: dict[str, pl.Expr] = {
     "decode_tokens": pl.col("decode_tokens"),
     "steps_with_prefill": (pl.col("prefill_tokens") > 0).cast(pl.Int64),
     "overlapping_steps": pl.col("overlaps").cast(pl.Int64),
+    "prefill_only_ns": pl.col("_po_ns"),
 }
 # Of the last covering step (the one that emitted the tick) and of the first.
 LAST = {
@@ -32,7 +33,11 @@ LAST = {
     "last_kv_tokens": "kv_tokens",
     "last_ns": "_ns",
     "last_baseline_ns": "baseline_ns",
+    "last_prefill_only_ns": "_po_ns",
 }
+# A step that prefilled and decoded nothing: in a prefill-first engine every running
+# decode sat it out (a step whose counts do not tell is not one).
+PREFILL_ONLY = ((pl.col("prefill_tokens") > 0) & (pl.col("decode_requests") == 0)).fill_null(False)
 
 
 def prepare_steps(steps: pl.DataFrame) -> pl.DataFrame:
@@ -41,6 +46,7 @@ def prepare_steps(steps: pl.DataFrame) -> pl.DataFrame:
     frame = (
         steps.with_row_index("_row")
         .with_columns(pl.col("replica").fill_null(""), _ns=pl.col("ts_end") - pl.col("ts_start"))
+        .with_columns(_po_ns=pl.when(PREFILL_ONLY).then(pl.col("_ns")).otherwise(0))
         .sort("replica", "ts_end", "ts_start", maintain_order=True)
     )
     previous_end = pl.col("ts_end").shift(1).over("replica")
@@ -93,6 +99,12 @@ def _cover(part: pl.DataFrame, a: np.ndarray, b: np.ndarray) -> dict[str, np.nda
     first = np.where(inside, lo, -1)
     straddle = np.where(inside, np.maximum(a - starts[np.minimum(lo, len(starts) - 1)], 0), 0)
     out["covered_ns"] = np.minimum(out["step_ns"] - straddle, b - a)
+    # The part of a prefill-only first step before ``a`` is no more in the gap than the
+    # rest of its straddle.
+    cut = np.flatnonzero(straddle)
+    if cut.shape[0]:
+        first_only = part["_po_ns"].to_numpy()[lo[cut]] > 0
+        out["prefill_only_ns"][cut] -= np.where(first_only, straddle[cut], 0)
     out["_first"], out["_last"] = first, np.where(inside, hi - 1, -1)
     out["_span_start"] = np.full(n, starts.min() if len(starts) else 0)
     out["_span_end"] = np.full(n, ends.max() if len(ends) else 0)
@@ -101,10 +113,11 @@ def _cover(part: pl.DataFrame, a: np.ndarray, b: np.ndarray) -> dict[str, np.nda
 
 def _membership(
     gaps: pl.DataFrame, steps: pl.DataFrame, members: pl.DataFrame | None
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per gap, how many steps that ran its request end inside it, and their time; None
-    unless the membership of every step is known. ``members``: ``_rk`` (the gaps' request
-    key) and ``_row`` (the step's row) of every (request, step) pair."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per gap, how many steps that ran its request end inside it, their time and the time
+    of those that were prefill-only (its own prompt, recomputed); None unless the
+    membership of every step is known. ``members``: ``_rk`` (the gaps' request key) and
+    ``_row`` (the step's row) of every (request, step) pair."""
     if members is None:
         return None
     key = gaps["_rk"].to_numpy()
@@ -113,6 +126,7 @@ def _membership(
     m_key = members["_rk"].to_numpy()
     m_end = steps["ts_end"].to_numpy()[rows]
     m_ns = (steps["ts_end"] - steps["ts_start"]).to_numpy()[rows]
+    m_po = np.where(steps.select(PREFILL_ONLY).to_series().to_numpy()[rows], m_ns, 0)
     # (request, time) pairs as one sortable integer: request × span + time since the
     # first instant when that fits in 62 bits; else the time's rank among every instant in
     # the low bits, the request key above them.
@@ -133,7 +147,8 @@ def _membership(
     # through an identity order, unless they are not.
     n = gaps.height
     if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none
     if n > 1 and not bool(np.all(gap_pos[1:] >= gap_pos[:-1])):
         order = np.argsort(gap_pos, kind="stable")
         target = order[np.minimum(np.searchsorted(gap_pos[order], member_pos), n - 1)]
@@ -142,7 +157,8 @@ def _membership(
     hit = (key[target] == m_key) & (a[target] < m_end) & (m_end <= b[target])
     count = np.bincount(target[hit], minlength=n).astype(np.int64)
     time = np.bincount(target[hit], weights=m_ns[hit], minlength=n).astype(np.int64)
-    return count, time
+    prefill_only = np.bincount(target[hit], weights=m_po[hit], minlength=n).astype(np.int64)
+    return count, time, prefill_only
 
 
 def join_gaps(
@@ -245,4 +261,5 @@ def join_gaps(
         between_ns=pl.col("gap_end_ns") - pl.col("gap_start_ns") - pl.col("covered_ns"),
         member_steps=pl.Series(membership[0]) if membership else pl.lit(None, pl.Int64),
         member_ns=pl.Series(membership[1]) if membership else pl.lit(None, pl.Int64),
+        member_prefill_only_ns=(pl.Series(membership[2]) if membership else pl.lit(None, pl.Int64)),
     ).drop("_known", "_span_start", "_span_end")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.stall_preempted import preempted_gaps
 from servetrace.analysis.stalls import stall_analysis, tick_gaps, ticks_of
 from servetrace.errors import UsageError
 from servetrace.sources.steps.detect import detect_step_format
@@ -29,6 +30,9 @@ def with_stalls(
         )
     path = Path(steps)
     gaps, ticks, spans, codes = tick_gaps(_ticks(analysis), analysis.per_request)
+    gaps = gaps.with_columns(
+        preempted_gaps(gaps, analysis.timeline.transitions, analysis.per_request)
+    )
     fmt = steps_from or detect_step_format(path)
     step_file = read_steps(path, fmt, ticks["ts"])
     p99 = analysis.summary.metrics.get("itl", {}).get("p99")
