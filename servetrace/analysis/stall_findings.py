@@ -9,6 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.concurrency import levels_at
+from servetrace.analysis.lifecycle_rules import KEY
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -19,14 +22,45 @@ class Finding:
     words: str
 
 
+@dataclass(frozen=True)
+class Running:
+    """What the trace has running on each replica: the lifecycle's level changes of its
+    valid requests (``transitions``, each with its request's ``replica``), read by
+    ``concurrency.levels_at`` as every other view reads them, at ``level`` (``running``;
+    ``in_system`` for a trace without admissions, which cannot see its queue)."""
+
+    transitions: pl.DataFrame | None  # None: not by request, and several replicas
+    level: str
+    replicas: int
+
+    @classmethod
+    def of(cls, transitions: pl.DataFrame, per_request: pl.DataFrame, admissions: bool) -> Running:
+        replica = (
+            pl.col("replica").cast(pl.String).fill_null("")
+            if "replica" in per_request.columns
+            else pl.lit("", pl.String)
+        )
+        requests = per_request.select(KEY, replica.alias("replica"))
+        replicas = requests["replica"].n_unique()
+        level = "running" if admissions else "in_system"
+        if KEY in transitions.columns:
+            return cls(transitions.join(requests, on=KEY, how="inner"), level, replicas)
+        # A batched engine keeps the trace's level changes, not each request's: they are
+        # one replica's, or cannot be split between replicas.
+        if replicas > 1:
+            return cls(None, level, replicas)
+        only = requests["replica"][0] if requests.height else ""
+        return cls(transitions.with_columns(replica=pl.lit(only)), level, replicas)
+
+
 def consistency(
-    steps: pl.DataFrame, prepared: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame
+    steps: pl.DataFrame, prepared: pl.DataFrame, ticks: pl.DataFrame, running: Running
 ) -> tuple[Finding, ...]:
     """The findings of ``steps`` (``prepared``: `stalls_join.prepare_steps` of them)
-    against the trace's ``ticks`` and request ``spans`` (`stalls.tick_gaps`)."""
+    against the trace's ``ticks`` (`stalls.tick_gaps`) and what it has ``running``."""
     found: list[Finding] = []
     # The ticks' replicas are among the requests' (a count of 10^4 rows, not of 10^7).
-    ticked = pl.Series(_ticked(prepared, ticks, spans["replica"].n_unique()))
+    ticked = pl.Series(_ticked(prepared, ticks, running.replicas))
     decoded = prepared["decode_tokens"]
     for name, count, words in (
         (
@@ -41,7 +75,7 @@ def consistency(
         ),
         (
             "batch_above_running",
-            _above_running(prepared, spans),
+            _above_running(prepared, running),
             "steps whose batch holds more requests than the trace has running then",
         ),
         (
@@ -94,19 +128,22 @@ def _ticked(prepared: pl.DataFrame, ticks: pl.DataFrame, replicas: int) -> np.nd
     return out
 
 
-def _above_running(prepared: pl.DataFrame, spans: pl.DataFrame) -> int:
-    """Steps whose batch is larger than the requests the trace has running (admitted,
-    else arrived, and not yet ended) at the step's midpoint on its replica."""
+def _above_running(prepared: pl.DataFrame, running: Running) -> int:
+    """Steps whose batch is larger than the requests the trace has running on the step's
+    replica at its midpoint (after every transition at or before it)."""
+    if running.transitions is None:
+        return 0
     larger = 0
-    parts = _parts(prepared)
-    runs = _by_replica(spans.drop_nulls(["start_ns", "end_ns"]), spans["replica"].n_unique())
-    for replica, lo, hi in parts:
+    moves = _by_replica(running.transitions, running.replicas)
+    for replica, lo, hi in _parts(prepared):
         part = prepared.slice(lo, hi - lo)
-        own = runs.get(replica)
-        starts = np.sort(own["start_ns"].to_numpy()) if own is not None else np.zeros(0)
-        ends = np.sort(own["end_ns"].to_numpy()) if own is not None else np.zeros(0)
         mid = ((part["ts_start"] + part["ts_end"]) // 2).to_numpy()
-        running = np.searchsorted(starts, mid, "right") - np.searchsorted(ends, mid, "left")
+        own = moves.get(replica)
+        level = (
+            levels_at(own, mid)[running.level]
+            if own is not None
+            else np.zeros(mid.shape[0], dtype=np.int64)
+        )
         batch = part["prefill_requests"].fill_null(0) + part["decode_requests"].fill_null(0)
-        larger += int((batch.to_numpy() > running).sum())
+        larger += int((batch.to_numpy() > level).sum())
     return larger

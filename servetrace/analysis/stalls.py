@@ -17,7 +17,7 @@ import polars as pl
 
 from servetrace.analysis.lifecycle_rules import KEY
 from servetrace.analysis.stall_causes import CAUSES, UNJOINED_REASONS
-from servetrace.analysis.stall_findings import Finding, consistency
+from servetrace.analysis.stall_findings import Finding, Running, consistency
 from servetrace.analysis.stalls_attribution import (
     Baseline,
     attribute,
@@ -130,17 +130,15 @@ class Stalls:
 
 def tick_gaps(
     ticks: pl.DataFrame, per_request: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(gaps, ticks, spans, codes) of the trace, every request by an integer key ``_rk``
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(gaps, ticks, codes) of the trace, every request by an integer key ``_rk``
     (its row in ``codes``: ``_rk, request_id, replica``), from the lifecycle's ``ticks``
     (``Timeline.ticks``: sorted by request and time, with ``gap_ns``; keyed as
     ``per_request``):
 
     - gaps: the ITL gaps of completed requests (``_rk``, ``replica``, ``gap_start_ns``,
       ``gap_end_ns``, ``tokens`` of the later tick), sorted by request and time;
-    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``);
-    - spans: each valid request's ``replica``, ``start_ns`` (admission, else arrival) and
-      ``end_ns``.
+    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``).
     """
     replica = (
         pl.col("replica").cast(pl.String).fill_null("")
@@ -154,8 +152,6 @@ def tick_gaps(
         "request_id",
         replica.alias("replica"),
         done.alias("_done"),
-        (pl.col("arrival_ns") + pl.col("queue_wait_ns").fill_null(0)).alias("start_ns"),
-        (pl.col("arrival_ns") + pl.col("e2e_ns")).alias("end_ns"),
     )
     # The ticks are the lifecycle's, already in request and time order: an integer join
     # of the few request rows keeps that order, and no tick is sorted again.
@@ -169,9 +165,8 @@ def tick_gaps(
         pl.col("ts").alias("gap_end_ns"),
         "tokens",
     )
-    spans = codes.select("replica", "start_ns", "end_ns")
     out = keyed.select("replica", "ts", "tokens", (~pl.col("is_first")).alias("is_token"))
-    return _by_code(gaps), out, spans, codes.select("_rk", "request_id", "replica")
+    return _by_code(gaps), out, codes.select("_rk", "request_id", "replica")
 
 
 def ticks_of(events: pl.LazyFrame, per_request: pl.DataFrame) -> pl.DataFrame:
@@ -263,16 +258,17 @@ def _aligned(steps: pl.DataFrame, instants: pl.Series, path: str) -> None:
 def stall_analysis(
     gaps: pl.DataFrame,
     ticks: pl.DataFrame,
-    spans: pl.DataFrame,
     codes: pl.DataFrame,
     step_file: StepFile,
+    running: Running,
     *,
     path: str,
     fmt: str,
     tail_threshold_ns: int | None,
 ) -> Stalls:
-    """Join ``gaps`` (`tick_gaps`, with its ``ticks``, ``spans`` and ``codes``) to the
-    steps of ``step_file`` and attribute them."""
+    """Join ``gaps`` (`tick_gaps`, with its ``ticks`` and ``codes``) to the steps of
+    ``step_file`` and attribute them; ``running``: what the trace has running, for the
+    findings."""
     timed = step_file.frame.filter(
         pl.col("ts_start").is_not_null() & pl.col("ts_end").is_not_null()
     )
@@ -295,7 +291,7 @@ def stall_analysis(
     ids = codes["request_id"].cast(pl.String).gather(joined["_rk"])
     joined = joined.drop("_rk").with_columns(request_id=ids)
     ordered = joined.select(*GAP_COLUMNS, *[c for c in joined.columns if c not in GAP_COLUMNS])
-    findings = consistency(steps, prepared, ticks, spans)
+    findings = consistency(steps, prepared, ticks, running)
     if any(f.name == "overlapping_steps" for f in findings):  # said once, as a finding
         notes = tuple(note for note in notes if OVERLAP_NOTE not in note)
     return Stalls(

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from servetrace.analysis.result import Analysis
-from servetrace.analysis.stall_preempted import preempted_gaps
+from servetrace.analysis.stall_findings import Running
+from servetrace.analysis.stall_preempted import preempted_gaps, preemptions
 from servetrace.analysis.stalls import stall_analysis, tick_gaps, ticks_of
 from servetrace.errors import UsageError
 from servetrace.sources.steps.detect import detect_step_format
@@ -29,19 +30,24 @@ def with_stalls(
             hint="choose one of: " + ", ".join(STEP_FORMATS),
         )
     path = Path(steps)
-    gaps, ticks, spans, codes = tick_gaps(_ticks(analysis), analysis.per_request)
-    gaps = gaps.with_columns(
-        preempted_gaps(gaps, analysis.timeline.transitions, analysis.per_request)
+    gaps, ticks, codes = tick_gaps(_ticks(analysis), analysis.per_request)
+    preempted = preemptions(
+        analysis.timeline.transitions,
+        analysis.per_request,
+        lambda: analysis.events("--steps reads the trace's preemptions"),
     )
+    gaps = gaps.with_columns(preempted_gaps(gaps, preempted))
     fmt = steps_from or detect_step_format(path)
     step_file = read_steps(path, fmt, ticks["ts"])
     p99 = analysis.summary.metrics.get("itl", {}).get("p99")
     stalls = stall_analysis(
         gaps,
         ticks,
-        spans,
         codes,
         step_file,
+        Running.of(
+            analysis.timeline.transitions, analysis.per_request, analysis.timeline.has_admissions
+        ),
         path=str(path),
         fmt=fmt,
         tail_threshold_ns=round(p99) if p99 is not None else None,

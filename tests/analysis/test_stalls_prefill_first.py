@@ -79,9 +79,9 @@ def _checked(sim: Simulation, stalls: Stalls) -> pl.DataFrame:
     return checked
 
 
-def _analysed(sim: Simulation, directory: Path) -> Stalls:
+def _analysed(sim: Simulation, directory: Path, **options: object) -> Stalls:
     trace, steps = write_injected(directory, sim)
-    stalls = servetrace.analyze(trace, steps=steps).stalls
+    stalls = servetrace.analyze(trace, steps=steps, **options).stalls  # type: ignore[arg-type]
     assert stalls is not None
     return stalls
 
@@ -130,7 +130,11 @@ def test_a_preempted_request_is_skipped_not_paused(tmp_path: Path) -> None:
         workload.with_columns(output_tokens=pl.lit(256)),
         dataclasses.replace(PREFILL_FIRST, kv_blocks=300),
     )
-    checked = _checked(sim, _analysed(sim, tmp_path))
+    stalls = _analysed(sim, tmp_path)
+    checked = _checked(sim, stalls)
+    # the batched engine keeps no transitions by request: it reads the preemptions
+    batched = _analysed(sim, tmp_path, streaming=True, batch_rows=5000)
+    assert batched.gaps["preempted"].equals(stalls.gaps["preempted"])
     preempted = checked.filter("was_preempted")
     assert preempted.height == 252
     assert (preempted["prefill_only_ns"] > 0).any()  # prefill steps ran meanwhile...
