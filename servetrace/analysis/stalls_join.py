@@ -47,10 +47,28 @@ def prepare_steps(steps: pl.DataFrame) -> pl.DataFrame:
         steps.with_row_index("_row")
         .with_columns(pl.col("replica").fill_null(""), _ns=pl.col("ts_end") - pl.col("ts_start"))
         .with_columns(_po_ns=pl.when(PREFILL_ONLY).then(pl.col("_ns")).otherwise(0))
-        .sort("replica", "ts_end", "ts_start", maintain_order=True)
     )
-    previous_end = pl.col("ts_end").shift(1).over("replica")
-    return frame.with_columns(overlaps=(pl.col("ts_start") < previous_end).fill_null(False))
+    # Each replica's steps are written in order of end (`validate`): with one replica, or
+    # replicas one after another, the file is in this order already and is not sorted.
+    if not _in_order(frame):
+        frame = frame.sort("replica", "ts_end", "ts_start", maintain_order=True)
+    # The replicas are runs now: the step before on the replica is the row before.
+    same = pl.col("replica") == pl.col("replica").shift(1)
+    overlaps = same & (pl.col("ts_start") < pl.col("ts_end").shift(1))
+    return frame.with_columns(overlaps=overlaps.fill_null(False))
+
+
+def _in_order(frame: pl.DataFrame) -> bool:
+    """Whether ``frame`` is sorted by (replica, ts_end, ts_start)."""
+    if frame.height < 2:
+        return True
+    replica, end, start = (pl.col(c) for c in ("replica", "ts_end", "ts_start"))
+    after = (
+        (replica > replica.shift(1))
+        | ((replica == replica.shift(1)) & (end > end.shift(1)))
+        | ((replica == replica.shift(1)) & (end == end.shift(1)) & (start >= start.shift(1)))
+    )
+    return bool(frame.select(after.slice(1).all()).item())
 
 
 def _cumulative(values: pl.Series) -> tuple[np.ndarray, np.ndarray]:

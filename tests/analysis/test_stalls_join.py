@@ -10,7 +10,7 @@ import pytest
 
 import servetrace
 from servetrace.analysis.stalls import _members
-from servetrace.analysis.stalls_join import join_gaps
+from servetrace.analysis.stalls_join import join_gaps, prepare_steps
 from servetrace.errors import InputError
 from servetrace.sim.steps_record import canonical_steps
 from servetrace.sources.steps.schema import conform
@@ -267,3 +267,28 @@ def test_findings_count_each_replica_on_its_own(tmp_path: Path) -> None:
         ("ticks_below_decode_tokens", 1),
         ("batch_above_running", 2),
     ]
+
+
+def test_steps_of_interleaved_replicas_are_sorted_and_overlaps_kept_per_replica() -> None:
+    steps = conform(
+        pl.DataFrame(
+            {
+                "replica": ["1", "0", "1", "0"],
+                "ts_start": [0, 0, 5, 20],
+                "ts_end": [10, 30, 20, 40],  # 1's second starts before its first ends
+                "prefill_requests": [0] * 4,
+                "prefill_tokens": [0] * 4,
+                "decode_requests": [1] * 4,
+                "decode_tokens": [1] * 4,
+            }
+        )
+    )
+    out = prepare_steps(steps)
+    assert out.select("replica", "ts_end", "_row", "overlaps").rows() == [
+        ("0", 30, 1, False),
+        ("0", 40, 3, True),  # starts at 20, before 0's step ending at 30
+        ("1", 10, 0, False),
+        ("1", 20, 2, True),
+    ]
+    in_order = prepare_steps(steps.sort("replica", "ts_end"))
+    assert in_order["overlaps"].to_list() == [False, True, False, True]
