@@ -44,13 +44,17 @@ def best_of(repeat: int, run: object) -> tuple[float, float]:
 
 def phases(trace: Path, steps: Path) -> dict[str, float]:
     """Seconds of each part of ``--steps`` on top of the plain analysis (one run)."""
+    from servetrace.analysis.dispatch import analyze_paths
+    from servetrace.analysis.result import AnalysisOptions
+    from servetrace.analysis.stall_findings import Running
     from servetrace.analysis.stalls import stall_analysis, tick_gaps
     from servetrace.sources.steps.formats import read_steps
 
-    analysis = servetrace.analyze(trace, streaming=False)
+    # As ``analyze(trace, steps=...)`` does: the in-memory engine keeps its sorted ticks.
+    analysis = analyze_paths([str(trace)], options=AnalysisOptions(keep_ticks=True))
     out: dict[str, float] = {}
     start = time.perf_counter()
-    gaps, ticks, spans, codes = tick_gaps(analysis.events("bench"), analysis.per_request)
+    gaps, ticks, codes = tick_gaps(analysis.timeline.ticks, analysis.per_request)
     out["gaps"] = time.perf_counter() - start
     start = time.perf_counter()
     step_file = read_steps(steps, "canonical", None)
@@ -59,9 +63,11 @@ def phases(trace: Path, steps: Path) -> dict[str, float]:
     stall_analysis(
         gaps,
         ticks,
-        spans,
         codes,
         step_file,
+        Running.of(
+            analysis.timeline.transitions, analysis.per_request, analysis.timeline.has_admissions
+        ),
         path=str(steps),
         fmt="canonical",
         tail_threshold_ns=None,

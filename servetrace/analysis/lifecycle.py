@@ -131,6 +131,12 @@ def _tick_frame(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return packed if packed is not None else grouped_ticks(events)
 
 
+def sorted_ticks(events: pl.DataFrame) -> pl.DataFrame:
+    """``Timeline.ticks`` of ``events`` (placeable rows with ``_key``), for a caller that
+    no longer has the timeline's own (they are freed after the analysis)."""
+    return _tick_frame(events)[0]
+
+
 def grouped_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``_tick_frame`` for any keys and times: a hash group-by of the rows as written."""
     tokens = pl.col("tokens") if "tokens" in events.columns else pl.lit(1, pl.Int64)

@@ -110,7 +110,8 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
     # Keep what reports need, not the trace: the events and sorted ticks are the bulk of
     # memory, and only the rows of invalid requests are ever shown again.
     quarantine = quarantine_of(events, timeline)
-    timeline = replace(timeline, ticks=timeline.ticks.clear())
+    if not options.keep_ticks:
+        timeline = replace(timeline, ticks=timeline.ticks.clear())
     summary = summarize(
         timeline,
         requests,

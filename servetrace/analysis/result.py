@@ -36,6 +36,9 @@ class AnalysisOptions:
     formula_abs_tol_ns: int = 1_000_000
     formula_rel_tol: float = 0.01
     fluidity: FluidityTargets | None = None  # --fluidity: Etalon's per-token deadlines
+    # --steps: the in-memory engine keeps the timeline's sorted ticks (the stall join reads
+    # them) instead of freeing them.
+    keep_ticks: bool = False
     # The settings the caller gave (field names): a merge keeps the shards' own for the
     # rest, even where a given value equals the default.
     explicit: frozenset[str] = frozenset()

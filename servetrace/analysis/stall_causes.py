@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-CAUSES = ("prefill", "skipped", "between_steps", "large_batch", "other")
+CAUSES = ("prefill", "paused_for_prefill", "skipped", "between_steps", "large_batch", "other")
 # Why a gap is covered by no step.
 UNJOINED_REASONS = {
     "replica_without_steps": "the request's replica has no steps",

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.lifecycle_rules import KEY
 from servetrace.analysis.stall_causes import CAUSES, UNJOINED_REASONS
+from servetrace.analysis.stall_findings import Finding, Running, consistency
 from servetrace.analysis.stalls_attribution import (
     Baseline,
     attribute,
@@ -25,8 +27,8 @@ from servetrace.analysis.stalls_attribution import (
 )
 from servetrace.analysis.stalls_join import join_gaps, prepare_steps
 from servetrace.errors import InputError
-from servetrace.schema import TICK_EVENTS
 from servetrace.sources.steps.formats import StepFile
+from servetrace.sources.steps.validate import OVERLAP_NOTE
 
 # The per-gap file (``--stalls-out``): these columns first, in this order.
 GAP_COLUMNS = (
@@ -40,15 +42,6 @@ GAP_COLUMNS = (
     "cause",
 )
 WORST = 10
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A named inconsistency between the trace and the steps: how many steps, and words."""
-
-    name: str
-    steps: int
-    words: str
 
 
 @dataclass(frozen=True)
@@ -136,19 +129,17 @@ class Stalls:
 
 
 def tick_gaps(
-    events: pl.LazyFrame, per_request: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(gaps, ticks, spans, codes) of the trace, every request by an integer key ``_rk``
-    (its row in ``codes``: ``_rk, request_id, replica``):
+    ticks: pl.DataFrame, per_request: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(gaps, ticks, codes) of the trace, every request by an integer key ``_rk``
+    (its row in ``codes``: ``_rk, request_id, replica``), from the lifecycle's ``ticks``
+    (``Timeline.ticks``: sorted by request and time, with ``gap_ns``; keyed as
+    ``per_request``):
 
     - gaps: the ITL gaps of completed requests (``_rk``, ``replica``, ``gap_start_ns``,
       ``gap_end_ns``, ``tokens`` of the later tick), sorted by request and time;
-    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``);
-    - spans: each valid request's ``replica``, ``start_ns`` (admission, else arrival) and
-      ``end_ns``.
+    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``).
     """
-    names = events.collect_schema().names()
-    tokens = pl.col("tokens").fill_null(1) if "tokens" in names else pl.lit(1, pl.Int64)
     replica = (
         pl.col("replica").cast(pl.String).fill_null("")
         if "replica" in per_request.columns
@@ -157,44 +148,61 @@ def tick_gaps(
     done = (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
     codes = per_request.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("_rk"),
+        KEY,
         "request_id",
         replica.alias("replica"),
         done.alias("_done"),
-        (pl.col("arrival_ns") + pl.col("queue_wait_ns").fill_null(0)).alias("start_ns"),
-        (pl.col("arrival_ns") + pl.col("e2e_ns")).alias("end_ns"),
     )
-    # The event column is compared as it is (an enum in a canonical trace: no cast), and
-    # the ticks keep the file's order through a left join, so a log written in time order
-    # needs only a stable sort by request below.
-    ticks = (
-        events.filter(pl.col("event").is_in(TICK_EVENTS))
-        .select(
-            pl.col("request_id").cast(per_request.schema["request_id"]),
-            "ts",
-            tokens.cast(pl.Int64).alias("tokens"),
-            (pl.col("event") == "token").alias("is_token"),
-        )
-        .collect()
-        .join(
-            codes.select("request_id", "_rk", "replica", "_done"),
-            on="request_id",
-            how="left",
-            maintain_order="left",
-        )
-        .drop("request_id")
-        .drop_nulls("_rk")
+    # The ticks are the lifecycle's, already in request and time order: an integer join
+    # of the few request rows keeps that order, and no tick is sorted again.
+    keyed = ticks.join(
+        codes.select(KEY, "_rk", "replica", "_done"), on=KEY, how="inner", maintain_order="left"
     )
-    ordered = ticks.filter(pl.col("_done")).sort("_rk", maintain_order=True)
-    same = pl.col("_rk") == pl.col("_rk").shift(1)
-    if ordered.select((same & (pl.col("ts") < pl.col("ts").shift(1))).any()).item():
-        ordered = ordered.sort("_rk", "ts", maintain_order=True)
-    gaps = (
-        ordered.with_columns(gap_start_ns=pl.when(same).then(pl.col("ts").shift(1)))
-        .drop_nulls("gap_start_ns")
-        .select("_rk", "replica", "gap_start_ns", pl.col("ts").alias("gap_end_ns"), "tokens")
+    gaps = keyed.filter(pl.col("_done") & pl.col("gap_ns").is_not_null()).select(
+        "_rk",
+        "replica",
+        (pl.col("ts") - pl.col("gap_ns")).alias("gap_start_ns"),
+        pl.col("ts").alias("gap_end_ns"),
+        "tokens",
     )
-    spans = codes.select("replica", "start_ns", "end_ns")
-    return gaps, ticks.drop("_done"), spans, codes.select("_rk", "request_id", "replica")
+    out = keyed.select("replica", "ts", "tokens", (~pl.col("is_first")).alias("is_token"))
+    return _by_code(gaps), out, codes.select("_rk", "request_id", "replica")
+
+
+def ticks_of(events: pl.LazyFrame, per_request: pl.DataFrame) -> pl.DataFrame:
+    """The lifecycle's sorted ticks of ``events`` keyed as ``per_request`` (whose keys
+    another call made, perhaps renumbered: matched by request id)."""
+    from servetrace.analysis.lifecycle import PLACEABLE, sorted_ticks, with_request_key
+
+    names = events.collect_schema().names()
+    wanted = ["request_id", "event", "ts", *(["tokens"] if "tokens" in names else [])]
+    keyed = with_request_key(events.select(wanted).filter(PLACEABLE).collect())
+    ticks = sorted_ticks(keyed)
+    ids = keyed.group_by(KEY).agg(pl.col("request_id").first())
+    dtype = per_request.schema["request_id"]
+    own = ids.with_columns(pl.col("request_id").cast(dtype)).join(
+        per_request.select("request_id", pl.col(KEY).alias("_own")), on="request_id"
+    )
+    return (
+        ticks.join(own.select(KEY, "_own"), on=KEY, how="inner", maintain_order="left")
+        .drop(KEY)
+        .rename({"_own": KEY})
+    )
+
+
+def _by_code(gaps: pl.DataFrame) -> pl.DataFrame:
+    """``gaps`` (each request's in one run, in time order) with the runs in the order of
+    the request codes ``_rk`` (the per-request frame's, which the per-gap file keeps):
+    one gather of whole runs, no sort of the gaps."""
+    rk = gaps["_rk"].to_numpy()
+    if rk.shape[0] < 2 or bool(np.all(rk[1:] >= rk[:-1])):
+        return gaps
+    starts = np.flatnonzero(np.concatenate(([True], rk[1:] != rk[:-1])))
+    lengths = np.diff(np.append(starts, rk.shape[0]))
+    order = np.argsort(rk[starts], kind="stable")  # one per request
+    first = np.repeat(starts[order], lengths[order])
+    before = np.repeat(np.cumsum(lengths[order]) - lengths[order], lengths[order])
+    return gaps[first + np.arange(rk.shape[0]) - before]
 
 
 def _members(steps: pl.DataFrame, codes: pl.DataFrame) -> pl.DataFrame | None:
@@ -247,79 +255,20 @@ def _aligned(steps: pl.DataFrame, instants: pl.Series, path: str) -> None:
         )
 
 
-def _findings(steps: pl.DataFrame, ticks: pl.DataFrame, spans: pl.DataFrame) -> tuple[Finding, ...]:
-    """Decode tokens against the ticks at each step's end; the batch against the requests
-    running in the trace; overlapping steps."""
-    found: list[Finding] = []
-    by = ["replica", "ts"] if ticks["replica"].n_unique() > 1 else ["ts"]
-    at_end = (
-        ticks.filter(pl.col("is_token")).group_by(by).agg(pl.col("tokens").sum().alias("_ticked"))
-    )
-    if by == ["ts"]:
-        at_end = at_end.with_columns(replica=pl.lit(ticks["replica"][0] if ticks.height else ""))
-    compared = steps.join(
-        at_end.rename({"ts": "ts_end"}), on=["replica", "ts_end"], how="left"
-    ).with_columns(pl.col("_ticked").fill_null(0))
-    more = compared.filter(pl.col("_ticked") > pl.col("decode_tokens")).height
-    fewer = compared.filter(pl.col("_ticked") < pl.col("decode_tokens")).height
-    if more:
-        found.append(
-            Finding(
-                "ticks_above_decode_tokens",
-                more,
-                "steps whose end carries more output tokens in the trace than the step decoded",
-            )
-        )
-    if fewer:
-        found.append(
-            Finding(
-                "ticks_below_decode_tokens",
-                fewer,
-                "steps that decoded more tokens than the trace delivers at their end",
-            )
-        )
-    larger = 0
-    for (replica,), part in steps.group_by("replica"):
-        runs = spans.filter(pl.col("replica") == replica).drop_nulls(["start_ns", "end_ns"])
-        starts = np.sort(runs["start_ns"].to_numpy())
-        ends = np.sort(runs["end_ns"].to_numpy())
-        mid = ((part["ts_start"] + part["ts_end"]) // 2).to_numpy()
-        running = np.searchsorted(starts, mid, "right") - np.searchsorted(ends, mid, "left")
-        batch = part["prefill_requests"].fill_null(0) + part["decode_requests"].fill_null(0)
-        larger += int((batch.to_numpy() > running).sum())
-    if larger:
-        found.append(
-            Finding(
-                "batch_above_running",
-                larger,
-                "steps whose batch holds more requests than the trace has running then",
-            )
-        )
-    overlapping = int(prepare_steps(steps)["overlaps"].sum())
-    if overlapping:
-        found.append(
-            Finding(
-                "overlapping_steps",
-                overlapping,
-                "steps that start before the step before them on their replica ended",
-            )
-        )
-    return tuple(found)
-
-
 def stall_analysis(
     gaps: pl.DataFrame,
     ticks: pl.DataFrame,
-    spans: pl.DataFrame,
     codes: pl.DataFrame,
     step_file: StepFile,
+    running: Running,
     *,
     path: str,
     fmt: str,
     tail_threshold_ns: int | None,
 ) -> Stalls:
-    """Join ``gaps`` (`tick_gaps`, with its ``ticks``, ``spans`` and ``codes``) to the
-    steps of ``step_file`` and attribute them."""
+    """Join ``gaps`` (`tick_gaps`, with its ``ticks`` and ``codes``) to the steps of
+    ``step_file`` and attribute them; ``running``: what the trace has running, for the
+    findings."""
     timed = step_file.frame.filter(
         pl.col("ts_start").is_not_null() & pl.col("ts_end").is_not_null()
     )
@@ -337,10 +286,14 @@ def stall_analysis(
     _aligned(steps, ticks["ts"], path)
     fit = fit_baseline(steps)
     steps = with_step_baseline(steps, fit)
-    joined = attribute(join_gaps(gaps, steps, _members(steps, codes)), fit)
+    prepared = prepare_steps(steps)
+    joined = attribute(join_gaps(gaps, steps, _members(steps, codes), prepared), fit)
     ids = codes["request_id"].cast(pl.String).gather(joined["_rk"])
     joined = joined.drop("_rk").with_columns(request_id=ids)
     ordered = joined.select(*GAP_COLUMNS, *[c for c in joined.columns if c not in GAP_COLUMNS])
+    findings = consistency(steps, prepared, ticks, running)
+    if any(f.name == "overlapping_steps" for f in findings):  # said once, as a finding
+        notes = tuple(note for note in notes if OVERLAP_NOTE not in note)
     return Stalls(
         steps_file=path,
         steps_format=fmt,
@@ -349,7 +302,7 @@ def stall_analysis(
         gaps=ordered,
         fit=fit,
         tail_threshold_ns=tail_threshold_ns,
-        findings=_findings(steps, ticks, spans),
+        findings=findings,
         notes=notes,
         alignment_error_ns=step_file.alignment_error_ns,
     )
@@ -363,4 +316,5 @@ __all__ = [
     "Stalls",
     "stall_analysis",
     "tick_gaps",
+    "ticks_of",
 ]

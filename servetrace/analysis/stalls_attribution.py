@@ -5,7 +5,11 @@ For a joined gap of length ``g`` whose request ran in ``n`` of its covering step
 membership, else the tokens its tick carries):
 
 - ``between_steps``: the part of the gap inside no step (host or scheduler time);
-- ``skipped``: the part inside covering steps that did not run the request;
+- ``paused_for_prefill``: the part inside prefill-only covering steps (no decode in
+  them) that did not run the request while it was running: a prefill-first engine ran
+  other requests' prompts instead of its decode;
+- ``skipped``: the rest of the part inside covering steps that did not run the request
+  (preempted, or left out of the batch);
 - ``large_batch``: ``n × (f(own batch) − f(usual batch))``: its step's decode batch is
   larger (or, negative, smaller) than the median one;
 - ``prefill`` when the covering steps carry prefill tokens, else ``other``: the rest of the
@@ -109,9 +113,10 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
     frame = joined.with_columns(
         _own=own_steps, _own_in_gap=pl.min_horizontal(pl.col("covered_ns"), own_ns)
     )
+    frame = frame.with_columns(_paused=_paused(frame))
     if fit.unavailable is not None:
         nulls = {name: pl.lit(None, pl.Int64) for name in ("baseline_ns", "excess_ns")}
-        return frame.drop("_own", "_own_in_gap").with_columns(
+        return frame.drop("_own", "_own_in_gap", "_paused").with_columns(
             **nulls,
             **{c: pl.lit(None, pl.Int64) for c in COMPONENT.values()},
             cause=pl.when(pl.col("unjoined").is_not_null())
@@ -123,14 +128,20 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         pl.col("last_baseline_ns").cast(pl.Float64),
         fit.at(pl.col("last_decode_requests"), pl.col("last_kv_tokens")),
     )
-    baseline = (pl.col("_own") * usual).round().cast(pl.Int64)
-    own_baseline = (pl.col("_own") * own_fit).round().cast(pl.Int64)
+    # The shared parts as columns first, each computed once.
+    frame = frame.with_columns(
+        _baseline=(pl.col("_own") * usual).round().cast(pl.Int64),
+        _own_baseline=(pl.col("_own") * own_fit).round().cast(pl.Int64),
+        _prefill=pl.col("steps_with_prefill").fill_null(0) > 0,
+        _joined=pl.col("unjoined").is_null(),
+    )
+    baseline, own_baseline = pl.col("_baseline"), pl.col("_own_baseline")
     step_extra = pl.col("_own_in_gap") - own_baseline
-    prefill = pl.col("steps_with_prefill").fill_null(0) > 0
-    joined_row = pl.col("unjoined").is_null()
+    prefill, joined_row = pl.col("_prefill"), pl.col("_joined")
     components = {
         "between_steps_ns": pl.col("between_ns"),
-        "skipped_ns": pl.col("covered_ns") - pl.col("_own_in_gap"),
+        "paused_for_prefill_ns": pl.col("_paused"),
+        "skipped_ns": pl.col("covered_ns") - pl.col("_own_in_gap") - pl.col("_paused"),
         "large_batch_ns": own_baseline - baseline,
         "prefill_ns": pl.when(prefill).then(step_extra).otherwise(0),
         "other_ns": pl.when(prefill).then(0).otherwise(step_extra),
@@ -141,7 +152,7 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         **{
             name: pl.when(joined_row).then(expr.cast(pl.Int64)) for name, expr in components.items()
         },
-    ).drop("_own", "_own_in_gap")
+    ).drop("_own", "_own_in_gap", "_paused", "_baseline", "_own_baseline", "_prefill", "_joined")
     largest = pl.max_horizontal([pl.col(COMPONENT[c]) for c in CAUSES])
     # The cause as a code into `CAUSE_LABELS`, then one gather into an enum: no string is
     # built per gap.
@@ -156,6 +167,21 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         )
     codes = frame.with_columns(_largest=largest).select(code.otherwise(None).cast(pl.UInt32))
     return frame.with_columns(cause=_labels().gather(codes.to_series()))
+
+
+def _paused(frame: pl.DataFrame) -> pl.Expr:
+    """The part of the time in covering steps without the request (``covered − own``)
+    that prefill-only steps took while the request was running: their covered time less
+    the request's own prefill-only steps (membership; else the last step's, where the
+    request is taken to have run), none when it was preempted in the gap."""
+    own = pl.coalesce(
+        pl.col("member_prefill_only_ns"),
+        pl.min_horizontal(pl.col("_own_in_gap"), pl.col("last_prefill_only_ns").fill_null(0)),
+    )
+    others = (pl.col("prefill_only_ns") - own).clip(lower_bound=0)
+    paused = pl.min_horizontal(others, pl.col("covered_ns") - pl.col("_own_in_gap"))
+    preempted = pl.col("preempted") if "preempted" in frame.columns else pl.lit(False)
+    return pl.when(preempted).then(0).otherwise(paused.fill_null(0))
 
 
 def _labels() -> pl.Series:

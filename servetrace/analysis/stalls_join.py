@@ -24,6 +24,7 @@ SUMMED: dict[str, pl.Expr] = {
     "decode_tokens": pl.col("decode_tokens"),
     "steps_with_prefill": (pl.col("prefill_tokens") > 0).cast(pl.Int64),
     "overlapping_steps": pl.col("overlaps").cast(pl.Int64),
+    "prefill_only_ns": pl.col("_po_ns"),
 }
 # Of the last covering step (the one that emitted the tick) and of the first.
 LAST = {
@@ -32,7 +33,11 @@ LAST = {
     "last_kv_tokens": "kv_tokens",
     "last_ns": "_ns",
     "last_baseline_ns": "baseline_ns",
+    "last_prefill_only_ns": "_po_ns",
 }
+# A step that prefilled and decoded nothing: in a prefill-first engine every running
+# decode sat it out (a step whose counts do not tell is not one).
+PREFILL_ONLY = ((pl.col("prefill_tokens") > 0) & (pl.col("decode_requests") == 0)).fill_null(False)
 
 
 def prepare_steps(steps: pl.DataFrame) -> pl.DataFrame:
@@ -41,10 +46,29 @@ def prepare_steps(steps: pl.DataFrame) -> pl.DataFrame:
     frame = (
         steps.with_row_index("_row")
         .with_columns(pl.col("replica").fill_null(""), _ns=pl.col("ts_end") - pl.col("ts_start"))
-        .sort("replica", "ts_end", "ts_start", maintain_order=True)
+        .with_columns(_po_ns=pl.when(PREFILL_ONLY).then(pl.col("_ns")).otherwise(0))
     )
-    previous_end = pl.col("ts_end").shift(1).over("replica")
-    return frame.with_columns(overlaps=(pl.col("ts_start") < previous_end).fill_null(False))
+    # Each replica's steps are written in order of end (`validate`): with one replica, or
+    # replicas one after another, the file is in this order already and is not sorted.
+    if not _in_order(frame):
+        frame = frame.sort("replica", "ts_end", "ts_start", maintain_order=True)
+    # The replicas are runs now: the step before on the replica is the row before.
+    same = pl.col("replica") == pl.col("replica").shift(1)
+    overlaps = same & (pl.col("ts_start") < pl.col("ts_end").shift(1))
+    return frame.with_columns(overlaps=overlaps.fill_null(False))
+
+
+def _in_order(frame: pl.DataFrame) -> bool:
+    """Whether ``frame`` is sorted by (replica, ts_end, ts_start)."""
+    if frame.height < 2:
+        return True
+    replica, end, start = (pl.col(c) for c in ("replica", "ts_end", "ts_start"))
+    after = (
+        (replica > replica.shift(1))
+        | ((replica == replica.shift(1)) & (end > end.shift(1)))
+        | ((replica == replica.shift(1)) & (end == end.shift(1)) & (start >= start.shift(1)))
+    )
+    return bool(frame.select(after.slice(1).all()).item())
 
 
 def _cumulative(values: pl.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -61,31 +85,63 @@ def _cover(part: pl.DataFrame, a: np.ndarray, b: np.ndarray) -> dict[str, np.nda
     and the covered time."""
     ends = part["ts_end"].to_numpy()
     starts = part["ts_start"].to_numpy()
-    lo = np.searchsorted(ends, a, side="right")
+    n = len(a)
     hi = np.searchsorted(ends, b, side="right")
+    # A request's gaps come in time order, each starting at the tick the one before it
+    # ended on: its steps ending at or before ``a`` are the previous gap's at or before
+    # ``b``. Only the other gaps (each request's first) are searched, and each sum is one
+    # gather at ``hi`` less the previous one.
+    chained = np.zeros(n, dtype=bool)
+    np.equal(a[1:], b[:-1], out=chained[1:])
+    fresh = np.flatnonzero(~chained)
+    lo = np.empty(n, dtype=np.int64)
+    lo[1:] = hi[:-1]
+    lo[fresh] = np.searchsorted(ends, a[fresh], side="right")
     summed = part.select(**SUMMED)
-    out: dict[str, np.ndarray] = {}
+    # Every cumulative column side by side, one row per step: a gap's sums are one row
+    # gathered (one or two cache lines), not one random read per column; at 10^6 steps
+    # the columns outgrow the cache and those reads are most of the join.
+    names, columns = [], []
     for name in SUMMED:
         cum, nul = _cumulative(summed[name])
-        out[name] = cum[hi] - cum[lo]
+        names.append(name)
+        columns.append(cum)
         if nul[-1]:  # only a column with an unknown value can make a sum unknown
-            out[f"_nul_{name}"] = nul[hi] - nul[lo]
+            names.append(f"_nul_{name}")
+            columns.append(nul)
+    table = np.column_stack(columns)
+    sums = table[hi]
+    below = np.empty_like(sums)
+    below[1:] = sums[:-1]
+    below[fresh] = table[lo[fresh]]
+    sums -= below
+    out: dict[str, np.ndarray] = {
+        name: np.ascontiguousarray(sums[:, j]) for j, name in enumerate(names)
+    }
+    del sums, below
     inside = hi > lo
     first = np.where(inside, lo, -1)
     straddle = np.where(inside, np.maximum(a - starts[np.minimum(lo, len(starts) - 1)], 0), 0)
     out["covered_ns"] = np.minimum(out["step_ns"] - straddle, b - a)
+    # The part of a prefill-only first step before ``a`` is no more in the gap than the
+    # rest of its straddle.
+    cut = np.flatnonzero(straddle)
+    if cut.shape[0]:
+        first_only = part["_po_ns"].to_numpy()[lo[cut]] > 0
+        out["prefill_only_ns"][cut] -= np.where(first_only, straddle[cut], 0)
     out["_first"], out["_last"] = first, np.where(inside, hi - 1, -1)
-    out["_span_start"] = np.full(len(a), starts.min() if len(starts) else 0)
-    out["_span_end"] = np.full(len(a), ends.max() if len(ends) else 0)
+    out["_span_start"] = np.full(n, starts.min() if len(starts) else 0)
+    out["_span_end"] = np.full(n, ends.max() if len(ends) else 0)
     return out
 
 
 def _membership(
     gaps: pl.DataFrame, steps: pl.DataFrame, members: pl.DataFrame | None
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per gap, how many steps that ran its request end inside it, and their time; None
-    unless the membership of every step is known. ``members``: ``_rk`` (the gaps' request
-    key) and ``_row`` (the step's row) of every (request, step) pair."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per gap, how many steps that ran its request end inside it, their time and the time
+    of those that were prefill-only (its own prompt, recomputed); None unless the
+    membership of every step is known. ``members``: ``_rk`` (the gaps' request key) and
+    ``_row`` (the step's row) of every (request, step) pair."""
     if members is None:
         return None
     key = gaps["_rk"].to_numpy()
@@ -93,7 +149,6 @@ def _membership(
     rows = members["_row"].to_numpy()
     m_key = members["_rk"].to_numpy()
     m_end = steps["ts_end"].to_numpy()[rows]
-    m_ns = (steps["ts_end"] - steps["ts_start"]).to_numpy()[rows]
     # (request, time) pairs as one sortable integer: request × span + time since the
     # first instant when that fits in 62 bits; else the time's rank among every instant in
     # the low bits, the request key above them.
@@ -110,28 +165,38 @@ def _membership(
             return None  # too many requests and instants to pack: membership unknown
         gap_pos = (key << bits) | np.searchsorted(instants, b)
         member_pos = (m_key << bits) | np.searchsorted(instants, m_end)
-    # The gaps come sorted by request and time (``tick_gaps``): no sort unless they are not.
-    if len(gap_pos) > 1 and not bool(np.all(gap_pos[1:] >= gap_pos[:-1])):
-        order = np.argsort(gap_pos, kind="stable")
-    else:
-        order = np.arange(len(gap_pos))
-    sorted_pos = gap_pos[order]
-    found = np.searchsorted(sorted_pos, member_pos, side="left")
-    found = np.minimum(found, len(order) - 1) if len(order) else found
-    target = order[found] if len(order) else found
-    hit = (
-        (len(order) > 0) & (key[target] == m_key) & (a[target] < m_end) & (m_end <= b[target])
-        if len(order)
-        else np.zeros(len(m_key), dtype=bool)
-    )
+    # The gaps come sorted by request and time (``tick_gaps``): no sort, and no gather
+    # through an identity order, unless they are not.
     n = gaps.height
-    count = np.bincount(target[hit], minlength=n).astype(np.int64)
-    time = np.bincount(target[hit], weights=m_ns[hit], minlength=n).astype(np.int64)
-    return count, time
+    if n == 0:
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none
+    if n > 1 and not bool(np.all(gap_pos[1:] >= gap_pos[:-1])):
+        order = np.argsort(gap_pos, kind="stable")
+        target = order[np.minimum(np.searchsorted(gap_pos[order], member_pos), n - 1)]
+    else:
+        target = np.minimum(np.searchsorted(gap_pos, member_pos), n - 1)
+    # Each found gap's key and bounds in one row: one random read per pair, not three (at
+    # 10^7 pairs those reads, out of the cache, are most of the placement).
+    found = np.column_stack([key, a, b])[target]
+    hit = found[:, 0] == m_key
+    hit &= found[:, 1] < m_end
+    hit &= m_end <= found[:, 2]
+    del found
+    at, rows = target[hit], rows[hit]
+    ns = (steps["ts_end"] - steps["ts_start"]).to_numpy()
+    po = np.where(steps.select(PREFILL_ONLY).to_series().to_numpy(), ns, 0)
+    count = np.bincount(at, minlength=n).astype(np.int64)
+    time = np.bincount(at, weights=ns[rows], minlength=n).astype(np.int64)
+    prefill_only = np.bincount(at, weights=po[rows], minlength=n).astype(np.int64)
+    return count, time, prefill_only
 
 
 def join_gaps(
-    gaps: pl.DataFrame, steps: pl.DataFrame, members: pl.DataFrame | None = None
+    gaps: pl.DataFrame,
+    steps: pl.DataFrame,
+    members: pl.DataFrame | None = None,
+    prepared: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every gap with its covering steps' count and summed composition.
 
@@ -142,9 +207,9 @@ def join_gaps(
     where a covering step does not tell), ``covered_ns`` (time of the gap inside its
     covering steps), ``between_ns`` (inside none), `LAST`, ``first_step``,
     ``member_steps``/``member_ns`` and ``unjoined`` (a reason, or null). Rows keep the
-    order of ``gaps``.
+    order of ``gaps``. ``prepared``: `prepare_steps` of ``steps``, if the caller has it.
     """
-    prepared = prepare_steps(steps)
+    prepared = prepare_steps(steps) if prepared is None else prepared
     if "baseline_ns" not in prepared.columns:
         prepared = prepared.with_columns(baseline_ns=pl.lit(None, pl.Int64))
     n = gaps.height
@@ -227,4 +292,5 @@ def join_gaps(
         between_ns=pl.col("gap_end_ns") - pl.col("gap_start_ns") - pl.col("covered_ns"),
         member_steps=pl.Series(membership[0]) if membership else pl.lit(None, pl.Int64),
         member_ns=pl.Series(membership[1]) if membership else pl.lit(None, pl.Int64),
+        member_prefill_only_ns=(pl.Series(membership[2]) if membership else pl.lit(None, pl.Int64)),
     ).drop("_known", "_span_start", "_span_end")

@@ -156,6 +156,8 @@ def analyze_runs(
     ``options`` are ``analyze``'s.
     """
     settings = settings_of(**options)
+    if steps is not None:  # the stall join reads the timeline's ticks: keep them
+        settings = replace(settings, options=replace(settings.options, keep_ticks=True))
     sources = resolve(path_texts(paths), from_format)
     if pool and len(sources) > 1:
         runs = pool_runs(sources, settings, labels)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,15 +32,18 @@ def read_step_records(
     instants: pl.Series | None = None,
 ) -> StepRecords:
     """Read ``steps`` (format ``steps_from``, one of `STEP_FORMATS`; default: detected),
-    aligned, for a format that needs it, to ``instants``: the trace's sorted unique token
-    ticks of valid requests (default: read from ``analysis``)."""
+    aligned, for a format that needs it, to ``instants``: the token ticks of the trace's
+    valid requests, in any order (default: read from ``analysis`` when the format aligns)."""
     if steps_from is not None and steps_from not in STEP_FORMATS:
         raise UsageError(
             f"--steps-from {steps_from}: not a step format",
             hint="choose one of: " + ", ".join(STEP_FORMATS),
         )
     path = Path(steps)
-    if instants is None:
+    fmt = steps_from or detect_step_format(path)
+    if instants is None and getattr(
+        importlib.import_module(STEP_FORMATS[fmt]), "ALIGNS_TO_TICKS", False
+    ):
         valid = analysis.per_request.select(pl.col("request_id").cast(pl.String))
         instants = (
             analysis.events("--steps places the engine's steps on the trace's clock")
@@ -47,8 +51,5 @@ def read_step_records(
             .select(pl.col("request_id").cast(pl.String), "ts")
             .collect()
             .join(valid, on="request_id")["ts"]
-            .unique()
-            .sort()
         )
-    fmt = steps_from or detect_step_format(path)
     return StepRecords(str(path), fmt, read_steps(path, fmt, instants))

@@ -20,7 +20,8 @@ A key is ``metric.stat``:
   any statistic of its distribution (``fluidity.p50>=0.9``; higher is better);
 - ``stalls.<cause>_share`` / ``tail_<cause>_share`` / ``tail_prefill_fraction``: where the
   ITL excess goes (``analyze --steps``, ``servetrace.analysis.stalls``), causes
-  ``prefill``, ``skipped``, ``between_steps``, ``large_batch``, ``other``;
+  ``prefill``, ``paused_for_prefill``, ``skipped``, ``between_steps``, ``large_batch``,
+  ``other``;
 - ``preemptions.count`` (preemption events), ``fraction`` (of requests preempted at
   least once), ``mean`` (preemptions per request), over every valid request.
 

@@ -17,6 +17,9 @@ MS = 1_000_000
 # Chunked prefill, 512-token steps: a long prompt is prefilled 512 - (decoders) tokens
 # per step *beside* the decoding requests, which is what stretches their ITL.
 CONFIG = EngineConfig(policy="chunked", max_batch_tokens=512, kv_blocks=8192, seed=1)
+# Prefill-first (vLLM v0's default): a step that admits a prompt prefills only, and every
+# running request's decode waits it out; the budget fits a whole long prompt.
+PREFILL_FIRST = EngineConfig(policy="fcfs", max_batch_tokens=8192, kv_blocks=8192, seed=1)
 LONG_PROMPT = 8_000
 LONG_IDS = ("long-0", "long-1")
 
@@ -47,9 +50,10 @@ def injected_run() -> Simulation:
     return run_simulation(injected_workload(), CONFIG)
 
 
-def write_injected(directory: Path) -> tuple[Path, Path]:
-    """The run's events and steps as Parquet files in ``directory``."""
-    sim = injected_run()
+def write_injected(directory: Path, sim: Simulation | None = None) -> tuple[Path, Path]:
+    """The run's events and steps (``injected_run``'s by default) as Parquet files in
+    ``directory``."""
+    sim = injected_run() if sim is None else sim
     trace, steps = directory / "injected.parquet", directory / "injected_steps.parquet"
     sim.events.write_parquet(trace)
     canonical_steps(sim).write_parquet(steps)

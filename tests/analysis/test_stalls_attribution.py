@@ -32,20 +32,26 @@ _ROWS = [
     (240_000, 252_000, 0, 2, ["x", "y"]),
     (257_000, 271_000, 0, 4, ["a", "x"]),
 ]
-HAND = conform(
-    pl.DataFrame(
-        {
-            "step": list(range(len(_ROWS))),
-            "ts_start": [r[0] for r in _ROWS],
-            "ts_end": [r[1] for r in _ROWS],
-            "prefill_requests": [1 if r[2] else 0 for r in _ROWS],
-            "prefill_tokens": [r[2] for r in _ROWS],
-            "decode_requests": [r[3] for r in _ROWS],
-            "decode_tokens": [r[3] for r in _ROWS],
-            "request_ids": [r[4] for r in _ROWS],
-        }
+
+
+def _steps(rows: list[tuple[int, int, int, int, list[str]]]) -> pl.DataFrame:
+    return conform(
+        pl.DataFrame(
+            {
+                "step": list(range(len(rows))),
+                "ts_start": [r[0] for r in rows],
+                "ts_end": [r[1] for r in rows],
+                "prefill_requests": [1 if r[2] else 0 for r in rows],
+                "prefill_tokens": [r[2] for r in rows],
+                "decode_requests": [r[3] for r in rows],
+                "decode_tokens": [r[3] for r in rows],
+                "request_ids": [r[4] for r in rows],
+            }
+        )
     )
-)
+
+
+HAND = _steps(_ROWS)
 PARTS = ("excess_ns", "prefill_ns", "skipped_ns", "between_steps_ns", "large_batch_ns", "other_ns")
 
 
@@ -71,6 +77,31 @@ def test_hand_made_parts_add_up() -> None:
     assert out.select(*PARTS, "baseline_ns", "cause").rows() == [
         (27_000, 26_000, 0, 0, 1_000, 0, 13_000, "prefill"),
         (18_000, 0, 12_000, 5_000, 1_000, 0, 13_000, "skipped"),
+    ]
+
+
+@pytest.mark.parametrize("membership", [True, False])
+def test_a_prefill_only_step_sat_out_is_paused_for_prefill(membership: bool) -> None:
+    # R: a 300-token prompt prefilled alone (no decoder in it, 30 µs), which "a" sits out;
+    # then T: "a" decodes at batch 4 (14 µs).
+    steps = _steps([*_FIT, (200_000, 230_000, 300, 0, ["p"]), (230_000, 244_000, 0, 4, ["a", "x"])])
+    if not membership:
+        steps = conform(steps.drop("request_ids"))
+    fit = fit_baseline(steps)
+    gaps = pl.DataFrame(
+        {
+            "request_id": ["a"],
+            "replica": [""],
+            "gap_start_ns": [200_000],
+            "gap_end_ns": [244_000],
+            "tokens": [1],
+        }
+    )
+    out = attribute(_join(gaps, with_step_baseline(steps, fit)), fit)
+    # usual step 14 µs (median batch 4, as T's): the excess is R's 30 µs, the prefill "a"
+    # waited for, none of it a generic skip
+    assert out.select(*PARTS, "paused_for_prefill_ns", "cause").rows() == [
+        (30_000, 0, 0, 0, 0, 0, 30_000, "paused_for_prefill")
     ]
 
 

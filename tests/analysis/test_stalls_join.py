@@ -10,11 +10,11 @@ import pytest
 
 import servetrace
 from servetrace.analysis.stalls import _members
-from servetrace.analysis.stalls_join import join_gaps
+from servetrace.analysis.stalls_join import join_gaps, prepare_steps
 from servetrace.errors import InputError
 from servetrace.sim.steps_record import canonical_steps
 from servetrace.sources.steps.schema import conform
-from tests.analysis.stall_fixtures import injected_run
+from tests.analysis.stall_fixtures import injected_run, write_injected
 from tests.conftest import events, make_request
 
 STEPS = conform(
@@ -198,3 +198,97 @@ def test_gaps_join_only_their_own_replica(tmp_path: Path) -> None:
     trace.drop("replica").write_parquet(unnamed)
     with pytest.raises(InputError, match="rule replica_unknown"):
         servetrace.analyze(unnamed, steps=steps_path)
+
+
+def test_overlapping_steps_are_said_once(tmp_path: Path) -> None:
+    trace = events(make_request("a", admission=0, first=10, ticks=[20, 30], complete=30))
+    path, steps_path = tmp_path / "t.parquet", tmp_path / "s.parquet"
+    trace.write_parquet(path)
+    ms = 1_000_000
+    conform(
+        pl.DataFrame(
+            {
+                "ts_start": [0, 5 * ms, 20 * ms],  # the second starts before the first ends
+                "ts_end": [10 * ms, 20 * ms, 30 * ms],
+                "prefill_requests": [1, 0, 0],
+                "prefill_tokens": [100, 0, 0],
+                "decode_requests": [0, 1, 1],
+                "decode_tokens": [0, 1, 1],
+            }
+        )
+    ).write_parquet(steps_path)
+    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    assert stalls is not None
+    assert [(f.name, f.steps) for f in stalls.findings if "overlap" in f.name] == [
+        ("overlapping_steps", 1)
+    ]
+    assert not [note for note in stalls.notes if "overlapping" in note]
+
+
+def test_every_engine_joins_the_same_gaps(tmp_path: Path) -> None:
+    """The in-memory engine keeps its sorted ticks under --steps; the batched one makes
+    them again from the events (keys renumbered per batch): one stall frame."""
+    trace, steps = write_injected(tmp_path)
+    kept = servetrace.analyze(trace, steps=steps, streaming=False).stalls
+    again = servetrace.analyze(trace, steps=steps, streaming=True, batch_rows=1000).stalls
+    assert kept is not None and again is not None
+    assert kept.gaps.height == 10_086
+    assert kept.gaps.equals(again.gaps)
+    assert kept.findings == again.findings
+
+
+def test_findings_count_each_replica_on_its_own(tmp_path: Path) -> None:
+    trace = events(
+        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30, replica="0"),
+        make_request("b", admission=0, first=12, ticks=[24, 36], complete=36, replica="1"),
+    )
+    path, steps_path = tmp_path / "t.parquet", tmp_path / "s.parquet"
+    trace.write_parquet(path)
+    ms = 1_000_000
+    conform(
+        pl.DataFrame(
+            {
+                "replica": ["0", "0", "0", "1", "1", "1"],
+                "ts_start": [0, 10 * ms, 20 * ms, 0, 12 * ms, 24 * ms],
+                "ts_end": [10 * ms, 20 * ms, 30 * ms, 12 * ms, 24 * ms, 36 * ms],
+                "prefill_requests": [1, 0, 0, 1, 0, 1],
+                "prefill_tokens": [100, 0, 0, 100, 0, 300],
+                "decode_requests": [0, 1, 2, 0, 1, 1],
+                "decode_tokens": [0, 1, 2, 0, 1, 1],
+            }
+        )
+    ).write_parquet(steps_path)
+    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    assert stalls is not None
+    # Replica 0's last step decodes 2 tokens where a alone ticks (1 token) at 30 ms; its
+    # batch of 2, and replica 1's last (1 prefill + 1 decode), each hold more than the one
+    # request running on their replica (mixing the replicas, a and b both run at 25 ms).
+    assert [(f.name, f.steps) for f in stalls.findings] == [
+        ("ticks_below_decode_tokens", 1),
+        ("batch_above_running", 2),
+    ]
+
+
+def test_steps_of_interleaved_replicas_are_sorted_and_overlaps_kept_per_replica() -> None:
+    steps = conform(
+        pl.DataFrame(
+            {
+                "replica": ["1", "0", "1", "0"],
+                "ts_start": [0, 0, 5, 20],
+                "ts_end": [10, 30, 20, 40],  # 1's second starts before its first ends
+                "prefill_requests": [0] * 4,
+                "prefill_tokens": [0] * 4,
+                "decode_requests": [1] * 4,
+                "decode_tokens": [1] * 4,
+            }
+        )
+    )
+    out = prepare_steps(steps)
+    assert out.select("replica", "ts_end", "_row", "overlaps").rows() == [
+        ("0", 30, 1, False),
+        ("0", 40, 3, True),  # starts at 20, before 0's step ending at 30
+        ("1", 10, 0, False),
+        ("1", 20, 2, True),
+    ]
+    in_order = prepare_steps(steps.sort("replica", "ts_end"))
+    assert in_order["overlaps"].to_list() == [False, True, False, True]

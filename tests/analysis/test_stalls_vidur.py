@@ -68,7 +68,8 @@ def test_sarathi_stalls_are_shared_prefill_chunks() -> None:
     stalls = _stalls("sarathi")
     overall, tail = stalls.shares(), stalls.tail_shares()
     assert overall["prefill_share"] == pytest.approx(0.69512, abs=1e-5)
-    assert overall["skipped_share"] == 0.0  # chunked prefill never leaves a decoder out
+    # chunked prefill never leaves a decoder out
+    assert overall["skipped_share"] == overall["paused_for_prefill_share"] == 0.0
     assert (tail["tail_gaps"], tail["prefill_fraction"]) == (3_000, 1.0)
     assert tail["prefill_share"] == pytest.approx(0.68370, abs=1e-5)
     assert stalls.fit.n == 10_241 and stalls.fit.usual_batch == 17.0
@@ -78,10 +79,13 @@ def test_sarathi_stalls_are_shared_prefill_chunks() -> None:
 def test_vllm_stalls_are_decoders_waiting_out_prefill_steps() -> None:
     stalls = _stalls("vllm")
     tail = stalls.tail_shares()
-    # prefill-first: a decoder sits out each prefill batch (skipped), which carry the work
+    # prefill-first: a decoder sits out each prefill batch, which carries the work: the
+    # time is the prefill's (paused for it), not a generic skip
     assert (tail["tail_gaps"], tail["prefill_fraction"]) == (2_986, 1.0)
-    assert tail["skipped_share"] == pytest.approx(0.98960, abs=1e-5)
+    assert tail["paused_for_prefill_share"] == pytest.approx(0.98960, abs=1e-5)
+    assert tail["skipped_share"] == 0.0
     worst = stalls.worst(1).row(0, named=True)
+    assert worst["cause"] == "paused_for_prefill"
     assert (worst["steps"], worst["first_step"], worst["last_step"]) == (13, 89, 101)
     assert worst["prefill_tokens"] == 32_151
     # two recompute prefills after preemption emit a token no decode step accounts for

@@ -33,7 +33,8 @@ def test_table_has_the_stalls_section(injected: tuple[Path, Path]) -> None:
     ) in out
     assert (
         "tail (gaps ≥ ITL p99 53.97 ms): 120 gaps, 100.0% with prefill work in their steps; "
-        "prefill 92.4% · skipped 0.0% · between steps 0.0% · large batch 7.6% · other 0.0%"
+        "prefill 92.4% · paused for prefill 0.0% · skipped 0.0% · between steps 0.0% · "
+        "large batch 7.6% · other 0.0%"
     ) in out
     plain = runner.invoke(app, ["analyze", str(trace)])
     assert "stalls" not in plain.stdout

@@ -65,9 +65,10 @@ def test_json_holds_each_sides_shares_and_the_change(runs: dict[str, tuple[Path,
             assert got["change"][group][key] == pytest.approx(
                 got["candidate"][group][key] - got["baseline"][group][key]
             )
-    # fcfs prefills first: its tail stalls wait through other requests' prefill steps;
-    # chunked prefill puts the prompt work in the decoders' own steps.
-    assert got["baseline"]["tail"]["skipped_share"] > 0.9
+    # fcfs prefills first: its tail stalls wait through other requests' prefill steps
+    # (paused for prefill); chunked prefill puts the prompt work in the decoders' own steps.
+    assert got["baseline"]["tail"]["paused_for_prefill_share"] > 0.9
+    assert got["candidate"]["tail"]["paused_for_prefill_share"] < 0.05
     assert got["baseline"]["tail"]["prefill_share"] == 0
     assert got["candidate"]["tail"]["prefill_share"] > 0.5
     assert got["candidate"]["tail"]["skipped_share"] < 0.05
@@ -78,10 +79,12 @@ def test_table_and_markdown(runs: dict[str, tuple[Path, Path]]) -> None:
     assert "Where ITL stalls come from (share of the excess over the usual decode step):" in table
     lines = [line for line in table.splitlines() if line.startswith("gaps ≥ each run's ITL p99")]
     assert len(lines) == len(CAUSES)
-    skipped = next(line for line in lines if " skipped " in line).split()
+    paused = next(line for line in lines if " paused for prefill " in line).split()
     # baseline, candidate, change: the change is the difference of the two shown shares
-    base, cand, change = float(skipped[-4][:-1]), float(skipped[-3][:-1]), float(skipped[-2])
-    assert skipped[-1] == "pp" and change == pytest.approx(cand - base, abs=0.11)
+    base, cand, change = float(paused[-4][:-1]), float(paused[-3][:-1]), float(paused[-2])
+    assert paused[-1] == "pp" and change == pytest.approx(cand - base, abs=0.11) and base > 90
+    skipped = next(line for line in lines if " skipped " in line).split()
+    assert skipped[-4:] == ["0.0%", "0.0%", "±0.0", "pp"]  # no change is said as such
     markdown = _compare(runs, "-f", "markdown")
     assert "| gaps | cause | baseline | candidate | change |" in markdown
     assert markdown.count("| all stalled gaps |") == len(CAUSES)

@@ -75,7 +75,7 @@ def test_injected_prefill_dominates_the_tail(injected: tuple[Path, Path]) -> Non
     report = view.json["stalls"]
     assert causes.table is not None
     cells = {path: text for row in causes.table["rows"] for text, path in row if path}
-    assert len(cells) == 10
+    assert len(cells) == 12  # six causes, overall and in the tail
     for path, text in cells.items():
         _, group, name = path.split(".")
         assert text == f"{report[group][name]:.1%}", path

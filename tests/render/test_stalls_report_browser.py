@@ -44,13 +44,13 @@ def test_stall_sections_render(browser: Any, page_file: tuple[Path, Path]) -> No
     # 120 tail gaps and every 5th of the 9,966 others (2,400 points at most): 2,114.
     assert marks == {"symbol mark container": 2_114, "rule mark container": 1}
     bars = dict(page.evaluate(MARKS, "t0-stalls-causes-chart"))
-    assert bars == {"rect mark container": 10}  # five causes × (every stalled gap, the tail)
+    assert bars == {"rect mark container": 12}  # six causes × (every stalled gap, the tail)
     report = json.loads(page.locator("#servetrace-reports").text_content())[str(trace)]
     cells = page.eval_on_selector_all(
         "#t0-stalls-causes td[data-path]",
         "cells => cells.map(c => [c.dataset.path, c.textContent])",
     )
-    assert len(cells) == 10
+    assert len(cells) == 12
     for path, text in cells:
         _, group, name = path.split(".")
         assert text == f"{report['stalls'][group][name]:.1%}", path

@@ -44,7 +44,9 @@ STEP_FORMATS: dict[str, str] = {
 
 def read_steps(path: Path, fmt: str, ticks: pl.Series | None = None) -> StepFile:
     """Read ``path`` as step format ``fmt`` (a key of `STEP_FORMATS`), checked by the rules
-    every format obeys (`validate`): a broken one is an `InputError` naming the record."""
+    every format obeys (`validate`): a broken one is an `InputError` naming the record.
+    ``ticks``: the trace's tick instants, in any order; a format that aligns its steps to
+    them (``ALIGNS_TO_TICKS``) gets them distinct and sorted, the others as they are."""
     from servetrace.sources.steps.validate import validate
 
     if fmt not in STEP_FORMATS:
@@ -54,6 +56,8 @@ def read_steps(path: Path, fmt: str, ticks: pl.Series | None = None) -> StepFile
     if not path.is_file():
         raise InputError(f"{path}: no such step file")
     module = importlib.import_module(STEP_FORMATS[fmt])
+    if ticks is not None and getattr(module, "ALIGNS_TO_TICKS", False):
+        ticks = ticks.unique().sort()
     result: StepFile = module.read(path, ticks)
     findings = validate(path, result.frame, ends_known=getattr(module, "ENDS_KNOWN", True))
     return replace(result, notes=(*result.notes, *findings)) if findings else result

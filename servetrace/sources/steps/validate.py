@@ -15,6 +15,10 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.sources.steps.schema import REQUIRED_STEP_COLUMNS
 
+# The read's note on overlapping steps starts so (after the path): a stall analysis, which
+# counts them in its own findings, leaves it out.
+OVERLAP_NOTE = "finding overlapping_steps:"
+
 COUNT_COLUMNS = (
     "prefill_requests",
     "prefill_tokens",
@@ -104,7 +108,7 @@ def validate(path: Path, frame: pl.DataFrame, ends_known: bool = True) -> tuple[
     if overlapping.height:
         first = overlapping.row(0, named=True)
         return (
-            f"{path}: finding overlapping_steps: {overlapping.height:,} steps start before "
+            f"{path}: {OVERLAP_NOTE} {overlapping.height:,} steps start before "
             f"the step above them on their replica ended (first: {_record(first)})",
         )
     return ()

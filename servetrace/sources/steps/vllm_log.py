@@ -66,6 +66,10 @@ _RULE = (
 _COUNTS = ("step", "prefill_requests", "prefill_tokens", "decode_requests", "decode_tokens")
 
 
+# `formats.read_steps` gives this format the trace's distinct tick instants, sorted.
+ALIGNS_TO_TICKS = True
+
+
 def read(path: Path, ticks: pl.Series | None) -> StepFile:
     parsed = parse_marked(log_lines(path), _MARKER, _PATTERN, "step", path, _RULE)
     if parsed.height == 0:
