@@ -24,23 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from servetrace.sources.steps.validate import COUNT_COLUMNS
+
 if TYPE_CHECKING:
     from servetrace.api._steps import StepRecords
 
 STEP_PID = 7  # after the server's series (6)
 UNNAMED = "engine"  # the replica of steps that name none
-_ARG_COLUMNS = (
-    "step",
-    "prefill_requests",
-    "prefill_tokens",
-    "decode_requests",
-    "decode_tokens",
-    "cached_tokens",
-    "kv_tokens",
-    "kv_usage",
-    "queued_requests",
-    "preempted",
-)
+# A slice carries every count the schema has (and the KV fraction) as its args.
+_ARG_COLUMNS = ("step", *COUNT_COLUMNS, "kv_usage")
 
 
 def _known(frame: pl.DataFrame, column: str) -> bool:
