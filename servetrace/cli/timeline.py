@@ -17,6 +17,7 @@ from servetrace.cli._options import (
     reading_options,
 )
 from servetrace.errors import UsageError
+from servetrace.render.format import counted
 from servetrace.units import NS_PER_MS
 
 
@@ -92,7 +93,8 @@ def timeline(
     text, info = build_trace(analysis, options, records)
     write_bytes(text.encode(), output)
     err_console.print(
-        f"wrote {output}: {_n(info['requests'], 'request')} on {_n(info['lanes'], 'lane')}, "
+        f"wrote {output}: {counted(info['requests'], 'request')} on "
+        f"{counted(info['lanes'], 'lane')}, "
         f"{info['phase_slices']:,} phase and {info['requeued_slices']:,} requeued slices, "
         f"{info['tick_events']:,} ticks, {info['counter_events']:,} counter points"
         + (
@@ -107,14 +109,10 @@ def timeline(
     )
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
-
-
 def _steps_words(steps: dict[str, Any]) -> str:
     unavailable = steps["counters_unavailable"]
     return (
-        f", {_n(steps['slices'] + steps['instants'], 'step')} on "
-        f"{_n(len(steps['replicas']), 'replica')} with {steps['counter_events']:,} step "
+        f", {counted(steps['slices'] + steps['instants'], 'step')} on "
+        f"{counted(len(steps['replicas']), 'replica')} with {steps['counter_events']:,} step "
         "counter points" + (f" ({', '.join(unavailable)} unavailable)" if unavailable else "")
     )

@@ -77,3 +77,16 @@ def signed(value: float | None, unit: str) -> str:
     if value == 0 or text.startswith("0 ") or text == "0":
         return text
     return ("+" if value > 0 else "-") + text
+
+
+def ms_words(ns: float | None) -> str:
+    """A duration in ns for a sentence: ``45.4 ms``, ``548 ms``, ``1,234 ms``, ``n/a``."""
+    if ns is None:
+        return "n/a"
+    ms = ns / 1e6
+    return f"{ms:,.0f} ms" if abs(ms) >= 100 else f"{ms:,.3g} ms"
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 step``, ``2,114 steps``: a count and its noun, agreeing."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")

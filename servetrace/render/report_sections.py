@@ -15,6 +15,7 @@ import polars as pl
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.unavailable import phrase, unavailable
 from servetrace.render import charts, series
+from servetrace.render.format import ms_words
 from servetrace.render.outcomes import errored_lines, errored_part
 from servetrace.render.results_json import analysis_dict
 
@@ -61,13 +62,6 @@ class TraceView:
         return analysis_dict(self.analysis)
 
 
-def _ms(ns: float | None) -> str:
-    if ns is None:
-        return "n/a"
-    ms = ns / 1e6
-    return f"{ms:,.0f} ms" if abs(ms) >= 100 else f"{ms:,.3g} ms"
-
-
 def _path_value(doc: dict[str, Any], path: str) -> Any:
     value: Any = doc
     for part in path.split("."):
@@ -97,7 +91,7 @@ def summary_section(view: TraceView, prefix: str) -> Section:
         rest = ", ".join(f"{p.replace('_', ' ')} {v / total:.0%}" for p, v in ranked[1:])
         sentence = (
             f"{top.replace('_', ' ').capitalize()} dominates: {value / total:.0%} of the mean "
-            f"response ({_ms(value)} of {_ms(total)}); {rest}."
+            f"response ({ms_words(value)} of {ms_words(total)}); {rest}."
         )
     else:
         sentence = "No completed request: there is no response time to decompose."
@@ -169,7 +163,8 @@ def cdf_section(view: TraceView, prefix: str) -> Section:
         worst = max(tails, key=lambda k: tails[k])
         ttft = m["ttft"]
         sentence = (
-            f"TTFT p50 is {_ms(ttft['p50'])} and p99 {_ms(ttft['p99'])}; the heaviest tail is "
+            f"TTFT p50 is {ms_words(ttft['p50'])} and p99 {ms_words(ttft['p99'])}; "
+            "the heaviest tail is "
             f"{worst} (p99 = {tails[worst]:.1f}× p50). Dashed lines mark p50, p90, p99."
         )
     else:
@@ -246,9 +241,9 @@ def latency_time_section(view: TraceView, prefix: str) -> Section:
     if p99.height:
         top = p99.sort("value_ns", descending=True).row(0, named=True)
         sentence = (
-            f"TTFT's rolling p99 was worst ({_ms(top['value_ns'])}) for requests arriving "
+            f"TTFT's rolling p99 was worst ({ms_words(top['value_ns'])}) for requests arriving "
             f"around {(top['arrival_ns'] - origin) / 1e9:,.0f} s and best at "
-            f"{_ms(p99.select(pl.col('value_ns').min()).item())}: warm-up, bursts and drain "
+            f"{ms_words(p99.select(pl.col('value_ns').min()).item())}: warm-up, bursts and drain "
             "show as its swings."
         )
     else:
@@ -287,7 +282,7 @@ def waterfall_section(view: TraceView, prefix: str) -> Section:
         preempted = chosen.filter(pl.col("preemptions") > 0).height
         tally = f"{preempted} preempted (requeued) and {cancelled} cancelled"
     sentence = (
-        f"The slowest request, {top['request_id']}, took {_ms(top['e2e_ns'])}, "
+        f"The slowest request, {top['request_id']}, took {ms_words(top['e2e_ns'])}, "
         f"{big['d'] / top['e2e_ns']:.0%} of it in {big['phase']}; of the {chosen.height} slowest, "
         f"{tally}."
     )
@@ -318,7 +313,8 @@ def formula_section(view: TraceView, prefix: str) -> Section:
         f"{check.within_tolerance:,} of {check.checked:,} requests ({share:.1%}) satisfy "
         f"T ≈ TTFT + (N−1)·ITL within max({f.abs_tol_ns / 1e6:g} ms, {f.rel_tol:.0%})"
         + (
-            f"; the worst is {worst['request_id']} ({_ms(worst['residual_ns'])}, {worst['cause']})."
+            f"; the worst is {worst['request_id']} "
+            f"({ms_words(worst['residual_ns'])}, {worst['cause']})."
             if worst and abs(worst["residual_ns"]) > f.abs_tol_ns
             else "."
         )

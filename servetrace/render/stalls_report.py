@@ -14,6 +14,7 @@ import polars as pl
 
 from servetrace.analysis.stall_causes import CAUSES
 from servetrace.render.chart_style import COUNT_FORMAT, Spec, finish, log_axis, log_scale
+from servetrace.render.format import counted, ms_words
 
 if TYPE_CHECKING:
     from servetrace.analysis.stalls import Stalls
@@ -36,15 +37,6 @@ GROUPS = {"overall": "every stalled gap", "tail": "gaps ≥ ITL p99"}
 
 def _words(name: str) -> str:
     return name.replace("_", " ")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def _ms(ns: float) -> str:
-    ms = ns / 1e6
-    return f"{ms:,.0f} ms" if abs(ms) >= 100 else f"{ms:,.3g} ms"
 
 
 def stall_points(stalls: Stalls, limit: int) -> tuple[pl.DataFrame, int]:
@@ -163,7 +155,7 @@ def _joined_words(report: dict[str, Any]) -> str:
     text = f"{gaps['joined']:,} of {gaps['total']:,} ITL gaps are covered by engine steps"
     if gaps["unjoined"]:
         why = "; ".join(
-            f"{_count(n, 'gap')}: {gaps['unjoined_reasons'][r]}"
+            f"{counted(n, 'gap')}: {gaps['unjoined_reasons'][r]}"
             for r, n in gaps["unjoined"].items()
         )
         text += f" (not joined — {why})"
@@ -187,9 +179,9 @@ def prefill_section(view: TraceView, prefix: str) -> Section:
         a = with_prefill.select(gap.median()).item()
         b = without.select(gap.median()).item()
         sentence += (
-            f" The median gap is {_ms(a)} when its steps carry prefill work "
-            f"({_count(with_prefill.height, 'gap')}) and {_ms(b)} when they do not "
-            f"({_count(without.height, 'gap')})."
+            f" The median gap is {ms_words(a)} when its steps carry prefill work "
+            f"({counted(with_prefill.height, 'gap')}) and {ms_words(b)} when they do not "
+            f"({counted(without.height, 'gap')})."
         )
     elif joined.height:
         sentence += (
