@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import servetrace
-from servetrace.analysis.stalls import _members
+from servetrace.analysis.stalls import Stalls, _members
 from servetrace.analysis.stalls_join import join_gaps, prepare_steps
 from servetrace.errors import InputError
 from servetrace.sim.steps_record import canonical_steps
@@ -160,7 +160,9 @@ def test_simulator_join_is_exact(oracle: tuple[pl.DataFrame, pl.DataFrame]) -> N
     assert (out["between_ns"] == 0).all()  # the engine runs steps back to back
 
 
-def test_gaps_join_only_their_own_replica(tmp_path: Path) -> None:
+def _two_replicas(tmp_path: Path, last_decodes: int) -> Stalls | None:
+    """a on replica 0 and b on replica 1 (``t.parquet``), each with three steps of its own
+    (``s.parquet``); replica 0's last step decodes ``last_decodes`` tokens."""
     trace = events(
         make_request("a", admission=0, first=10, ticks=[20, 30], complete=30, replica="0"),
         make_request("b", admission=0, first=12, ticks=[24, 36], complete=36, replica="1"),
@@ -176,12 +178,16 @@ def test_gaps_join_only_their_own_replica(tmp_path: Path) -> None:
                 "ts_end": [10 * ms, 20 * ms, 30 * ms, 12 * ms, 24 * ms, 36 * ms],
                 "prefill_requests": [1, 0, 0, 1, 0, 1],
                 "prefill_tokens": [100, 0, 0, 100, 0, 300],
-                "decode_requests": [0, 1, 1, 0, 1, 1],
-                "decode_tokens": [0, 1, 1, 0, 1, 1],
+                "decode_requests": [0, 1, last_decodes, 0, 1, 1],
+                "decode_tokens": [0, 1, last_decodes, 0, 1, 1],
             }
         )
     ).write_parquet(steps_path)
-    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    return servetrace.analyze(path, steps=steps_path).stalls
+
+
+def test_gaps_join_only_their_own_replica(tmp_path: Path) -> None:
+    stalls = _two_replicas(tmp_path, last_decodes=1)
     assert stalls is not None and stalls.replicas == 2
     got = stalls.gaps.sort("request_id", "gap_start_ns").select(
         "request_id", "replica", "steps", "prefill_tokens"
@@ -195,9 +201,9 @@ def test_gaps_join_only_their_own_replica(tmp_path: Path) -> None:
     ]
     assert stalls.fit.unavailable == "only 3 decode-only steps (need 10)"
     unnamed = tmp_path / "unnamed.parquet"
-    trace.drop("replica").write_parquet(unnamed)
+    pl.read_parquet(tmp_path / "t.parquet").drop("replica").write_parquet(unnamed)
     with pytest.raises(InputError, match="rule replica_unknown"):
-        servetrace.analyze(unnamed, steps=steps_path)
+        servetrace.analyze(unnamed, steps=tmp_path / "s.parquet")
 
 
 def test_overlapping_steps_are_said_once(tmp_path: Path) -> None:
@@ -238,27 +244,7 @@ def test_every_engine_joins_the_same_gaps(tmp_path: Path) -> None:
 
 
 def test_findings_count_each_replica_on_its_own(tmp_path: Path) -> None:
-    trace = events(
-        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30, replica="0"),
-        make_request("b", admission=0, first=12, ticks=[24, 36], complete=36, replica="1"),
-    )
-    path, steps_path = tmp_path / "t.parquet", tmp_path / "s.parquet"
-    trace.write_parquet(path)
-    ms = 1_000_000
-    conform(
-        pl.DataFrame(
-            {
-                "replica": ["0", "0", "0", "1", "1", "1"],
-                "ts_start": [0, 10 * ms, 20 * ms, 0, 12 * ms, 24 * ms],
-                "ts_end": [10 * ms, 20 * ms, 30 * ms, 12 * ms, 24 * ms, 36 * ms],
-                "prefill_requests": [1, 0, 0, 1, 0, 1],
-                "prefill_tokens": [100, 0, 0, 100, 0, 300],
-                "decode_requests": [0, 1, 2, 0, 1, 1],
-                "decode_tokens": [0, 1, 2, 0, 1, 1],
-            }
-        )
-    ).write_parquet(steps_path)
-    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    stalls = _two_replicas(tmp_path, last_decodes=2)
     assert stalls is not None
     # Replica 0's last step decodes 2 tokens where a alone ticks (1 token) at 30 ms; its
     # batch of 2, and replica 1's last (1 prefill + 1 decode), each hold more than the one
