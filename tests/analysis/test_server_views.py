@@ -79,14 +79,18 @@ def hand_trace(client: bool = False) -> pl.DataFrame:
     return frame.filter(pl.col("event") != "admission") if client else frame
 
 
-@pytest.fixture(scope="module")
-def hand(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    folder = tmp_path_factory.mktemp("hand")
+def write_hand(folder: Path) -> tuple[Path, Path, Path]:
+    """The hand trace, its client-side copy and the series, written into ``folder``."""
     trace, client, prom = folder / "t.parquet", folder / "client.parquet", folder / "m.prom"
     hand_trace().write_parquet(trace)
     hand_trace(client=True).write_parquet(client)
     prom.write_text(PROM)
     return trace, client, prom
+
+
+@pytest.fixture(scope="module")
+def hand(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    return write_hand(tmp_path_factory.mktemp("hand"))
 
 
 def _views(trace: Path, prom: Path, **options: object) -> tuple[Analysis, dict[str, FamilySeries]]:

@@ -11,17 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
-from tests.analysis.test_server_views import PROM, hand_trace
+from tests.analysis.test_server_views import write_hand
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    folder = tmp_path_factory.mktemp("hand")
-    trace, prom = folder / "t.parquet", folder / "m.prom"
-    hand_trace().write_parquet(trace)
-    prom.write_text(PROM)
+    trace, _, prom = write_hand(tmp_path_factory.mktemp("hand"))
     return str(trace), str(prom)
 
 

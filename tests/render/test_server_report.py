@@ -14,7 +14,7 @@ from servetrace.api import with_server_metrics
 from servetrace.cli import app
 from servetrace.render.report import report_sections
 from servetrace.render.report_sections import TraceView
-from tests.analysis.test_server_views import PROM, hand_trace
+from tests.analysis.test_server_views import write_hand
 
 pytest.importorskip("altair")
 runner = CliRunner()
@@ -22,12 +22,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    folder = tmp_path_factory.mktemp("hand")
-    trace, client, prom = folder / "t.parquet", folder / "client.parquet", folder / "m.prom"
-    hand_trace().write_parquet(trace)
-    hand_trace(client=True).write_parquet(client)
-    prom.write_text(PROM)
-    return trace, client, prom
+    return write_hand(tmp_path_factory.mktemp("hand"))
 
 
 def _sections(trace: Path, prom: Path) -> dict[str, object]:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from servetrace.cli import app
 from servetrace.render.server_timeline import SERVER_PID, series_name
-from tests.analysis.test_server_views import PROM, hand_trace
+from tests.analysis.test_server_views import write_hand
 from tests.render.timeline_format import ns, validate
 
 runner = CliRunner()
@@ -21,10 +21,7 @@ MS = 1_000_000
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("hand")
-    trace, prom = folder / "t.parquet", folder / "m.prom"
-    hand_trace().write_parquet(trace)
-    prom.write_text(PROM)
+    trace, _, prom = write_hand(tmp_path_factory.mktemp("hand"))
     return trace, prom
 
 
