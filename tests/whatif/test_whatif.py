@@ -29,6 +29,16 @@ def fcfs() -> tuple[pl.DataFrame, pl.DataFrame]:
     return workload, simulate(workload, EngineConfig(policy="fcfs"))
 
 
+def assert_within_band(predicted: Any, truth: Any) -> None:
+    """Every statistic of ``predicted`` lands within its band of the simulator's own run."""
+    versus = agreement(truth, predicted.analysis)
+    for metric in METRICS:
+        for stat in STATS:
+            figure = predicted.figures[metric][stat]
+            real = versus[metric]["stats"][stat]["real_ns"]
+            assert abs(figure["predicted_ns"] - real) <= (figure["band_ns"] or 0) + 1e-6 * real
+
+
 def test_the_implied_steps_are_the_simulators_own(fcfs: tuple[pl.DataFrame, pl.DataFrame]) -> None:
     from servetrace.sim.simulate import run_simulation
 
@@ -78,12 +88,7 @@ def test_prediction_lands_on_the_simulators_run_of_that_policy(
         )
     )
     predicted = result.predictions[0]
-    versus = agreement(truth, predicted.analysis)
-    for metric in METRICS:
-        for stat in STATS:
-            figure = predicted.figures[metric][stat]
-            real = versus[metric]["stats"][stat]["real_ns"]  # type: ignore[index]
-            assert abs(figure["predicted_ns"] - real) <= (figure["band_ns"] or 0) + 1e-6 * real
+    assert_within_band(predicted, truth)
 
 
 @pytest.mark.slow

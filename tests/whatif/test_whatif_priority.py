@@ -13,7 +13,8 @@ from servetrace.sim.config import EngineConfig
 from servetrace.sim.simulate import simulate
 from servetrace.sim.synthetic import synthetic_workload
 from servetrace.whatif.model import whatif
-from servetrace.whatif.replay import METRICS, STATS, agreement, workload_of
+from servetrace.whatif.replay import workload_of
+from tests.whatif.test_whatif import assert_within_band
 
 MS = 1_000_000
 # A batch cap that binds: requests queue behind it, and the queue's order matters.
@@ -44,12 +45,7 @@ def test_prediction_lands_on_the_simulators_run_of_priority_by_the_attribute(
         simulate(workload.rename({"tier": "priority"}), EngineConfig(policy="priority", **CAPPED))
     )
     predicted = result.predictions[0]
-    versus = agreement(truth, predicted.analysis)
-    for metric in METRICS:
-        for stat in STATS:
-            figure = predicted.figures[metric][stat]
-            real = versus[metric]["stats"][stat]["real_ns"]  # type: ignore[index]
-            assert abs(figure["predicted_ns"] - real) <= (figure["band_ns"] or 0) + 1e-6 * real
+    assert_within_band(predicted, truth)
     # Not vacuous: the levels wait in their order, where first come first served they did not.
     waits = (
         predicted.analysis.per_request.group_by("tier")
