@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ from servetrace.analysis.result import Analysis
 from servetrace.errors import UsageError
 from servetrace.schema import TICK_EVENTS
 from servetrace.sources.steps.detect import detect_step_format
-from servetrace.sources.steps.formats import STEP_FORMATS, StepFile, read_steps
+from servetrace.sources.steps.formats import STEP_FORMATS, StepFile, aligns_to_ticks, read_steps
 
 
 @dataclass(frozen=True)
@@ -41,9 +40,7 @@ def read_step_records(
         )
     path = Path(steps)
     fmt = steps_from or detect_step_format(path)
-    if instants is None and getattr(
-        importlib.import_module(STEP_FORMATS[fmt]), "ALIGNS_TO_TICKS", False
-    ):
+    if instants is None and aligns_to_ticks(fmt):
         valid = analysis.per_request.select(pl.col("request_id").cast(pl.String))
         instants = (
             analysis.events("--steps places the engine's steps on the trace's clock")

@@ -42,6 +42,12 @@ STEP_FORMATS: dict[str, str] = {
 }
 
 
+def aligns_to_ticks(fmt: str) -> bool:
+    """Whether step format ``fmt`` places its steps by the trace's tick instants (a log
+    whose clock has only whole seconds), so a reader must be given them."""
+    return bool(getattr(importlib.import_module(STEP_FORMATS[fmt]), "ALIGNS_TO_TICKS", False))
+
+
 def read_steps(path: Path, fmt: str, ticks: pl.Series | None = None) -> StepFile:
     """Read ``path`` as step format ``fmt`` (a key of `STEP_FORMATS`), checked by the rules
     every format obeys (`validate`): a broken one is an `InputError` naming the record.
@@ -56,7 +62,7 @@ def read_steps(path: Path, fmt: str, ticks: pl.Series | None = None) -> StepFile
     if not path.is_file():
         raise InputError(f"{path}: no such step file")
     module = importlib.import_module(STEP_FORMATS[fmt])
-    if ticks is not None and getattr(module, "ALIGNS_TO_TICKS", False):
+    if ticks is not None and aligns_to_ticks(fmt):
         ticks = ticks.unique().sort()
     result: StepFile = module.read(path, ticks)
     findings = validate(path, result.frame, ends_known=getattr(module, "ENDS_KNOWN", True))
