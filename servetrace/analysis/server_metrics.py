@@ -14,11 +14,11 @@ and a likely cause when it is not zero):
   (resets handled, ``series.counter_deltas``) against the trace's completions, preemption
   events, prompt tokens of requests whose first token is in it, and output tokens of the
   ticks in it; ``abort`` finishes are not successes;
-- ``ttft_histogram``: the histogram's bucket deltas per interval against the trace's own
-  TTFTs (first token − arrival) of the requests whose first token is in it, rebinned into
-  the server's ``le`` bounds (cumulative, as Prometheus counts); and, over the whole span,
-  p50/p90/p99 as ``histogram_quantile`` interpolates them from the buckets against the
-  trace's exact percentile, with the bucket width that bounds the error;
+- ``ttft_histogram``, ``e2e_histogram``, ``queue_histogram``, ``prefill_histogram``,
+  ``decode_histogram``, ``itl_histogram``: each latency histogram's bucket deltas per
+  interval against the trace's own values observed in it, rebinned into the server's
+  ``le`` bounds, and the percentile error the buckets imply (``server_buckets``, one
+  code for the families of ``server_histograms.HISTOGRAM_CHECKS``);
 - ``clock_offset``: the offset applied (0 when the clocks agree).
 """
 
@@ -31,15 +31,16 @@ import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.server_buckets import histogram_finding, observations, per_interval
 from servetrace.analysis.server_clock import align, interval_of
 from servetrace.analysis.server_findings import Finding, ServerComparison
+from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.errors import InputError
 from servetrace.schema import TICK_EVENTS
 from servetrace.sources.server_metrics.series import (
     counter_deltas,
     families,
     gauge_at,
-    histogram_deltas,
     total_deltas,
 )
 
@@ -50,15 +51,13 @@ COUNTERS = {
     "prompt_tokens_counter": "vllm:prompt_tokens_total",
     "generation_tokens_counter": "vllm:generation_tokens_total",
 }
-TTFT = "vllm:time_to_first_token_seconds"
 FINDINGS = (
     "clock_offset",
     "waiting_gauge",
     "running_gauge",
     *COUNTERS,
-    "ttft_histogram",
+    *(check.name for check in HISTOGRAM_CHECKS),
 )
-QUANTILES = (0.5, 0.9, 0.99)
 
 
 def _summary(
@@ -102,96 +101,6 @@ def _counter_cause(f: Finding, resets: int) -> str | None:
             "the server did not count all the trace's work (lost increments, a replica not scraped)"
         )
     return "the totals agree but not per interval: the clocks or scrape times are off"
-
-
-def per_interval(edges: np.ndarray, times: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Σ weight of the times in each interval (edges[k-1], edges[k]]."""
-    out = np.zeros(max(edges.size - 1, 0), dtype=np.float64)
-    k = np.searchsorted(edges, times, side="left") - 1
-    keep = (k >= 0) & (k < out.size)
-    np.add.at(out, k[keep], weight[keep])
-    return out
-
-
-def _histogram_quantile(q: float, les: np.ndarray, cum: np.ndarray) -> float | None:
-    """Prometheus' ``histogram_quantile``: linear within the bucket, 0 as the lowest bound."""
-    total = cum[-1] if cum.size else 0
-    if total <= 0:
-        return None
-    rank = q * total
-    b = int(np.searchsorted(cum, rank, side="left"))
-    if b >= les.size - 1 and np.isinf(les[-1]):
-        return float(les[-2]) if les.size > 1 else None
-    lo = 0.0 if b == 0 else float(les[b - 1])
-    below = 0.0 if b == 0 else float(cum[b - 1])
-    inside = float(cum[b]) - below
-    return lo + (float(les[b]) - lo) * ((rank - below) / inside if inside else 0.0)
-
-
-def _ttft(
-    metrics: pl.DataFrame, edges: np.ndarray, requests: pl.DataFrame, where: str, offset: int
-) -> Finding:
-    deltas = histogram_deltas(metrics, TTFT, where)
-    if deltas.is_empty():
-        return Finding("ttft_histogram", TTFT, unavailable=f"no {TTFT} histogram")
-    les = np.sort(deltas["le"].unique().to_numpy())
-    server = np.stack(
-        [total_deltas(deltas.filter(pl.col("le") == le), edges + offset) for le in les], axis=1
-    )
-    got = requests.filter(pl.col("ttft_ns").is_not_null())
-    first = (got["arrival_ns"] + got["ttft_ns"]).to_numpy()
-    ttft_s = got["ttft_ns"].to_numpy() / 1e9
-    trace = np.stack([per_interval(edges, first, (ttft_s <= le) * 1.0) for le in les], axis=1)
-    diff = server - trace
-    if diff.size == 0:
-        return Finding("ttft_histogram", TTFT, unavailable="no scrape interval in the trace")
-    flat = int(np.argmax(np.abs(diff)))
-    worst_interval, worst_bucket = divmod(flat, les.size)
-    inside = (first > edges[0]) & (first <= edges[-1])
-    totals_s, cum_t = server.sum(axis=0), trace.sum(axis=0)
-    quantiles: dict[str, Any] = {}
-    exact_values = np.sort(ttft_s[inside])
-    for q in QUANTILES:
-        estimate = _histogram_quantile(q, les, totals_s)
-        exact = float(np.quantile(exact_values, q)) if exact_values.size else None
-        b = int(np.searchsorted(les, estimate, side="left")) if estimate is not None else None
-        lo = None if b is None else (0.0 if b == 0 else float(les[b - 1]))
-        hi = None if b is None else float(les[min(b, les.size - 1)])
-        quantiles[f"p{round(q * 100)}"] = {
-            "trace_ns": None if exact is None else round(exact * 1e9),
-            "histogram_ns": None if estimate is None else round(estimate * 1e9),
-            "error_ns": None
-            if exact is None or estimate is None
-            else round((estimate - exact) * 1e9),
-            "bucket_ns": None if lo is None or hi is None else [round(lo * 1e9), _ns(hi)],
-        }
-    f = Finding(
-        "ttft_histogram",
-        TTFT,
-        compared=int(diff.shape[0]),
-        max_abs=float(np.abs(diff).max()),
-        mean_abs=float(np.abs(diff).mean()),
-        mean_signed=float(diff.mean()),
-        server_total=float(totals_s[-1]),
-        trace_total=float(cum_t[-1]),
-        worst_at_ns=int(edges[worst_interval + 1]) if diff.flat[flat] else None,
-        extra={
-            "worst_le_s": float(les[worst_bucket]) if diff.flat[flat] else None,
-            "quantiles": quantiles,
-        },
-    )
-    if f.max_abs:
-        cause = (
-            "the server counts first tokens the trace does not have"
-            if (f.server_total or 0) != (f.trace_total or 0)
-            else "the server measures TTFT from its own arrival, not the trace's"
-        )
-        f = _with(f, cause=cause)
-    return f
-
-
-def _ns(seconds: float) -> int | None:
-    return None if not np.isfinite(seconds) else round(seconds * 1e9)
 
 
 def _with(f: Finding, **changes: Any) -> Finding:
@@ -278,7 +187,9 @@ def compare(
             extra={"resets": resets},
         )
         findings[name] = _with(f, cause=_counter_cause(f, resets))
-    findings["ttft_histogram"] = _ttft(metrics, edges, requests, where, off)
+    for check in HISTOGRAM_CHECKS:
+        seen = observations(check, analysis, events)
+        findings[check.name] = histogram_finding(check, metrics, edges, off, seen, where)
     return ServerComparison(
         path=where,
         families=families(metrics),

@@ -13,9 +13,10 @@ Per family (``family_series``), on the trace clock (scrape time − the clock of
   trace's own count in that interval per second (``server_metrics.trace_counts``, the
   findings' definitions; successes without ``finished_reason="abort"``);
 - a **histogram** is its mean over each interval, Δ``_sum`` ÷ Δ``_count`` (null where
-  nothing was observed; a ``*_seconds`` family in ns); beside TTFT, e2e and queue time,
-  the trace's mean of that per-request value over the requests whose first token,
-  completion or admission falls in the interval.
+  nothing was observed; a ``*_seconds`` family in ns); beside each family of
+  ``server_histograms.HISTOGRAM_CHECKS``, the trace's mean of the same values the
+  finding rebins, over those the server observes in the interval
+  (``server_buckets.observations``: at the first token, the completion or the tick).
 
 The trace side covers the trace's span only (outside it the trace says nothing, which is
 no zero); one the trace cannot give is None with its reason (``trace_unavailable``).
@@ -30,24 +31,18 @@ import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.server_buckets import observations, per_interval
 from servetrace.analysis.server_findings import ServerComparison
-from servetrace.analysis.server_metrics import (
-    COUNTERS,
-    RUNNING,
-    WAITING,
-    per_interval,
-    trace_counts,
-)
+from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS, HistogramCheck
+from servetrace.analysis.server_metrics import COUNTERS, RUNNING, WAITING, trace_counts
 from servetrace.sources.server_metrics.series import counter_deltas, gauge_at, total_deltas
 
 # Gauge family → (the trace's level, the finding comparing them).
 GAUGES = {WAITING: ("queued", "waiting_gauge"), RUNNING: ("running", "running_gauge")}
 COUNTER_OF = {family: name for name, family in COUNTERS.items()}
-# Histogram family → (per-request metric, the event it is counted at, the finding).
-HISTOGRAMS = {
-    "vllm:time_to_first_token_seconds": ("ttft", "ttft_ns", "ttft_histogram"),
-    "vllm:e2e_request_latency_seconds": ("e2e", "e2e_ns", None),
-    "vllm:request_queue_time_seconds": ("queue_wait", "queue_wait_ns", None),
+# Histogram family → its check (the trace's metric, when the server observes it).
+HISTOGRAMS: dict[str, HistogramCheck] = {
+    family: check for check in HISTOGRAM_CHECKS for family in check.families
 }
 ABORT = '"finished_reason":"abort"'
 # The KV cache's fill: a trace knows no block size nor cache size to set beside it.
@@ -212,25 +207,15 @@ def _histogram(metrics: pl.DataFrame, family: str, off: int, trace: _Trace) -> F
     server = _over(edges, mean)
     if family not in HISTOGRAMS:
         return FamilySeries(family, "histogram", statistic, series, server)
-    metric, column, finding = HISTOGRAMS[family]
-    requests = trace.analysis.per_request
-    got = requests.filter(pl.col(column).is_not_null())
-    if metric == "e2e":
-        got = got.filter(pl.col("outcome") == "completed")
-    if got.is_empty():
+    check = HISTOGRAMS[family]
+    metric, finding = check.metric, check.name
+    seen = observations(check, trace.analysis, trace.events)
+    if isinstance(seen, str) or seen[0].size == 0:
+        why = seen if isinstance(seen, str) else f"the trace has no {metric}"
         return FamilySeries(
-            family,
-            "histogram",
-            statistic,
-            series,
-            server,
-            None,
-            metric,
-            finding,
-            f"the trace has no {metric}",
+            family, "histogram", statistic, series, server, None, metric, finding, why
         )
-    at = (got["arrival_ns"] + got[column]).to_numpy()
-    values = got[column].to_numpy().astype(np.float64)
+    at, values = seen[0], seen[1].astype(np.float64)
     k = per_interval(edges, at, np.ones(at.size))
     mine = np.divide(per_interval(edges, at, values), k, out=np.full(k.size, np.nan), where=k > 0)
     drawn = trace.within(_over(edges, mine))

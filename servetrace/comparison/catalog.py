@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from servetrace.analysis.metric_names import LATENCY_METRICS
+from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.analysis.stall_causes import CAUSES
 from servetrace.errors import UsageError
 from servetrace.stats.names import STATISTICS, canonical_stat, is_statistic
@@ -127,7 +128,7 @@ CONSISTENCY_FINDINGS = {
     "preemption_counter": "num_preemptions_total deltas against preemption events",
     "prompt_tokens_counter": "prompt_tokens_total deltas against prompts at first token",
     "generation_tokens_counter": "generation_tokens_total deltas against output tokens",
-    "ttft_histogram": "TTFT bucket deltas against the trace's TTFTs rebinned, per bucket",
+    **{check.name: check.description for check in HISTOGRAM_CHECKS},
 }
 
 METRICS: dict[str, MetricSpec] = {

@@ -31,6 +31,9 @@ TRACE_WORDS = {
     "ttft": "trace: mean TTFT",
     "e2e": "trace: mean e2e",
     "queue_wait": "trace: mean queue wait",
+    "prefill": "trace: mean prefill",
+    "decode": "trace: mean decode",
+    "itl": "trace: mean gap between output events",
 }
 Y_TITLES = {
     "value": "value at each scrape",

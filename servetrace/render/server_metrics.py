@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from servetrace.analysis.server_findings import Finding, ServerComparison
+from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.units import NS_PER_MS
 
 TIME_FINDINGS = ("clock_offset",)
@@ -17,7 +18,7 @@ UNITS = {
     "preemption_counter": "preemptions",
     "prompt_tokens_counter": "tokens",
     "generation_tokens_counter": "tokens",
-    "ttft_histogram": "requests per bucket",
+    **{check.name: f"{check.per}s per bucket" for check in HISTOGRAM_CHECKS},
 }
 
 
@@ -42,6 +43,8 @@ def _finding(f: Finding, origin_ns: int) -> dict[str, Any]:
     }
     if "resets" in f.extra:
         out["resets"] = f.extra["resets"]
+    if "definition" in f.extra:
+        out["definition"] = f.extra["definition"]
     if "quantiles" in f.extra:
         out["percentiles"] = {
             q: {

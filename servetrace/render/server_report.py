@@ -146,8 +146,8 @@ def findings_section(view: TraceView, prefix: str) -> Section:
             "rows": rows,
         },
         note="s − t: server − trace; server, trace: totals; the clock offset in ms; gauges "
-        "in requests at each scrape, counters per scrape interval, the TTFT histogram per "
-        "interval and bucket.",
+        "in requests at each scrape, counters per scrape interval, the latency histograms "
+        "per interval and bucket (ITL: gaps, the others: requests).",
     )
 
 

@@ -11,9 +11,15 @@ taken after every event at or before the instant:
   ``vllm:prompt_tokens_total`` (a request's prompt, counted at its first token, as vLLM v1's
   ``IterationStats`` counts it once per request) and ``vllm:generation_tokens_total`` (the
   tokens delivered, Σ ``tokens`` of the output events);
-- histogram ``vllm:time_to_first_token_seconds`` (first token − arrival) with vLLM's
-  buckets (vllm-project/vllm ``vllm/v1/metrics/loggers.py`` at
-  a6f0308cfe806b7731ad4979c9bea6e470c35efd).
+- the latency histograms of ``analysis.server_histograms.HISTOGRAM_CHECKS``, with vLLM's
+  buckets and observed when vLLM observes them (names and definitions pinned there):
+  ``vllm:time_to_first_token_seconds`` (first token − arrival) at the first token;
+  ``vllm:e2e_request_latency_seconds`` (completion − arrival),
+  ``vllm:request_queue_time_seconds`` (first admission − arrival),
+  ``vllm:request_prefill_time_seconds`` (first token − first admission) and
+  ``vllm:request_decode_time_seconds`` (last − first token) at a completion;
+  ``vllm:inter_token_latency_seconds`` (each gap between a request's output events) at
+  the later event: one event is one engine step in the simulator.
 
 Written as one Prometheus text exposition (format 0.0.4) whose samples carry the format's
 integer **millisecond** timestamps on the trace clock (ms since the first arrival), each
@@ -26,10 +32,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-TTFT_BUCKETS_S = (
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
-    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-)  # fmt: skip
+from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
+
+# Each histogram the simulator writes: (HELP, buckets), under its first (current) name.
+HISTOGRAMS = {c.families[0]: (c.help, c.buckets_s) for c in HISTOGRAM_CHECKS}
 LABELS = 'model_name="sim",engine="0"'
 HELP = {
     "vllm:num_requests_waiting": ("gauge", "Number of requests waiting to be processed."),
@@ -89,24 +95,43 @@ def series(events: pl.DataFrame, interval_ns: int) -> dict[str, np.ndarray]:
     ticks = np.isin(name, ("first_token", "token"))
     tokens = ev["tokens"].fill_null(1).to_numpy() if "tokens" in ev.columns else np.ones(len(ts))
     out["vllm:generation_tokens_total"] = _cumulative(ts[ticks], tokens[ticks], t)
+    at = pl.col("event")
     per = (
         ev.group_by("request_id")
         .agg(
-            pl.col("ts").filter(pl.col("event") == "arrival").first().alias("arrival"),
-            pl.col("ts").filter(pl.col("event") == "first_token").first().alias("first"),
-            pl.col("prompt_tokens").filter(pl.col("event") == "arrival").first().alias("prompt"),
+            pl.col("ts").filter(at == "arrival").first().alias("arrival"),
+            pl.col("ts").filter(at == "admission").first().alias("admitted"),
+            pl.col("ts").filter(at == "first_token").first().alias("first"),
+            pl.col("ts").filter(at.is_in(("first_token", "token"))).last().alias("last"),
+            pl.col("ts").filter(at == "completion").first().alias("done"),
+            pl.col("prompt_tokens").filter(at == "arrival").first().alias("prompt"),
         )
         .drop_nulls(["arrival", "first"])
     )
     first = per["first"].to_numpy()
-    ttft_s = (first - per["arrival"].to_numpy()) / 1e9
     prompt = per["prompt"].fill_null(0).to_numpy()
     out["vllm:prompt_tokens_total"] = _cumulative(first, prompt, t)
-    for le in TTFT_BUCKETS_S:
-        out[f"{TTFT}_bucket:{le!r}"] = _cumulative(first, (ttft_s <= le) * 1.0, t)
-    out[f"{TTFT}_bucket:inf"] = _cumulative(first, np.ones(len(first)), t)
-    out[f"{TTFT}_sum"] = _cumulative(first, ttft_s, t)
-    out[f"{TTFT}_count"] = out[f"{TTFT}_bucket:inf"]
+    done = per.drop_nulls("done")
+    # Gaps between a request's consecutive output events, at the later one.
+    gaps = ev.filter(at.is_in(("first_token", "token"))).select(
+        "ts", pl.col("ts").diff().over("request_id").alias("gap")
+    )
+    gaps = gaps.drop_nulls("gap")
+    observed = {
+        "vllm:time_to_first_token_seconds": (first, first - per["arrival"].to_numpy()),
+        "vllm:e2e_request_latency_seconds": (done["done"], done["done"] - done["arrival"]),
+        "vllm:request_queue_time_seconds": (done["done"], done["admitted"] - done["arrival"]),
+        "vllm:request_prefill_time_seconds": (done["done"], done["first"] - done["admitted"]),
+        "vllm:request_decode_time_seconds": (done["done"], done["last"] - done["first"]),
+        "vllm:inter_token_latency_seconds": (gaps["ts"], gaps["gap"]),
+    }
+    for family, (when, value) in observed.items():
+        when, seconds = np.asarray(when), np.asarray(value) / 1e9
+        for le in HISTOGRAMS[family][1]:
+            out[f"{family}_bucket:{le!r}"] = _cumulative(when, (seconds <= le) * 1.0, t)
+        out[f"{family}_bucket:inf"] = _cumulative(when, np.ones(len(when)), t)
+        out[f"{family}_sum"] = _cumulative(when, seconds, t)
+        out[f"{family}_count"] = out[f"{family}_bucket:inf"]
     return out
 
 
@@ -124,16 +149,14 @@ def exposition(events: pl.DataFrame, interval_ns: int) -> str:
         labels = LABELS + (',finished_reason="length"' if family.endswith("success_total") else "")
         values = zip(got[family], ms, strict=True)
         lines += [f"{family}{{{labels}}} {_num(v)} {m}" for v, m in values]
-    lines += [
-        f"# HELP {TTFT} Histogram of time to first token in seconds.",
-        f"# TYPE {TTFT} histogram",
-    ]
-    bounds = [*(repr(b) for b in TTFT_BUCKETS_S), "inf"]
-    for k, m in enumerate(ms):
-        for b in bounds:
-            le = "+Inf" if b == "inf" else b
-            value = got[f"{TTFT}_bucket:{b}"][k]
-            lines.append(f'{TTFT}_bucket{{{LABELS},le="{le}"}} {_num(value)} {m}')
-        lines.append(f"{TTFT}_count{{{LABELS}}} {_num(got[f'{TTFT}_count'][k])} {m}")
-        lines.append(f"{TTFT}_sum{{{LABELS}}} {_num(got[f'{TTFT}_sum'][k])} {m}")
+    for family, (text, buckets) in HISTOGRAMS.items():
+        lines += [f"# HELP {family} {text}", f"# TYPE {family} histogram"]
+        bounds = [*(repr(b) for b in buckets), "inf"]
+        for k, m in enumerate(ms):
+            for b in bounds:
+                le = "+Inf" if b == "inf" else b
+                value = got[f"{family}_bucket:{b}"][k]
+                lines.append(f'{family}_bucket{{{LABELS},le="{le}"}} {_num(value)} {m}')
+            lines.append(f"{family}_count{{{LABELS}}} {_num(got[f'{family}_count'][k])} {m}")
+            lines.append(f"{family}_sum{{{LABELS}}} {_num(got[f'{family}_sum'][k])} {m}")
     return "\n".join(lines) + "\n"

@@ -154,7 +154,7 @@ def _aiperf_export(events: pl.DataFrame, folder: Path) -> int:
     one record per scrape, identical consecutive scrapes dropped but the first and last."""
     import json
 
-    from servetrace.sim.metrics import HELP, TTFT, TTFT_BUCKETS_S, series
+    from servetrace.sim.metrics import HELP, HISTOGRAMS, series
 
     got = series(events, S)
     labels = {"model_name": "sim"}
@@ -163,16 +163,17 @@ def _aiperf_export(events: pl.DataFrame, folder: Path) -> int:
         metrics: dict[str, list[dict[str, object]]] = {
             family: [{"labels": labels, "value": float(got[family][k])}] for family in HELP
         }
-        buckets = {str(b): float(got[f"{TTFT}_bucket:{b!r}"][k]) for b in TTFT_BUCKETS_S}
-        buckets["+Inf"] = float(got[f"{TTFT}_bucket:inf"][k])
-        metrics[TTFT] = [
-            {
-                "labels": labels,
-                "histogram": buckets,
-                "sum": float(got[f"{TTFT}_sum"][k]),
-                "count": float(got[f"{TTFT}_count"][k]),
-            }
-        ]
+        for family, (_, bounds) in HISTOGRAMS.items():
+            buckets = {str(b): float(got[f"{family}_bucket:{b!r}"][k]) for b in bounds}
+            buckets["+Inf"] = float(got[f"{family}_bucket:inf"][k])
+            metrics[family] = [
+                {
+                    "labels": labels,
+                    "histogram": buckets,
+                    "sum": float(got[f"{family}_sum"][k]),
+                    "count": float(got[f"{family}_count"][k]),
+                }
+            ]
         records.append(
             {
                 "endpoint_url": "http://sim/metrics",
@@ -190,7 +191,7 @@ def _aiperf_export(events: pl.DataFrame, folder: Path) -> int:
     ]
     (folder / "server_metrics_export.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
     schemas = {f: {"type": kind, "help": text} for f, (kind, text) in HELP.items()}
-    schemas[TTFT] = {"type": "histogram", "help": "TTFT"}
+    schemas.update({f: {"type": "histogram", "help": text} for f, (text, _) in HISTOGRAMS.items()})
     meta = {"endpoints": {"http://sim/metrics": {"metric_schemas": schemas}}}
     (folder / "server_metrics_metadata.json").write_text(json.dumps(meta))
     return len(records) - len(kept)
