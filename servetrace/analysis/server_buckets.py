@@ -80,19 +80,20 @@ def _gaps(requests: pl.DataFrame, events: pl.LazyFrame | None) -> tuple[np.ndarr
     return got["ts"].to_numpy(), got["gap_ns"].to_numpy()
 
 
-def histogram_quantile(q: float, les: np.ndarray, cum: np.ndarray) -> float | None:
-    """Prometheus' ``histogram_quantile``: linear within the bucket, 0 as the lowest bound."""
+def histogram_quantile(q: float, les: np.ndarray, cum: np.ndarray) -> tuple[float, int] | None:
+    """Prometheus' ``histogram_quantile`` (linear within the bucket, 0 as the lowest
+    bound, the highest finite bound in ``+Inf``) and the bucket holding the rank."""
     total = cum[-1] if cum.size else 0
     if total <= 0:
         return None
     rank = q * total
     b = int(np.searchsorted(cum, rank, side="left"))
     if b >= les.size - 1 and np.isinf(les[-1]):
-        return float(les[-2]) if les.size > 1 else None
+        return (float(les[-2]), les.size - 1) if les.size > 1 else None
     lo = 0.0 if b == 0 else float(les[b - 1])
     below = 0.0 if b == 0 else float(cum[b - 1])
     inside = float(cum[b]) - below
-    return lo + (float(les[b]) - lo) * ((rank - below) / inside if inside else 0.0)
+    return lo + (float(les[b]) - lo) * ((rank - below) / inside if inside else 0.0), b
 
 
 def _ns(seconds: float) -> int | None:
@@ -102,18 +103,23 @@ def _ns(seconds: float) -> int | None:
 def _quantiles(les: np.ndarray, totals: np.ndarray, exact_values: np.ndarray) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for q in QUANTILES:
-        estimate = histogram_quantile(q, les, totals)
+        found = histogram_quantile(q, les, totals)
         exact = float(np.quantile(exact_values, q)) if exact_values.size else None
-        b = int(np.searchsorted(les, estimate, side="left")) if estimate is not None else None
-        lo = None if b is None else (0.0 if b == 0 else float(les[b - 1]))
-        hi = None if b is None else float(les[min(b, les.size - 1)])
+        estimate = None if found is None else found[0]
+        # The bucket holding the rank bounds the error (no bound above the highest one).
+        bucket = None
+        if found is not None:
+            b = found[1]
+            bucket = [0 if b == 0 else round(float(les[b - 1]) * 1e9), _ns(float(les[b]))]
+        trace_ns = None if exact is None else round(exact * 1e9)
+        histogram_ns = None if estimate is None else round(estimate * 1e9)
         out[f"p{round(q * 100)}"] = {
-            "trace_ns": None if exact is None else round(exact * 1e9),
-            "histogram_ns": None if estimate is None else round(estimate * 1e9),
+            "trace_ns": trace_ns,
+            "histogram_ns": histogram_ns,
             "error_ns": None
-            if exact is None or estimate is None
-            else round((estimate - exact) * 1e9),
-            "bucket_ns": None if lo is None or hi is None else [round(lo * 1e9), _ns(hi)],
+            if trace_ns is None or histogram_ns is None
+            else histogram_ns - trace_ns,
+            "bucket_ns": bucket,
         }
     return out
 

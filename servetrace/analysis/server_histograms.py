@@ -48,7 +48,6 @@ class HistogramCheck:
     counts: str  # what the server counts, in the likely cause's words
     buckets_s: tuple[float, ...]  # vLLM's bounds (the simulator writes them)
     help: str  # the family's HELP text in vLLM
-    server_side: bool  # the trace needs admissions (a client trace sees none)
     definition: str  # how the server's value differs from the trace's, where it does
     description: str  # one line for the rule catalogue
 
@@ -63,7 +62,6 @@ HISTOGRAM_CHECKS: tuple[HistogramCheck, ...] = (
         "first tokens",
         TTFT_BUCKETS_S,
         "Histogram of time to first token in seconds.",
-        False,
         "the server measures TTFT from its own arrival, not the trace's",
         "TTFT bucket deltas against the trace's TTFTs rebinned, per bucket",
     ),
@@ -76,7 +74,6 @@ HISTOGRAM_CHECKS: tuple[HistogramCheck, ...] = (
         "finished requests",
         REQUEST_LATENCY_BUCKETS_S,
         "Histogram of e2e request latency in seconds.",
-        False,
         "the server measures from its own arrival to the iteration that finishes the "
         "request, the trace from its arrival to its completion event",
         "e2e bucket deltas against the trace's e2e of completions rebinned, per bucket",
@@ -90,7 +87,6 @@ HISTOGRAM_CHECKS: tuple[HistogramCheck, ...] = (
         "finished requests",
         REQUEST_LATENCY_BUCKETS_S,
         "Histogram of time spent in WAITING phase for request.",
-        True,
         "the server measures its queue on the engine, from queued to first scheduled "
         "(a wait before the engine is not in it)",
         "queue-time bucket deltas against the trace's queue waits of completions",
@@ -104,7 +100,6 @@ HISTOGRAM_CHECKS: tuple[HistogramCheck, ...] = (
         "finished requests",
         REQUEST_LATENCY_BUCKETS_S,
         "Histogram of time spent in PREFILL phase for request.",
-        True,
         "the server measures prefill on the engine, from first scheduled to first token",
         "prefill-time bucket deltas against the trace's prefills of completions",
     ),
@@ -117,7 +112,6 @@ HISTOGRAM_CHECKS: tuple[HistogramCheck, ...] = (
         "finished requests",
         REQUEST_LATENCY_BUCKETS_S,
         "Histogram of time spent in DECODE phase for request.",
-        False,
         "the server measures decode on the engine, first to last token as generated, "
         "not as delivered",
         "decode-time bucket deltas against the trace's decodes of completions",
@@ -131,7 +125,6 @@ HISTOGRAM_CHECKS: tuple[HistogramCheck, ...] = (
         "output steps",
         ITL_BUCKETS_S,
         "Histogram of inter-token latency in seconds.",
-        False,
         "the server counts one gap per engine output step (several tokens with "
         "speculative decoding), the trace one per output event: they agree when each "
         "event is one step, not when a client's chunks merge or split steps",

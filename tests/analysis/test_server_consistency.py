@@ -14,23 +14,15 @@ from servetrace.analysis.result import Analysis
 from servetrace.analysis.server_metrics import FINDINGS, compare
 from servetrace.errors import InputError
 from servetrace.sim.config import EngineConfig
-from servetrace.sim.metrics import exposition
 from servetrace.sim.simulate import simulate
 from servetrace.sim.synthetic import synthetic_workload
 from servetrace.sources.server_metrics import read
-
-S = 1_000_000_000
+from tests.analysis.server_fixtures import S, simulated_pair
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Analysis, pl.DataFrame]:
-    # Small KV cache: the engine preempts, so every counter has something to count.
-    events = simulate(synthetic_workload(150, 20.0, seed=3), EngineConfig(kv_blocks=300, seed=3))
-    folder = tmp_path_factory.mktemp("sim")
-    trace, prom = folder / "t.parquet", folder / "m.prom"
-    events.write_parquet(trace)
-    prom.write_text(exposition(events, S))
-    return servetrace.analyze(trace), read(prom)
+    return simulated_pair(tmp_path_factory.mktemp("sim"))
 
 
 def _compare(analysis: Analysis, metrics: pl.DataFrame):  # type: ignore[no-untyped-def]

@@ -12,6 +12,7 @@ import pytest
 
 import servetrace
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.analysis.server_series import FamilySeries, family_series
 from servetrace.api import with_server_metrics
 from servetrace.sim.config import EngineConfig
@@ -189,7 +190,7 @@ def test_the_simulators_trace_side_equals_the_server_side(simulated: tuple[Path,
         "preemption_counter",
         "prompt_tokens_counter",
         "generation_tokens_counter",
-        "ttft_histogram",
+        *(check.name for check in HISTOGRAM_CHECKS),
     }
     for fs in compared:
         assert fs.trace is not None
@@ -198,7 +199,7 @@ def test_the_simulators_trace_side_equals_the_server_side(simulated: tuple[Path,
         server, trace = mine["value"].to_numpy(), mine["value_trace"].to_numpy()
         both = ~np.isnan(server)
         assert np.array_equal(both, ~np.isnan(trace)), fs.family
-        # Exact but for the float sum of TTFTs in seconds the exposition writes.
+        # Exact but for the float sums of seconds the exposition writes.
         assert server[both] == pytest.approx(trace[both], rel=1e-9, abs=1e-3), fs.family
 
 

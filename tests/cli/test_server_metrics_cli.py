@@ -70,6 +70,10 @@ def test_analyze_json_has_the_findings(simulated: tuple[Path, Path]) -> None:
     assert c["waiting_gauge"]["max_abs"] == 0 and c["waiting_gauge"]["unit"] == "requests"
     assert c["success_counter"]["server_total"] == 120 == c["success_counter"]["trace_total"]
     assert set(c["ttft_histogram"]["percentiles"]) == {"p50", "p90", "p99"}
+    assert c["itl_histogram"]["unit"] == "gaps per bucket"
+    assert c["e2e_histogram"]["unit"] == "requests per bucket"
+    assert c["e2e_histogram"]["server_total"] == 120 and c["e2e_histogram"]["max_abs"] == 0
+    assert "engine output step" in c["itl_histogram"]["definition"]
 
 
 def test_without_the_flag_the_report_is_unchanged(simulated: tuple[Path, Path]) -> None:
@@ -113,6 +117,33 @@ def test_check_gates_a_finding(simulated: tuple[Path, Path], tmp_path: Path) -> 
     )
     assert bad.exit_code == 1, bad.output
     assert json.loads(bad.stdout)["rules"][0]["value"] == 5
+
+
+def test_check_gates_each_latency_histogram(simulated: tuple[Path, Path], tmp_path: Path) -> None:
+    from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
+
+    trace, prom = simulated
+    args = ["check", str(trace), "--server-metrics", str(prom)]
+    for check in HISTOGRAM_CHECKS:
+        args += ["--slo", f"consistency.{check.name}.max_abs<=0"]
+    ok = runner.invoke(app, args)
+    assert ok.exit_code == 0, ok.output
+    # one e2e observation more, above every bound, from the 1 s scrape on
+    family = "vllm:e2e_request_latency_seconds"
+    lines = prom.read_text().splitlines()
+    for i, line in enumerate(lines):
+        name, value, stamp = line.rsplit(" ", 2) if not line.startswith("#") else ("", "", "")
+        top = name.startswith(f"{family}_bucket") and 'le="+Inf"' in name
+        if (top or name.startswith(f"{family}_count")) and int(stamp) >= 1000:
+            lines[i] = f"{name} {float(value) + 1} {stamp}"
+    extra = tmp_path / "extra.prom"
+    extra.write_text("\n".join(lines) + "\n")
+    rule = "consistency.e2e_histogram.max_abs<=0"
+    bad = runner.invoke(
+        app, ["check", str(trace), "--server-metrics", str(extra), "--slo", rule, "-f", "json"]
+    )
+    assert bad.exit_code == 1, bad.output
+    assert json.loads(bad.stdout)["rules"][0]["value"] == 1
 
 
 def test_consistency_rule_without_metrics_is_a_usage_error(simulated: tuple[Path, Path]) -> None:
