@@ -60,7 +60,9 @@ def observations(
     return at.to_numpy(), got[column].to_numpy()
 
 
-def _gaps(requests: pl.DataFrame, events: pl.LazyFrame | None) -> tuple[np.ndarray, ...] | str:
+def _gaps(
+    requests: pl.DataFrame, events: pl.LazyFrame | None
+) -> tuple[np.ndarray, np.ndarray] | str:
     """Every gap between consecutive output events of each request with real ticks, at
     the later one: the server observes each step while a request runs, whatever its end."""
     if events is None:

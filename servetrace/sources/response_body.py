@@ -18,10 +18,13 @@ Pinned to vllm-project/vllm:
   missing. Streaming puts the object on the final usage chunk, a full response on its
   body; vLLM leaves it out for ``n > 1`` and multi-prompt requests;
 - ``metrics.speculative_decoding`` (``--per-request-spec-decode-metrics summary`` or
-  ``detailed``; pull request #48915): ``num_spec_steps`` (verify steps),
+  ``detailed``; pull request #48915; the fields as
+  ``docs/features/speculative_decoding/acceptance_metrics.md`` at
+  02cf515f0b62e6fc36d5ff8fb9b486a30e8dbe08 lists them): ``num_spec_steps`` (verify steps),
   ``num_accepted_draft_tokens``, ``num_draft_tokens`` (and ``num_spec_tokens``,
   ``mean_acceptance_length`` = 1 + accepted / steps, ``draft_acceptance_rate``,
-  ``acceptance_histogram``, not read: they follow from the three counts or the config).
+  ``acceptance_histogram``, ``acceptance_histogram_by_draft_length``, not read: they
+  follow from the three counts or the config).
 
 The metrics object holds no prefix-cache figure: cached tokens come from ``usage``. Each
 field becomes one canonical per-request column (``FIELDS``), null where the body has none,

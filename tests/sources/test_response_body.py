@@ -92,6 +92,33 @@ def _with_metrics(tmp_path: Path, **metrics: object) -> Path:
     return path
 
 
+# vLLM's own example of ``metrics.speculative_decoding`` (vllm-project/vllm
+# docs/features/speculative_decoding/acceptance_metrics.md at
+# 02cf515f0b62e6fc36d5ff8fb9b486a30e8dbe08): every count differs from the others and from
+# ``num_spec_tokens``, so a field read from the wrong name cannot pass.
+VLLM_SPEC_EXAMPLE = {
+    "mean_acceptance_length": 1.2325581395348837,
+    "draft_acceptance_rate": 0.07751937984496124,
+    "acceptance_histogram": [39, 1, 0, 3],
+    "acceptance_histogram_by_draft_length": {"3": [39, 1, 0, 3]},
+    "num_spec_steps": 43,
+    "num_accepted_draft_tokens": 10,
+    "num_draft_tokens": 129,
+    "num_spec_tokens": 3,
+}
+
+
+def test_vllms_spec_decode_example_reads_its_three_counts(tmp_path: Path) -> None:
+    path = _with_metrics(tmp_path, speculative_decoding=VLLM_SPEC_EXAMPLE)
+    a = _per_request(aiperf.read(path).events)["a"]
+    steps, accepted, drafted = a["spec_steps"], a["spec_accepted_tokens"], a["spec_draft_tokens"]
+    assert (steps, accepted, drafted) == (43, 10, 129)
+    # vLLM's two derived figures follow from exactly these counts.
+    assert isinstance(steps, int) and isinstance(accepted, int) and isinstance(drafted, int)
+    assert 1 + accepted / steps == VLLM_SPEC_EXAMPLE["mean_acceptance_length"]
+    assert accepted / drafted == VLLM_SPEC_EXAMPLE["draft_acceptance_rate"]
+
+
 @pytest.mark.parametrize(
     ("value", "rule"),
     [(-1.0, "a finite number of ms ≥ 0"), ("soon", "a finite number of ms ≥ 0")],
