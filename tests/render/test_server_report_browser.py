@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from servetrace.cli import app
+from servetrace.sim.metrics import HISTOGRAMS
 from tests.render.browser import assert_rendered, open_report
 
 runner = CliRunner()
@@ -47,7 +48,8 @@ def test_server_sections_render_on_the_trace_axis(
     assert opened.errors == [] and opened.outside == []
     ids = [s["id"] for s in sections]
     server = [i for i in ids if i.startswith("t0-server-vllm")]
-    assert len(server) == 7 and ids.index(server[0]) == ids.index("t0-over-time") + 1
+    # the two gauges, four counters and each latency histogram the simulator writes
+    assert len(server) == 6 + len(HISTOGRAMS) and ids.index(server[0]) == ids.index("t0-over-time") + 1
     levels = page.evaluate(X_AXIS, "t0-levels")
     assert "values from 0 to" in levels
     for section in server:
