@@ -49,7 +49,8 @@ def test_server_sections_render_on_the_trace_axis(
     ids = [s["id"] for s in sections]
     server = [i for i in ids if i.startswith("t0-server-vllm")]
     # the two gauges, four counters and each latency histogram the simulator writes
-    assert len(server) == 6 + len(HISTOGRAMS) and ids.index(server[0]) == ids.index("t0-over-time") + 1
+    assert len(server) == 6 + len(HISTOGRAMS)
+    assert ids.index(server[0]) == ids.index("t0-over-time") + 1
     levels = page.evaluate(X_AXIS, "t0-levels")
     assert "values from 0 to" in levels
     for section in server:
