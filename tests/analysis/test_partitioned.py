@@ -204,3 +204,17 @@ def test_hash_partitions_are_balanced_and_stable() -> None:
     assert again.equals(parts)
     assert partition_count(0, 10) == 1 and partition_count(10, 10) == 1
     assert partition_count(11, 10) == 2
+
+
+def test_partitioned_keeps_the_fluidity_columns(tmp_path: Path) -> None:
+    """--fluidity on a log out of time order: the partitioned engine shares the batched
+    one's kernel (``pieces``), so its per-request fluidity equals memory's."""
+    from servetrace.analysis.fluidity import FluidityTargets
+    from servetrace.analysis.result import AnalysisOptions
+
+    path, _ = _unsorted_trace(tmp_path)
+    options = AnalysisOptions(fluidity=FluidityTargets(ttft_ns=30 * MS, tbt_ns=20 * MS))
+    whole = analyze_paths([str(path)], options=options)
+    got = analyze_partitioned(read_events([str(path)]), options, batch_rows=50)
+    assert "fluidity_missed" in got.requests.columns
+    _assert_same(got, whole)
