@@ -30,10 +30,8 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.histogram import EXACT_GAPS
-from servetrace.analysis.memory import unreadable
-from servetrace.analysis.pieces import Pieces
+from servetrace.analysis.pieces import pieces_of
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.stream_state import spill_directory
 from servetrace.errors import InputError
 from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.trace import Trace
@@ -64,21 +62,17 @@ def analyze_partitioned(
 
     ``partitions`` overrides K (tests use it to force a spill of a small trace).
     """
-    try:
-        with spill_directory() as kept:
-            pieces = Pieces(trace, options or AnalysisOptions(), by, exact_gaps, kept)
-            if partitions is None:
-                rows = int(trace.events.select(pl.len()).collect().item())
-                partitions = partition_count(rows, batch_rows)
-            if partitions <= 1:
-                pieces.add(trace.events.collect())
-                return pieces.analysis(trace.inputs)
+    with pieces_of(trace, options, by, exact_gaps) as pieces:
+        if partitions is None:
+            rows = int(trace.events.select(pl.len()).collect().item())
+            partitions = partition_count(rows, batch_rows)
+        if partitions <= 1:
+            pieces.add(trace.events.collect())
+        else:
             with tempfile.TemporaryDirectory(prefix="servetrace-partitions-", dir=spill_dir) as tmp:
                 for path in _spill(trace, partitions, batch_rows, Path(tmp)):
                     pieces.add(pl.read_parquet(path))
-            return pieces.analysis(trace.inputs)
-    except pl.exceptions.PolarsError as error:
-        raise unreadable(trace, error) from None
+        return pieces.analysis(trace.inputs)
 
 
 def _spill(trace: Trace, partitions: int, batch_rows: int, directory: Path) -> list[Path]:

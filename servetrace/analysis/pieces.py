@@ -12,6 +12,8 @@ summarizes once over the kept frames, as in memory.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -32,12 +34,25 @@ from servetrace.analysis.lifecycle import (
     key_renumbering,
     quarantined_rows,
 )
-from servetrace.analysis.memory import attribute_columns, no_event_rows, summary_of
+from servetrace.analysis.memory import attribute_columns, no_event_rows, summary_of, unreadable
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.stream_state import KeptRequests
+from servetrace.analysis.stream_state import KeptRequests, spill_directory
 from servetrace.errors import UsageError
 from servetrace.sources.trace import Trace
+
+
+@contextmanager
+def pieces_of(
+    trace: Trace, options: AnalysisOptions | None, by: str | None, exact_gaps: int
+) -> Iterator[Pieces]:
+    """``Pieces`` of ``trace``, their spill directory removed at the end, also on error;
+    a read failure that surfaces while the scan runs is the user's one-line error."""
+    try:
+        with spill_directory() as spill:
+            yield Pieces(trace, options or AnalysisOptions(), by, exact_gaps, spill)
+    except pl.exceptions.PolarsError as error:
+        raise unreadable(trace, error) from None
 
 
 class Pieces:

@@ -24,16 +24,13 @@ on the whole trace (``lifecycle`` docstring).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from servetrace.analysis.histogram import EXACT_GAPS
 from servetrace.analysis.lifecycle import PLACEABLE
-from servetrace.analysis.memory import unreadable
-from servetrace.analysis.pieces import Pieces
+from servetrace.analysis.pieces import Pieces, pieces_of
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.stream_state import FinishedIds, finished_and_unplaced, spill_directory
+from servetrace.analysis.stream_state import FinishedIds, finished_and_unplaced
 from servetrace.errors import InputError
 from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.trace import Trace
@@ -72,30 +69,17 @@ def analyze_streaming(
     ``histogram.RELATIVE_BOUND`` of them beyond.
 
     Raises ``NotTimeOrdered`` when a row of an already finished request turns up: the
-    batched path would then split the request, so the caller must analyse in memory.
+    batched path would then split the request, so ``dispatch`` partitions the log.
     """
-    try:
-        with spill_directory() as spill:
-            return _analyze_streaming(
-                trace, options or AnalysisOptions(), batch_rows, by, exact_gaps, spill
-            )
-    except pl.exceptions.PolarsError as error:
-        raise unreadable(trace, error) from None
+    with pieces_of(trace, options, by, exact_gaps) as pieces:
+        return _analyze_streaming(trace, pieces, batch_rows)
 
 
 class NotTimeOrdered(InputError):
     """A row arrived after its request had finished: the log is not in time order."""
 
 
-def _analyze_streaming(
-    trace: Trace,
-    options: AnalysisOptions,
-    batch_rows: int,
-    by: str | None,
-    exact_gaps: int,
-    spill: Path,
-) -> Analysis:
-    pieces = Pieces(trace, options, by, exact_gaps, spill)
+def _analyze_streaming(trace: Trace, pieces: Pieces, batch_rows: int) -> Analysis:
     finished_ids = FinishedIds()  # every request finished so far
 
     carry: pl.DataFrame | None = None
