@@ -102,11 +102,11 @@ def _memory_report(tag: str) -> None:
 
 def main() -> None:
     threading.Thread(target=_sample, daemon=True).start()
-    from servetrace.analysis import stream_state, streaming, summary
+    from servetrace.analysis import memory, pieces, stream_state, summary
     from servetrace.sources import normalise
 
-    wrap(normalise, "_prescan")
-    wrap(streaming, "whole_trace_facts")
+    wrap(normalise, "prescan")
+    wrap(pieces, "whole_trace_facts")
     loop_end = stream_state.KeptRequests.timeline
 
     def timeline(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -119,10 +119,10 @@ def main() -> None:
     stream_state.KeptRequests.timeline = timeline  # type: ignore[method-assign]
     wrap(stream_state.KeptRequests, "timeline", "kept rows: timeline")
     wrap(stream_state.KeptRequests, "requests", "kept rows: requests")
-    wrap(streaming, "summarize", "summary (all of it)")
-    for name in ("goodput", "latency_distributions", "concurrency", "check_formula"):
+    wrap(memory, "summarize", "summary (all of it)")
+    for name in ("accounting", "violations", "concurrency_by_group", "formula_by_group"):
         wrap(summary, name)
-    wrap(summary.survival, "estimate", "survival")
+    wrap(summary, "estimate_by_group", "survival")
     sys.argv = ["servetrace", *sys.argv[1:]]
     try:
         runpy.run_module("servetrace", run_name="__main__")
