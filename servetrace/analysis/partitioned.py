@@ -12,7 +12,10 @@ unsorted breaks that. This engine makes no assumption about row order:
 2. **Analyse.** Each partition is read back on its own and handed to ``pieces.Pieces``:
    the kernel of the other engines with the facts of the whole trace, so every
    per-request value equals the in-memory one; ITL gaps pooled exactly within their
-   budget, else within ``histogram.RELATIVE_BOUND``; one summary at the end.
+   budget, else within ``histogram.RELATIVE_BOUND``; one summary at the end. The few
+   requests with neither an admission nor an output tick are analysed last, once the
+   trace is known to have admitted requests or not (``lifecycle_side``), as the batched
+   engine does.
 
 K is ``ceil(events / batch_rows)``, so a partition holds about ``batch_rows`` rows (hash
 skew aside) and peak memory follows the batch size, not the trace. The spill costs one
@@ -30,13 +33,19 @@ from typing import Any
 import polars as pl
 
 from servetrace.analysis.histogram import EXACT_GAPS
+from servetrace.analysis.lifecycle import PLACEABLE
 from servetrace.analysis.pieces import pieces_of
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.errors import InputError
+from servetrace.schema import TICK_EVENTS
 from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.trace import Trace
 
 PART = "_partition"
+# Rows of a request with neither an admission nor an output tick: whether it waited in a
+# queue depends on the whole trace (``lifecycle_side``), so they are analysed last.
+_PLACED = (PLACEABLE & pl.col("event").is_in(["admission", *TICK_EVENTS])).any()
+UNPLACED = PLACEABLE & ~_PLACED.over("request_id")
 
 
 def partition_count(events: int, batch_rows: int) -> int:
@@ -69,9 +78,19 @@ def analyze_partitioned(
         if partitions <= 1:
             pieces.add(trace.events.collect())
         else:
+            deferred: list[pl.DataFrame] = []
             with tempfile.TemporaryDirectory(prefix="servetrace-partitions-", dir=spill_dir) as tmp:
                 for path in _spill(trace, partitions, batch_rows, Path(tmp)):
-                    pieces.add(pl.read_parquet(path))
+                    frame = pl.read_parquet(path)
+                    unplaced = frame.select(UNPLACED).to_series()
+                    if unplaced.any():
+                        deferred.append(frame.filter(unplaced))
+                        frame = frame.filter(~unplaced)
+                    pieces.add(frame)
+            # Queued if any valid request of the trace was admitted (as in memory).
+            queued = True if pieces.kept.has_admissions else None
+            if deferred:
+                pieces.add(pl.concat(deferred, how="vertical_relaxed"), queued)
         return pieces.analysis(trace.inputs)
 
 
