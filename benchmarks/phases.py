@@ -102,12 +102,12 @@ def _memory_report(tag: str) -> None:
 
 def main() -> None:
     threading.Thread(target=_sample, daemon=True).start()
-    from servetrace.analysis import memory, pieces, stream_state, summary
+    from servetrace.analysis import memory, pieces, summary
     from servetrace.sources import normalise
 
     wrap(normalise, "prescan")
     wrap(pieces, "whole_trace_facts")
-    loop_end = stream_state.KeptRequests.timeline
+    loop_end = pieces.Pieces.timeline
 
     def timeline(self: Any, *args: Any, **kwargs: Any) -> Any:
         _memory_report("batch loop ends")
@@ -116,9 +116,9 @@ def main() -> None:
             _memory_report("after sleeping")
         return loop_end(self, *args, **kwargs)
 
-    stream_state.KeptRequests.timeline = timeline  # type: ignore[method-assign]
-    wrap(stream_state.KeptRequests, "timeline", "kept rows: timeline")
-    wrap(stream_state.KeptRequests, "requests", "kept rows: requests")
+    pieces.Pieces.timeline = timeline  # type: ignore[method-assign]
+    wrap(pieces.Pieces, "timeline", "kept rows: timeline")
+    wrap(pieces.Pieces, "requests", "kept rows: requests")
     wrap(memory, "summarize", "summary (all of it)")
     for name in ("accounting", "violations", "concurrency_by_group", "formula_by_group"):
         wrap(summary, name)

@@ -88,7 +88,7 @@ def analyze_partitioned(
                         frame = frame.filter(~unplaced)
                     pieces.add(frame)
             # Queued if any valid request of the trace was admitted (as in memory).
-            queued = True if pieces.kept.has_admissions else None
+            queued = True if pieces.has_admissions else None
             if deferred:
                 pieces.add(pl.concat(deferred, how="vertical_relaxed"), queued)
         return pieces.analysis(trace.inputs)

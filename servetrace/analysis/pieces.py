@@ -4,10 +4,10 @@ The batched engine (``streaming``: the requests a batch of a time-ordered log fi
 and the partitioned one (``partitioned``: every request of one hash partition) hand
 pieces to ``Pieces.add``. Each goes through the in-memory engine's kernel
 (``build_timeline``, ``request_metrics``, ``gap_frame``) with the facts of the whole
-trace; its keys are renumbered trace-wide; only what is read after the kernel is kept
-(``stream_state.KeptRequests``); ITL gaps are pooled (``histogram.PooledGaps``: exact
-within the budget, then a log histogram within ±``RELATIVE_BOUND``). ``analysis`` then
-summarizes once over the kept frames, as in memory.
+trace; its keys are renumbered trace-wide; only what is read after the kernel is kept,
+spilled to ``TMPDIR`` every few dozen pieces (``stream_state.Retained``); ITL gaps are
+pooled (``histogram.PooledGaps``: exact within the budget, then a log histogram within
+±``RELATIVE_BOUND``). ``analysis`` then summarizes once over what was kept, as in memory.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from servetrace.analysis.histogram import (
 from servetrace.analysis.known_facts import whole_trace_facts
 from servetrace.analysis.lifecycle import (
     KEY,
+    Timeline,
     build_timeline,
     has_invalid,
     key_renumbering,
@@ -37,7 +38,13 @@ from servetrace.analysis.lifecycle import (
 from servetrace.analysis.memory import attribute_columns, no_event_rows, summary_of, unreadable
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.stream_state import KeptRequests, spill_directory
+from servetrace.analysis.stream_state import (
+    Retained,
+    retained_timeline,
+    retained_transitions,
+    sort_in_place,
+    spill_directory,
+)
 from servetrace.errors import UsageError
 from servetrace.sources.trace import Trace
 
@@ -75,13 +82,19 @@ class Pieces:
             )
         self.options = options
         self.by = by
-        self.kept = KeptRequests(grouped=by is not None, spill=spill)
+        self.grouped = by is not None
+        self._timeline = Retained(spill, "timeline")
+        self._transitions = Retained(spill, "transitions")
+        self._row_quarantine = Retained(spill, "row-quarantine")
+        self._requests = Retained(spill, "requests")
+        self.has_admissions = False  # of valid requests, as in memory (lifecycle docstring)
         self.quarantine: list[pl.DataFrame] = []
         self.itl = PooledGaps(GapBudget(exact_gaps))
         self.by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded
         self.itl_by: dict[object, PooledGaps] = {}
         self.next_key = 0
         self.empty_ticks: pl.DataFrame | None = None
+        self._no_rows: pl.DataFrame | None = None  # the row quarantine's schema, empty
 
     def add(self, frame: pl.DataFrame, unadmitted_queued: bool | None = None) -> None:
         """Every row of each of some requests (and rows of no request)."""
@@ -108,16 +121,22 @@ class Pieces:
         # the bulk of a piece, whose gaps are counted.
         if self.empty_ticks is None:
             self.empty_ticks = timeline.ticks.clear()
-        self.kept.add(timeline, metrics, rekey)
+            self._no_rows = timeline.row_quarantine.clear()
+        self._timeline.append(rekey(retained_timeline(timeline.requests, self.grouped)))
+        self._transitions.append(retained_transitions(rekey(timeline.transitions), self.grouped))
+        if timeline.row_quarantine.height:
+            self._row_quarantine.append(timeline.row_quarantine)
+        self._requests.append(rekey(metrics))
+        self.has_admissions = self.has_admissions or timeline.has_admissions
         if has_invalid(timeline):
             self.quarantine.append(quarantined_rows(frame, timeline))
 
     def analysis(self, inputs: tuple[str, ...]) -> Analysis:
         """The analysis of the whole trace, summarized once over what was kept."""
-        if not len(self.kept) or self.empty_ticks is None:
+        if not len(self._timeline) or self.empty_ticks is None:
             raise no_event_rows(inputs)
-        timeline = self.kept.timeline(self.facts, self.empty_ticks)
-        requests = self.kept.requests()
+        timeline = self.timeline(self.empty_ticks)
+        requests = self.requests()
         exact = self.itl.frame(GAP_SCHEMA)
         summary = summary_of(
             timeline,
@@ -142,6 +161,26 @@ class Pieces:
             attributes=tuple(self.attributes),
             itl_by=(by, {value: h.describe() for value, h in self.itl_by.items()}) if by else None,
         )
+
+    def timeline(self, ticks: pl.DataFrame) -> Timeline:
+        """The kept timeline, as the in-memory engine has it (the columns read after the
+        kernel only)."""
+        rows = self._row_quarantine.frame() if len(self._row_quarantine) else self._no_rows
+        assert rows is not None, "timeline() before any add()"
+        return Timeline(
+            requests=self._timeline.frame(),
+            ticks=ticks,
+            transitions=self._transitions.frame(),
+            row_quarantine=rows,
+            trace_start_ns=self.facts.start_ns,
+            trace_end_ns=self.facts.end_ns,
+            has_admissions=self.has_admissions,
+            has_releases=self.facts.has_releases,
+        )
+
+    def requests(self) -> pl.DataFrame:
+        """Every kept request's metrics, sorted as in memory (arrival, id)."""
+        return sort_in_place(self._requests.frame(), ["arrival_ns", "request_id"])
 
     def _histogram_warning(self) -> list[str]:
         """Say so when some ITL percentiles are not exact, with their proven bound."""

@@ -125,7 +125,7 @@ def _analyze_streaming(trace: Trace, pieces: Pieces, batch_rows: int) -> Analysi
     batch = buffer = finished = loose = stamps = carry = None  # type: ignore[assignment]
     deferred = []
     if rest:
-        queued = True if pieces.kept.has_admissions else None
+        queued = True if pieces.has_admissions else None
         pieces.add(pl.concat(rest, how="vertical_relaxed"), queued)
     del rest
     return pieces.analysis(trace.inputs)
