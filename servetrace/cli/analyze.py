@@ -26,7 +26,9 @@ from servetrace.cli._options import (
     TracesArg,
     goodput_targets,
     in_range,
+    ns_of_ms,
     reading_options,
+    steps_needed,
 )
 from servetrace.cli._report import ReportOutOpt, check_report_output, deliver, terminal_width
 from servetrace.cli._scale import (
@@ -45,7 +47,6 @@ from servetrace.render.formats import SummaryFormat, ValidateFormat
 from servetrace.render.naming import Naming
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
 from servetrace.settings import DEFAULT_BATCH_ROWS, Engine
-from servetrace.units import NS_PER_MS
 
 if TYPE_CHECKING:
     from servetrace.analysis.result import Analysis
@@ -190,9 +191,7 @@ def analyze(
     options: dict[str, Any] = {
         "by": by,
         "goodput": goodput_targets(goodput),
-        "formula_abs_tol_ns": None
-        if formula_abs_tol_ms is None
-        else round(formula_abs_tol_ms * NS_PER_MS),
+        "formula_abs_tol_ns": ns_of_ms(formula_abs_tol_ms),
         "formula_rel_tol": formula_rel_tol,
         **(reading or {}),
     }
@@ -240,7 +239,7 @@ def analyze(
             return
         analysis = runs[0].analysis
     if server_metrics is not None:
-        offset = None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS)
+        offset = ns_of_ms(clock_offset_ms)
         analysis = api.with_server_metrics(analysis, server_metrics, server_metrics_from, offset)
     _report_warnings(analysis)
     if requests_target:
@@ -269,13 +268,8 @@ def check_steps_options(
     """--steps-from and --stalls-out need --steps; outputs are checked before any read."""
     from servetrace.outputs import check_frame_output, refuse_overwriting_inputs
 
+    steps_needed(steps, ("--steps-from", steps_from), ("--stalls-out", stalls_out))
     if steps is None:
-        for flag, value in (("--steps-from", steps_from), ("--stalls-out", stalls_out)):
-            if value is not None:
-                raise UsageError(
-                    f"{flag} needs --steps",
-                    hint="give the engine's step records of the same run: --steps STEPS",
-                )
         return
     check_frame_output(stalls_out, "--stalls-out")
     refuse_overwriting_inputs([("--stalls-out", stalls_out)], [*traces, steps])

@@ -18,6 +18,7 @@ from servetrace.cli._options import (
     goodput_targets,
     in_range,
     reading_options,
+    steps_needed,
 )
 from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
 from servetrace.errors import UsageError
@@ -136,11 +137,11 @@ def compare_command(
             f"{len(steps)} --steps for {1 + len(candidates)} traces: give one per trace",
             hint="the baseline's steps first, then one per candidate, in order",
         )
-    if steps is None and steps_from is not None:
-        raise UsageError(
-            "--steps-from needs --steps",
-            hint="give the engine's step records of each run: --steps STEPS, once per trace",
-        )
+    steps_needed(
+        steps,
+        ("--steps-from", steps_from),
+        hint="give the engine's step records of each run: --steps STEPS, once per trace",
+    )
     check_report_output(output, [baseline, *candidates, *(steps or [])])
     check_plots_dir(plots, [baseline, *candidates])
     targets = goodput_targets(goodput)
