@@ -295,28 +295,15 @@ def _runs_output(
     plots: Path | None,
 ) -> None:
     """Several runs: one row each (``render/runs``); frames get a ``run`` column."""
-    import polars as pl
-
     from servetrace.render import runs as render
+    from servetrace.render.warnings import grouped_warnings
 
     if plots:
         raise UsageError(
             "--plots draws one trace; these inputs are several runs",
             hint="name one run, or --pool them",
         )
-    from servetrace.render.warnings import grouped_warnings
-
-    notes = []
-    for run in runs:
-        files = [str(path) for path in run.source.paths]
-        notes += [("", message, files) for message in run.notes]
-        if run.analysis is not None:
-            notes += [
-                (run.label, message, files)
-                for message in run.analysis.warnings
-                if message not in run.notes
-            ]
-    for line in grouped_warnings(notes):
+    for line in grouped_warnings(runs.notes()):
         warn(line)
     for flag, path, frame_of in (
         ("--requests-out", requests_out, lambda a: a.requests),
@@ -324,14 +311,10 @@ def _runs_output(
     ):
         if path is None:
             continue
-        frames = [
-            frame_of(run.analysis).with_columns(pl.lit(run.label).alias("run"))
-            for run in runs
-            if run.analysis is not None
-        ]
-        if not frames:
+        frame = runs.frame(frame_of)
+        if frame is None:
             raise UsageError(f"{flag}: no run has per-request rows (summaries only)")
-        write_requests(pl.concat(frames, how="diagonal_relaxed"), path, Engine.local, None, flag)
+        write_requests(frame, path, Engine.local, None, flag)
     if fmt is SummaryFormat.json:
         report = render.render_runs_json(runs) + "\n"
     elif fmt is SummaryFormat.csv:
