@@ -30,7 +30,14 @@ from servetrace.cli._options import (
     reading_options,
     steps_needed,
 )
-from servetrace.cli._report import ReportOutOpt, check_report_output, deliver, terminal_width
+from servetrace.cli._report import (
+    REPORT_FORMAT,
+    ReportOutOpt,
+    SummaryFormatOpt,
+    check_report_output,
+    deliver,
+    terminal_width,
+)
 from servetrace.cli._scale import (
     EngineOpt,
     PartialOutOpt,
@@ -74,9 +81,7 @@ def _report_warnings(analysis: Analysis) -> None:
 @reading_options
 def analyze(
     traces: TracesArg,
-    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
-        SummaryFormat.table
-    ),
+    fmt: SummaryFormatOpt = SummaryFormat.table,
     output: ReportOutOpt = None,
     requests_out: RequestsOutUriOpt = None,
     quarantine_out: QuarantineOutUriOpt = None,
@@ -333,9 +338,7 @@ def validate(
     traces: TracesArg,
     quarantine_out: QuarantineOutUriOpt = None,
     csv_raw_text: CsvRawTextOpt = False,
-    fmt: Annotated[
-        ValidateFormat, typer.Option("--format", "-f", help="Report format.")
-    ] = ValidateFormat.table,
+    fmt: Annotated[ValidateFormat, REPORT_FORMAT] = ValidateFormat.table,
     output: ReportOutOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:

@@ -20,7 +20,7 @@ from servetrace.cli._options import (
     reading_options,
     steps_needed,
 )
-from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
+from servetrace.cli._report import REPORT_FORMAT, ReportOutOpt, check_report_output, deliver
 from servetrace.errors import UsageError
 from servetrace.render.formats import CompareFormat
 from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
@@ -57,9 +57,7 @@ def _metric_help() -> str:
 def compare_command(
     baseline: Annotated[str, typer.Argument(help="The reference trace (file or directory).")],
     candidates: Annotated[list[str], typer.Argument(help="One or more traces to compare.")],
-    fmt: Annotated[
-        CompareFormat, typer.Option("--format", "-f", help="Report format.")
-    ] = CompareFormat.table,
+    fmt: Annotated[CompareFormat, REPORT_FORMAT] = CompareFormat.table,
     output: ReportOutOpt = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show non-significant rows too.")

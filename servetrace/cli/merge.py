@@ -17,6 +17,7 @@ from servetrace.cli._options import (
     NamingOpt,
     StrictOpt,
 )
+from servetrace.cli._report import SummaryFormatOpt
 from servetrace.cli._scale import STORE_HINT, QuarantineOutUriOpt, RequestsOutUriOpt
 from servetrace.errors import UsageError
 from servetrace.render.formats import SummaryFormat
@@ -35,9 +36,7 @@ def merge(
         list[str],
         typer.Argument(help="Partial directories (or globs) written by analyze --partial-out."),
     ],
-    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
-        SummaryFormat.table
-    ),
+    fmt: SummaryFormatOpt = SummaryFormat.table,
     output: Annotated[
         Path | None,
         typer.Option(
