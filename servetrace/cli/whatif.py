@@ -13,9 +13,7 @@ from servetrace.cli._options import COUNT, StepsFromOpt, reading_options
 from servetrace.cli._report import ReportOutOpt, SummaryFormatOpt, check_report_output, deliver
 from servetrace.errors import ExitCode, UsageError
 from servetrace.render.formats import SummaryFormat
-from servetrace.sim.config import Policy
-
-KNOBS = ("max_batch_tokens", "max_running", "kv_tokens")
+from servetrace.sim.config import LIMITS, Policy
 
 
 def _pairs(texts: list[str], flag: str) -> dict[str, list[int]]:
@@ -24,10 +22,10 @@ def _pairs(texts: list[str], flag: str) -> dict[str, list[int]]:
     for text in texts:
         name, sep, values = text.partition("=")
         key = name.strip().replace("-", "_")
-        if not sep or key not in KNOBS:
+        if not sep or key not in LIMITS:
             raise UsageError(
                 f"{flag} {text!r}: give NAME=VALUE with NAME one of "
-                + ", ".join(k.replace("_", "-") for k in KNOBS)
+                + ", ".join(k.replace("_", "-") for k in LIMITS)
             )
         try:
             out[key] = [int(v) for v in values.split(",")]

@@ -18,7 +18,10 @@ from enum import Enum
 
 from servetrace.errors import UsageError
 
-__all__ = ["EngineConfig", "Policy"]
+__all__ = ["LIMITS", "EngineConfig", "Policy"]
+
+# The scheduler limits a what-if may set or sweep, and a trace may be told it ran with.
+LIMITS = ("max_batch_tokens", "max_running", "kv_tokens")
 
 
 class Policy(str, Enum):
