@@ -18,8 +18,7 @@ from servetrace.cli._options import (
     StrictOpt,
 )
 from servetrace.cli._report import SummaryFormatOpt
-from servetrace.cli._scale import STORE_HINT, QuarantineOutUriOpt, RequestsOutUriOpt
-from servetrace.errors import UsageError
+from servetrace.cli._scale import QuarantineOutUriOpt, RequestsOutUriOpt, refuse_uri
 from servetrace.render.formats import SummaryFormat
 from servetrace.render.naming import Naming
 
@@ -67,14 +66,9 @@ def merge(
     is an input error (exit 3): the shards were not split by request."""
     from servetrace.cli.analyze import analyze
     from servetrace.runs.load import merge_partials
-    from servetrace.sources.objectstore import is_uri
 
     for text in partials:
-        if is_uri(text):
-            raise UsageError(
-                f"{text}: merge reads partials on this machine, not on an object store",
-                hint=STORE_HINT,
-            )
+        refuse_uri(text, "merge reads partials on this machine, not on an object store")
     traces = merge_partials(partials, output)
     analyze(
         traces,
