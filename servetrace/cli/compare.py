@@ -125,16 +125,12 @@ def compare_command(
     # An unknown metric or statistic is a usage error before any trace is read.
     resolve(metric or DEFAULT_COMPARE_METRICS, stat or DEFAULT_COMPARE_STATS)
 
-    if label is not None and len(label) != 1 + len(candidates):
-        raise UsageError(
-            f"{len(label)} --label for {1 + len(candidates)} traces: give one per trace",
-            hint="the baseline's label first, then one per candidate, in order",
-        )
-    if steps is not None and len(steps) != 1 + len(candidates):
-        raise UsageError(
-            f"{len(steps)} --steps for {1 + len(candidates)} traces: give one per trace",
-            hint="the baseline's steps first, then one per candidate, in order",
-        )
+    for flag, given, what in (("--label", label, "label"), ("--steps", steps, "steps")):
+        if given is not None and len(given) != 1 + len(candidates):
+            raise UsageError(
+                f"{len(given)} {flag} for {1 + len(candidates)} traces: give one per trace",
+                hint=f"the baseline's {what} first, then one per candidate, in order",
+            )
     steps_needed(
         steps,
         ("--steps-from", steps_from),

@@ -173,4 +173,3 @@ def simulate_command(
             ),
             end="",
         )
-
