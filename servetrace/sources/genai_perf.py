@@ -166,8 +166,6 @@ def read(path: str | Path) -> ImportResult:
             .when(pl.col("responses") > 0)
             .then(pl.lit("error")),
             terminal_ns=pl.col("stream_end_ns"),
-            terminal_known=pl.lit(True),
-            error_code=pl.lit(None, dtype=pl.Int64),
             error=pl.when(~pl.col("has_content") & (pl.col("responses") > 0)).then(
                 pl.lit("no content in any response")
             ),

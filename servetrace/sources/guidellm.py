@@ -169,7 +169,6 @@ def read(path: str | Path) -> ImportResult:
                 pl.col("first_ns"),
             ),
             terminal_known=pl.col("end_ns").is_not_null(),
-            error_code=pl.lit(None, dtype=pl.Int64),
             error=pl.when(completed)
             .then(None)
             .otherwise(

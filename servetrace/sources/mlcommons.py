@@ -315,10 +315,6 @@ def _requests(path: Path, per_sample: pl.DataFrame, notes: Notes) -> pl.DataFram
         terminal_ns=pl.when(errored)
         .then(pl.coalesce("complete_ns", "error_ns"))
         .otherwise(pl.col("complete_ns")),
-        terminal_known=pl.lit(True),
-        prompt_tokens=pl.lit(None, dtype=pl.Int64),
-        output_tokens=pl.lit(None, dtype=pl.Int64),
-        error_code=pl.lit(None, dtype=pl.Int64),
     )
     _report(requests, notes)
     return requests

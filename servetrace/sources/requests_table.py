@@ -234,7 +234,6 @@ def read(
         .then(pl.lit("error"))
         .otherwise(pl.lit("completion")),
         terminal_ns=pl.max_horizontal("end_ns", pl.when(served).then(pl.col("first_ns"))),
-        terminal_known=pl.lit(True),
         error_type=pl.when(pl.col("_failed") & pl.col("error_code").is_null()).then(
             pl.col("error")
         ),

@@ -287,7 +287,6 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("cancellation"))
         .otherwise(pl.lit("completion")),
         terminal_ns=finished,
-        terminal_known=pl.lit(True),
         last_token_ns=pl.min_horizontal(_ns("last"), finished),
         sent_ns=_ns("sent"),
         queue_time_ns=_ns("queue"),

@@ -242,7 +242,6 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         ticks_ns=pl.concat_list(_ns("first_token_time")),
         terminal=pl.when(failed).then(pl.lit("cancellation")).otherwise(pl.lit("completion")),
         terminal_ns=_ns("last_token_time"),
-        terminal_known=pl.lit(True),
         last_token_ns=_ns("last_token_time"),
         server_arrival_ns=_ns("server_arrival_time"),
         server_first_token_ns=_ns("server_first_token_time"),
@@ -250,9 +249,6 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         kv_cache_transfer_end_ns=_ns("kv_cache_transfer_end"),
         kv_cache_hit_rate=pl.col("kv_num_reused_blocks")
         / (pl.col("kv_num_reused_blocks") + pl.col("kv_num_missed_blocks")),
-        prompt_tokens=pl.lit(None, dtype=pl.Int64),
-        output_tokens=pl.lit(None, dtype=pl.Int64),
-        error_code=pl.lit(None, dtype=pl.Int64),
         error=pl.when(failed).then(pl.format("status {}", pl.col("status"))),
     )
 

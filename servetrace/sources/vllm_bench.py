@@ -147,7 +147,6 @@ def read(path: str | Path) -> ImportResult:
             terminal_known=pl.col("completed"),
             output_tokens=pl.when(pl.col("completed")).then(pl.col("output_lens")),
             prompt_tokens=pl.col("input_lens"),
-            error_code=pl.lit(None, dtype=pl.Int64),
             error=pl.when(pl.col("completed"))
             .then(None)
             .otherwise(pl.col("error").fill_null("no output token received")),

@@ -166,9 +166,7 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("cancellation"))
         .otherwise(pl.lit("completion")),
         terminal_ns=end,
-        terminal_known=pl.lit(True),
         output_tokens=pl.col("reported_output"),
-        error_code=pl.lit(None, dtype=pl.Int64),
         error=pl.when(errored).then(pl.col("error_type").fill_null("span status ERROR")),
     )
 

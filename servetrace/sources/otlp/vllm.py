@@ -210,9 +210,7 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
             .when(cancelled)
             .then(pl.lit("cancellation"))
             .otherwise(pl.lit("completion")),
-            terminal_known=pl.lit(True),
             output_tokens=pl.col("reported_output"),
-            error_code=pl.lit(None, dtype=pl.Int64),
             error=pl.when(errored).then(
                 pl.when(status_error)
                 .then(pl.col("status_message").fill_null("span status ERROR"))
