@@ -51,7 +51,7 @@ from servetrace.sources import (
     trtllm,
     vllm_bench,
 )
-from servetrace.sources._engine import first_json_value
+from servetrace.sources._engine import first_json_value, visible_files
 from servetrace.sources.events import ImportResult
 from servetrace.sources.reading import FormatMismatch, read_text
 
@@ -188,13 +188,8 @@ def _detect_format(path: str | Path) -> str | None:
 
 def _detect_folder(path: Path) -> str | None:
     """The engine format of a folder holding its rotated files, or None."""
-    files = [
-        p
-        for p in sorted(path.rglob("*"))
-        if p.is_file() and not any(s.startswith(".") for s in p.relative_to(path).parts)
-    ]
     # Canonical parts are never engine exports: do not open them.
-    files = [p for p in files if p.suffix.lower() not in _CANONICAL_SUFFIXES][:50]
+    files = [p for p in visible_files(path) if p.suffix.lower() not in _CANONICAL_SUFFIXES][:50]
     for name, accepts in _FOLDER_SNIFFERS.items():
         if any(accepts(p) for p in files):
             return name

@@ -49,7 +49,6 @@ from servetrace.errors import InputError
 from servetrace.sources._engine import (
     ADMISSION,
     agree,
-    describe_keys,
     engine_result,
     extra_attributes,
     iter_json_values,
@@ -57,7 +56,7 @@ from servetrace.sources._engine import (
 )
 from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.fields import Fields
-from servetrace.sources.reading import FormatMismatch, read_text
+from servetrace.sources.reading import FormatMismatch, describe_json, read_text
 from servetrace.sources.times import with_ns
 from servetrace.units import NS_PER_S, NS_PER_US
 
@@ -120,7 +119,7 @@ def read(path: str | Path) -> ImportResult:
         if not sniff_item(items[0]) and not items_read:
             raise FormatMismatch(
                 f"{path}: line {line}: not a TensorRT-LLM /perf_metrics response: expected "
-                f"items with 'perf_metrics.timing_metrics' ({describe_keys(items[0])})"
+                f"items with 'perf_metrics.timing_metrics' ({describe_json(items[0])})"
             )
         for index, item in enumerate(items):
             where = f"poll {polls} (line {line}) item {index}"

@@ -37,10 +37,11 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import SOURCE_CLIENT, SOURCE_SERVER
-from servetrace.sources._engine import NS_PER_S, agree, engine_result, extra_attributes
+from servetrace.sources._engine import agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds, unmapped
 from servetrace.sources.times import with_ns
+from servetrace.units import NS_PER_S
 
 DIALECT = "OpenTelemetry GenAI"
 _OPERATIONS = {"chat", "text_completion", "generate_content"}

@@ -44,10 +44,11 @@ from pathlib import Path
 
 import polars as pl
 
-from servetrace.sources._engine import ADMISSION, NS_PER_S, agree, engine_result, extra_attributes
+from servetrace.sources._engine import ADMISSION, agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds, unmapped
 from servetrace.sources.times import with_ns
+from servetrace.units import NS_PER_S
 
 DIALECT = "vLLM llm_request"
 SPAN_NAME = "llm_request"
