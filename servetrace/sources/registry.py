@@ -54,6 +54,7 @@ from servetrace.sources import (
 from servetrace.sources._engine import first_json_value, visible_files
 from servetrace.sources.events import ImportResult
 from servetrace.sources.reading import FormatMismatch, read_text
+from servetrace.sources.summary_files import summary_kind
 
 __all__ = [
     "FORMATS",
@@ -240,25 +241,17 @@ def _engine_only(path: Path) -> bool:
     return path.is_dir() or path.suffix.lower() == ".log" or mlcommons.is_sqlite(path)
 
 
-def _summary_hint(path: str | Path) -> str | None:
-    """When the file is a tool's aggregate summary, point at the per-request file."""
-    try:
-        doc = json.loads(read_text(Path(path)))
-    except (InputError, json.JSONDecodeError, RecursionError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    records = doc.get("records")
-    metrics: dict[str, Any] = records if isinstance(records, dict) else doc
-    if any(isinstance(v, dict) and "unit" in v and "avg" in v for v in metrics.values()):
-        return (
-            "this is an aggregate summary (AIPerf profile_export_aiperf.json or GenAI-Perf "
-            "profile_export_genai_perf.json); import the per-request profile_export.jsonl "
-            "(AIPerf) or profile_export.json (GenAI-Perf) beside it"
-        )
-    if any(key.startswith("results_") for key in doc):
-        return "this is an LLMPerf summary; import the *_individual_responses.json beside it"
-    return None
+_AGGREGATES_HINT = (
+    "this is an aggregate summary (AIPerf profile_export_aiperf.json or GenAI-Perf "
+    "profile_export_genai_perf.json); import the per-request profile_export.jsonl "
+    "(AIPerf) or profile_export.json (GenAI-Perf) beside it"
+)
+# A tool's summary given where its per-request file belongs: point at that file.
+_SUMMARY_HINTS = {
+    "aiperf": _AGGREGATES_HINT,
+    "genai-perf": _AGGREGATES_HINT,
+    "llmperf": "this is an LLMPerf summary; import the *_individual_responses.json beside it",
+}
 
 
 def import_file(path: str | Path, fmt: str | None = None) -> ImportResult:
@@ -271,10 +264,11 @@ def import_file(path: str | Path, fmt: str | None = None) -> ImportResult:
     if fmt is None:
         fmt = detect_format(path)
         if fmt is None:
+            hint = _SUMMARY_HINTS.get(summary_kind(Path(path)) or "")
             raise InputError(
                 f"{path}: not a file servetrace can import: its content matches none of the "
                 "known per-request exports",
-                hint=_summary_hint(path) or "name its format with --from; choices: " + _choices(),
+                hint=hint or "name its format with --from; choices: " + _choices(),
             )
     try:
         with nesting_refused(path):
