@@ -32,7 +32,7 @@ from servetrace.sources.chunks import chunk_columns, sse_payload
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import (
-    describe_json,
+    holds_blocks,
     load_document,
     sibling,
     strip_suffixes,
@@ -46,10 +46,7 @@ _OUTPUTS = pl.List(pl.Struct({"response": pl.Utf8(), "text_output": pl.Utf8()}))
 
 def sniff(doc: Any) -> bool:
     """True for a perf_analyzer / GenAI-Perf profile export."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("experiments"), list):
-        return False
-    experiments = doc["experiments"]
-    return not experiments or (isinstance(experiments[0], dict) and "requests" in experiments[0])
+    return holds_blocks(doc, "experiments", "requests")
 
 
 def read(path: str | Path) -> ImportResult:
@@ -68,14 +65,12 @@ def read(path: str | Path) -> ImportResult:
     wheres: list[str] = []
     for e_index, block in enumerate(doc["experiments"]):
         e_where = f"experiments[{e_index}]"
-        if not isinstance(block, dict):
-            raise fields.error(e_where, f"expected an object ({describe_json(block)})")
+        block = fields.record(block, e_where)
         label = _experiment_label(block.get("experiment"))
         block_requests = fields.array(block, "requests", e_where) or []
         for r_index, request in enumerate(block_requests):
             where = f"{e_where}.requests[{r_index}]"
-            if not isinstance(request, dict):
-                raise fields.error(where, f"expected an object ({describe_json(request)})")
+            request = fields.record(request, where)
             send = fields.integer(request, "timestamp", where)
             times = fields.array(request, "response_timestamps", where, required=False) or []
             texts = fields.array(request, "response_outputs", where, required=False) or []

@@ -44,7 +44,7 @@ from servetrace.sources.events import (
     import_result,
 )
 from servetrace.sources.fields import Fields
-from servetrace.sources.reading import describe_json, load_document
+from servetrace.sources.reading import holds_blocks, load_document
 from servetrace.sources.times import checked_ns
 from servetrace.units import NS_PER_S as _NS_PER_S
 
@@ -73,10 +73,7 @@ _TIMES = {
 
 def sniff(doc: Any) -> bool:
     """True for a GuideLLM report."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        return False
-    benchmarks = doc["benchmarks"]
-    return not benchmarks or (isinstance(benchmarks[0], dict) and "requests" in benchmarks[0])
+    return holds_blocks(doc, "benchmarks", "requests")
 
 
 def read(path: str | Path) -> ImportResult:
@@ -104,8 +101,7 @@ def read(path: str | Path) -> ImportResult:
     wheres: list[str] = []
     for b_index, benchmark in enumerate(doc["benchmarks"]):
         b_where = f"benchmarks[{b_index}]"
-        if not isinstance(benchmark, dict):
-            raise fields.error(b_where, f"expected an object ({describe_json(benchmark)})")
+        benchmark = fields.record(benchmark, b_where)
         metrics = benchmark.get("metrics")
         summaries.append(metrics if isinstance(metrics, dict) else {})
         groups = fields.mapping(benchmark, "requests", b_where)
@@ -114,8 +110,7 @@ def read(path: str | Path) -> ImportResult:
             records = fields.array(groups, status, f"{b_where}.requests", required=False) or []
             for r_index, record in enumerate(records):
                 where = f"{b_where}.requests.{status}[{r_index}]"
-                if not isinstance(record, dict):
-                    raise fields.error(where, f"expected an object ({describe_json(record)})")
+                record = fields.record(record, where)
                 _collect(fields, record, where, status, b_index, columns)
                 wheres.append(where)
     if not columns["request_id"]:

@@ -74,8 +74,7 @@ def read(path: str | Path) -> ImportResult:
     }
     for index, record in enumerate(doc):
         where = f"record {index}"
-        if not isinstance(record, dict):
-            raise fields.error(where, f"expected an object ({describe_json(record)})")
+        record = fields.record(record, where)
         ttft = fields.number(record, "ttft_s", where, minimum=0)
         e2e = fields.number(record, "end_to_end_latency_s", where, minimum=0)
         if ttft is not None and e2e is not None and e2e > 0 and ttft > e2e:

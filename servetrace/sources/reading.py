@@ -118,6 +118,15 @@ def load_document(path: Path, sniff: Callable[[Any], bool], what: str, expected:
     return doc
 
 
+def holds_blocks(doc: Any, key: str, inner: str) -> bool:
+    """True when ``doc[key]`` is a list whose first item, if any, is an object with
+    ``inner``: a report of blocks (GenAI-Perf's experiments, GuideLLM's benchmarks)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        return False
+    blocks = doc[key]
+    return not blocks or (isinstance(blocks[0], dict) and inner in blocks[0])
+
+
 def describe_json(doc: Any) -> str:
     """A short description of a JSON document's shape, for "not this format" messages."""
     if isinstance(doc, dict):
