@@ -29,13 +29,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from servetrace.errors import InputError, UsageError
-from servetrace.sources import blis_files, detect, llmd_report
+from servetrace.sources import blis_files, llmd_report
 from servetrace.sources.file_scan import resolve_paths
 from servetrace.sources.guidellm_csv import count_rows, is_benchmarks_csv
 from servetrace.sources.objectstore import is_uri
 from servetrace.sources.paths import has_magic
 from servetrace.sources.reading import read_text, strip_suffixes
-from servetrace.sources.registry import detect_format
+from servetrace.sources.registry import detect_format, format_of_inputs
 from servetrace.sources.summary_files import summary_kind
 
 # The file that makes a directory a partial result (``analysis.partial_io``).
@@ -325,7 +325,7 @@ def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSo
             else:
                 sources.extend(_summary_sources(p, kind))
     if rest:
-        fmt, paths = detect.inputs(rest, from_format)
+        fmt, paths = format_of_inputs(rest, from_format)
         if fmt == "blis":
             sources += [_blis_source(data, header) for data, header in blis_files.pair(paths)]
         elif fmt in RUN_FORMATS:

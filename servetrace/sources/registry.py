@@ -53,6 +53,8 @@ from servetrace.sources import (
 )
 from servetrace.sources._engine import first_json_value, visible_files
 from servetrace.sources.events import ImportResult
+from servetrace.sources.file_scan import resolve_paths
+from servetrace.sources.objectstore import is_uri
 from servetrace.sources.reading import FormatMismatch, read_text
 from servetrace.sources.summary_files import summary_kind
 
@@ -61,6 +63,7 @@ __all__ = [
     "ImportResult",
     "detect_format",
     "engine_inputs",
+    "format_of_inputs",
     "import_file",
     "nesting_refused",
 ]
@@ -215,15 +218,7 @@ def engine_inputs(
     if from_format is not None:
         engine_formats = (otlp.FORMAT, sglang.FORMAT, trtllm.FORMAT, mlcommons.FORMAT)
         return (from_format, paths) if from_format in engine_formats else None
-    detected = {path: detect_format(path) for path in paths}
-    formats = set(detected.values())
-    if len(formats) > 1:
-        listed = "; ".join(f"{p}: {f or 'not a known export'}" for p, f in detected.items())
-        raise InputError(
-            f"the inputs are not all the same kind of export ({listed})",
-            hint="give one engine's exports at a time",
-        )
-    fmt = formats.pop()
+    fmt = _one_format(paths, "export", "give one engine's exports at a time")
     if fmt is None:
         databases = [p for p in paths if mlcommons.is_sqlite(p) and detect_format(p) is None]
         if databases:
@@ -239,6 +234,79 @@ def engine_inputs(
 def _engine_only(path: Path) -> bool:
     """A path only an engine importer can read: a folder, an SQLite file, a ``.log``."""
     return path.is_dir() or path.suffix.lower() == ".log" or mlcommons.is_sqlite(path)
+
+
+def _one_format(paths: Sequence[Path], kind: str, hint: str) -> str | None:
+    """The one format ``detect_format`` finds for every path (None: no known export); a
+    mix is refused rather than half-imported."""
+    detected = {path: detect_format(path) for path in paths}
+    if len(set(detected.values())) > 1:
+        listed = "; ".join(f"{p}: {f or 'not a known export'}" for p, f in detected.items())
+        raise InputError(f"the inputs are not all the same kind of {kind} ({listed})", hint=hint)
+    return next(iter(detected.values()))
+
+
+# Only these can be another tool's export; Parquet, Arrow and CSV are always canonical.
+JSON_SUFFIXES = (".json", ".jsonl", ".gz")
+
+CANONICAL = None  # what ``source_format`` returns for a servetrace event log
+
+
+def source_format(paths: Sequence[Path], from_format: str | None = None) -> str | None:
+    """The foreign format to import ``paths`` with, or None (``CANONICAL``) for a trace:
+    an explicit ``from_format`` wins; otherwise a BLIS TraceV2 CSV or header is ``blis``,
+    JSON-family files are sniffed by content and anything else is a canonical trace.
+
+    All files must be of one kind: a mix of exports, or of an export and a canonical log,
+    is refused rather than half-imported.
+    """
+    if from_format:
+        return from_format
+    blis_paths = [p for p in paths if blis_files.is_blis(p)]
+    if blis_paths and len(blis_paths) == len(paths):
+        return "blis"
+    if blis_paths:
+        raise InputError(
+            f"the inputs are not all the same kind of file ({blis_paths[0]} is a BLIS "
+            f"TraceV2 file, {next(p for p in paths if p not in blis_paths)} is not)",
+            hint="give one BLIS trace (its CSV and its YAML header) at a time",
+        )
+    if not paths or not all(p.suffix.lower() in JSON_SUFFIXES for p in paths):
+        return CANONICAL
+    return _one_format(
+        paths,
+        "file",
+        "give one tool's per-request exports at a time (and --from FORMAT if needed)",
+    )
+
+
+def format_of_inputs(
+    texts: Sequence[str], from_format: str | None = None
+) -> tuple[str | None, list[Path]]:
+    """``(format, files)`` of what the user pointed at, decided alike by the library and
+    every command: an engine export's folder or database (recognised before the paths are
+    expanded as a trace), else the resolved paths with their format (None for a
+    canonical trace)."""
+    if any(is_uri(text) for text in texts):
+        return _uri_inputs(texts, from_format)
+    engine = engine_inputs(texts, from_format)
+    if engine is not None:
+        return engine
+    paths = resolve_paths(texts)
+    return source_format(paths, from_format), paths
+
+
+def _uri_inputs(texts: Sequence[str], from_format: str | None) -> tuple[str | None, list[Path]]:
+    """Object-store URIs are canonical traces (Parquet or Arrow), resolved when read;
+    the paths returned only name the run (``RunSource.where``)."""
+    if from_format:
+        uri = next(text for text in texts if is_uri(text))
+        raise UsageError(
+            f"{uri}: --from {from_format} imports files on this machine, not object-store URIs",
+            hint="copy the export here first (aws s3 cp, gsutil cp), or analyse a "
+            "canonical Parquet trace on the store",
+        )
+    return CANONICAL, [Path(text) for text in texts]
 
 
 _AGGREGATES_HINT = (
