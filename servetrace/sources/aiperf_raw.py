@@ -14,8 +14,9 @@ from typing import Any
 import polars as pl
 
 from servetrace.sources import aiperf_metadata as meta
+from servetrace.sources import chunks
 from servetrace.sources import response_body as body
-from servetrace.sources.chunks import chunk_columns, sse_payload
+from servetrace.sources.chunks import sse_payload
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import FormatMismatch, describe_json, iter_json_lines
 
@@ -93,11 +94,14 @@ def read_raw(path: Path) -> pl.DataFrame:
             time_fields=("perf_ns",),
         )
     )
-    chunks = (
+    parts = (
         frame.select("request_id", "start_ns", "start_perf_ns", "responses")
         .explode("responses", keep_nulls=False)
         .unnest("responses")
-        .with_columns(pl.int_range(pl.len()).over("request_id").alias("_chunk"))
+        .with_columns(
+            _chunk=pl.int_range(pl.len()).over("request_id"),
+            time_ns=pl.col("start_ns") + (pl.col("perf_ns") - pl.col("start_perf_ns")),
+        )
         .explode("packets", keep_nulls=True)
         .with_columns(
             payload=pl.coalesce(
@@ -107,26 +111,15 @@ def read_raw(path: Path) -> pl.DataFrame:
                 pl.col("text"),
             )
         )
-        .with_columns(*body.chunk_fields(pl.col("payload")), **chunk_columns(pl.col("payload")))
-        .group_by("request_id", "_chunk", maintain_order=True)
-        .agg(
-            pl.col("start_ns", "start_perf_ns", "perf_ns").first(),
-            pl.col("content").any(),
-            pl.col("completion_tokens", "prompt_tokens").drop_nulls().last(),
-            *body.last_fields(),
-        )
     )
-    per_request = chunks.group_by("request_id", maintain_order=True).agg(
-        *body.last_fields(),
-        ticks_raw=(pl.col("start_ns") + (pl.col("perf_ns") - pl.col("start_perf_ns"))).filter(
-            pl.col("content")
-        ),
-        raw_completion_tokens=pl.col("completion_tokens").drop_nulls().last(),
-        raw_prompt_tokens=pl.col("prompt_tokens").drop_nulls().last(),
+    per_request = chunks.per_request(parts).rename(
+        {
+            "ticks_ns": "ticks_raw",
+            "completion_tokens": "raw_completion_tokens",
+            "prompt_tokens": "raw_prompt_tokens",
+        }
     )
-    joined = (
-        frame.drop("responses")
-        .join(per_request, on="request_id", how="left", maintain_order="left")
-        .with_columns(pl.col("ticks_raw").list.sort())
+    joined = frame.drop("responses").join(
+        per_request, on="request_id", how="left", maintain_order="left"
     )
     return body.typed(joined, lambda row: f"{path}: {wheres[row]}")

@@ -27,8 +27,9 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import MAX_ABS_NS
+from servetrace.sources import chunks
 from servetrace.sources import response_body as body
-from servetrace.sources.chunks import chunk_columns, sse_payload
+from servetrace.sources.chunks import sse_payload
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import (
@@ -108,6 +109,8 @@ def read(path: str | Path) -> ImportResult:
             "arrival_ns": pl.Series(sends, dtype=pl.Int64),
             "experiment": experiment,
             "stamps": stamp_column,
+            "stream_end_ns": stamp_column.list.max(),
+            "responses": stamp_column.list.len(),
             "texts": fields.struct_lists(
                 outputs, _OUTPUTS, "response_outputs", wheres.__getitem__
             ).list.eval(
@@ -118,31 +121,16 @@ def read(path: str | Path) -> ImportResult:
             ),
         }
     )
-    chunks = (
-        frame.select("request_id", "stamps", "texts")
-        .explode("stamps", "texts", keep_nulls=False)
+    parts = (
+        frame.select("request_id", time_ns="stamps", payload="texts")
+        .explode("time_ns", "payload", keep_nulls=False)
         .with_row_index("_chunk")
         # one response may hold several SSE events ("data: …\n\ndata: …")
-        .with_columns(pl.col("texts").str.split("\n"))
-        .explode("texts", keep_nulls=True)
-        .with_columns(payload=sse_payload(pl.col("texts")))
-        .with_columns(*body.chunk_fields(pl.col("payload")), **chunk_columns(pl.col("payload")))
-        .group_by("_chunk", maintain_order=True)
-        .agg(
-            pl.col("request_id", "stamps").first(),
-            pl.col("content").any(),
-            pl.col("completion_tokens", "prompt_tokens").drop_nulls().last(),
-            *body.last_fields(),
-        )
+        .with_columns(pl.col("payload").str.split("\n"))
+        .explode("payload", keep_nulls=True)
+        .with_columns(sse_payload(pl.col("payload")))
     )
-    per_request = chunks.group_by("request_id", maintain_order=True).agg(
-        *body.last_fields(),
-        ticks_ns=pl.col("stamps").filter(pl.col("content")).sort(),
-        stream_end_ns=pl.col("stamps").max(),
-        output_tokens=pl.col("completion_tokens").drop_nulls().last(),
-        prompt_tokens=pl.col("prompt_tokens").drop_nulls().last(),
-        responses=pl.len(),
-    )
+    per_request = chunks.per_request(parts).rename({"completion_tokens": "output_tokens"})
     requests = (
         body.typed(
             frame.drop("stamps", "texts").join(
@@ -151,7 +139,6 @@ def read(path: str | Path) -> ImportResult:
             lambda row: f"{path}: {wheres[row]}",
         )
         .with_columns(
-            pl.col("responses").fill_null(0),
             has_content=pl.col("ticks_ns").list.len().fill_null(0) > 0,
         )
         .with_columns(
