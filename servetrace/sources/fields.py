@@ -293,6 +293,20 @@ class Fields:
         return TIME_UNITS[name]
 
 
+Column = tuple[Any, Callable[[Any], Any]]
+"""A column of ``record_frame``: its Polars type, and how to get its value from a record."""
+
+
+def record_frame(records: Sequence[Any], columns: Mapping[str, Column]) -> pl.DataFrame:
+    """One row per record, one column per entry of ``columns``; read record by record, so
+    the first bad value in the file is the one reported."""
+    rows = [[get(record) for _, get in columns.values()] for record in records]
+    return pl.DataFrame(
+        {name: [row[i] for row in rows] for i, name in enumerate(columns)},
+        schema={name: dtype for name, (dtype, _) in columns.items()},
+    )
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -292,10 +292,12 @@ def unmapped(span: Span, known: frozenset[str] | set[str]) -> dict[str, object]:
     }
 
 
-def finish_reasons(span: Span, *names: str) -> list[str]:
+def finish_reasons(span: Span, *names: str) -> str | None:
+    """The first present attribute among ``names``, its reasons joined by commas."""
     for name in names:
         value = span.attributes.get(name)
         if value is None:
             continue
-        return [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    return []
+        reasons = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        return ",".join(reasons) if reasons else None
+    return None
