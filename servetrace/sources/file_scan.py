@@ -37,10 +37,7 @@ SUFFIX_FORMATS: dict[str, str] = {
 
 def format_of(path: Path) -> str | None:
     """The format a file's name says (``.gz`` looked through), or None: not a trace file."""
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    return SUFFIX_FORMATS.get(suffixes[-1]) if suffixes else None
+    return SUFFIX_FORMATS.get(sniff.suffix(path))
 
 
 def sniff_format(path: Path) -> str:
@@ -50,13 +47,7 @@ def sniff_format(path: Path) -> str:
         return known
     with open(path, "rb") as handle:
         head = handle.read(8)
-    if head.startswith(b"PAR1"):
-        return "parquet"
-    if head.startswith(b"ARROW1"):
-        return "ipc"
-    if head.lstrip().startswith(b"{"):
-        return "ndjson"
-    return "csv"
+    return sniff.binary_format(head) or ("ndjson" if head.lstrip().startswith(b"{") else "csv")
 
 
 def resolve_paths(inputs: Sequence[str]) -> list[Path]:

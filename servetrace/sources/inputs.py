@@ -33,7 +33,7 @@ from servetrace.sources import blis_files, llmd_report
 from servetrace.sources.file_scan import resolve_paths
 from servetrace.sources.guidellm_csv import count_rows, is_benchmarks_csv
 from servetrace.sources.objectstore import is_uri
-from servetrace.sources.paths import has_magic
+from servetrace.sources.paths import entries_of, has_magic
 from servetrace.sources.reading import read_text, strip_suffixes
 from servetrace.sources.registry import detect_format, format_of_inputs
 from servetrace.sources.summary_files import summary_kind
@@ -101,17 +101,10 @@ _JSONISH = (".json", ".jsonl", ".gz")
 
 
 def _visible(folder: Path) -> tuple[list[Path], list[Path]]:
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return [], []
-    files = [Path(e.path) for e in entries if not e.name.startswith(".") and e.is_file()]
-    dirs = [
-        Path(e.path)
-        for e in entries
-        if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
-    ]
-    return files, dirs
+    """The files and the folders (not symlinked ones) of ``folder``, hidden ones skipped."""
+    entries = [e for e in entries_of(folder) if not e.name.startswith(".")]
+    files = [Path(e.path) for e in entries if e.is_file()]
+    return files, [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
 
 
 def per_request_beside(summary: Path, kind: str) -> list[Path]:
