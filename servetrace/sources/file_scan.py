@@ -1,9 +1,9 @@
 """One local trace file (Parquet, Arrow IPC, CSV, JSON Lines; text gzip allowed) as a raw
 LazyFrame, its failures as one line naming the file.
 
-What a local read (``canonical``) and a read of object-store URIs beside local paths
-(``uri_trace``) share: which files are trace files, how each is scanned, and how a Polars
-error becomes an ``InputError`` naming the file and, for text, the line.
+What a local read and a read of object-store URIs beside local paths (``canonical``)
+share: which files are trace files, how each is scanned, and how a Polars error becomes
+an ``InputError`` naming the file and, for text, the line.
 """
 
 from __future__ import annotations

@@ -27,13 +27,14 @@ def read_bytes(path: Path) -> bytes:
     return read_all(path, lines=False)
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, expected: str = "JSON") -> str:
+    """The file's content as UTF-8 text; ``expected`` names what it should hold."""
     data = read_bytes(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(
-            f"{path}: not UTF-8 text (byte {error.start}); expected JSON",
+            f"{path}: not UTF-8 text (byte {error.start}); expected {expected}"
         ) from None
 
 
