@@ -173,23 +173,15 @@ def folder_files(path: Path, accept: Callable[[Path], bool]) -> list[Path]:
     return chosen
 
 
-_HEAD_BYTES = 1 << 20
-
-
-def head_text(path: Path, limit: int = _HEAD_BYTES) -> str:
-    """The first ``limit`` bytes of a file (gunzipped when gzip) as text, for recognising
-    a format in a folder without reading every part whole; "" when unreadable."""
-    try:
-        data = read_head(path, limit)
-    except InputError:
-        return ""
-    return data.decode("utf-8-sig", errors="ignore")
-
-
 def sniff_head(path: Path, sniff: Callable[[Any], bool], starts: str) -> bool:
     """True when the file's first JSON value satisfies ``sniff``; when that value is longer
-    than the head, when its text matches the ``starts`` pattern."""
-    head = head_text(path)
+    than the head (its first MiB, gunzipped when gzip), when its text matches the
+    ``starts`` pattern. Reads only the head, so a folder's parts are never read whole
+    just to recognise them; an unreadable file is no such file."""
+    try:
+        head = read_head(path, 1 << 20).decode("utf-8-sig", errors="ignore")
+    except InputError:
+        return False
     value = first_json_value(head)
     if value is not None:
         return sniff(value)

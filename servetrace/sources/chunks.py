@@ -27,6 +27,11 @@ def sse_payload(expr: pl.Expr) -> pl.Expr:
     return expr.str.strip_chars().str.strip_prefix("data:").str.strip_chars()
 
 
+def usage_count(payload: pl.Expr, key: str) -> pl.Expr:
+    """``usage.<key>`` of a chunk as Int64 (null when the chunk has no usage)."""
+    return payload.str.json_path_match(f"$.usage.{key}").cast(pl.Int64, strict=False)
+
+
 def is_content_chunk(payload: pl.Expr) -> pl.Expr:
     """True when a chunk's JSON payload carries generated text (or reasoning).
 
@@ -39,21 +44,6 @@ def is_content_chunk(payload: pl.Expr) -> pl.Expr:
     )
 
 
-def chunk_columns(payload: pl.Expr) -> dict[str, pl.Expr]:
-    """Per chunk: ``content`` (carries output), and the usage ``completion_tokens`` and
-    ``prompt_tokens`` (null without usage)."""
-    return {
-        "content": is_content_chunk(payload),
-        "completion_tokens": usage_count(payload, "completion_tokens"),
-        "prompt_tokens": usage_count(payload, "prompt_tokens"),
-    }
-
-
-def usage_count(payload: pl.Expr, key: str) -> pl.Expr:
-    """``usage.<key>`` of a chunk as Int64 (null when the chunk has no usage)."""
-    return payload.str.json_path_match(f"$.usage.{key}").cast(pl.Int64, strict=False)
-
-
 def per_request(parts: pl.DataFrame) -> pl.DataFrame:
     """One row per request of ``parts`` (one row per SSE payload: ``request_id``, ``_chunk``
     the chunk it belongs to, ``time_ns`` when that chunk arrived, ``payload``): the sorted
@@ -61,7 +51,12 @@ def per_request(parts: pl.DataFrame) -> pl.DataFrame:
     and the response body's figures as text (``response_body.typed``)."""
     payload = pl.col("payload")
     return (
-        parts.with_columns(*body.chunk_fields(payload), **chunk_columns(payload))
+        parts.with_columns(
+            *body.chunk_fields(payload),
+            content=is_content_chunk(payload),
+            completion_tokens=usage_count(payload, "completion_tokens"),
+            prompt_tokens=usage_count(payload, "prompt_tokens"),
+        )
         .group_by("request_id", "_chunk", maintain_order=True)
         .agg(
             pl.col("time_ns").first(),

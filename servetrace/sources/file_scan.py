@@ -130,7 +130,7 @@ def _drop_blank_lines(frame: pl.LazyFrame, key_columns: Sequence[str]) -> pl.Laz
 def _scan_ndjson(path: Path) -> pl.LazyFrame:
     head = sniff.read_head(path, 3)
     # scan_ndjson has no glob=False: a name with glob characters is read from memory.
-    if sniff.is_gzip(path) or sniff.has_bom(head) or paths.has_magic(str(path)):
+    if sniff.is_gzip(path) or head.startswith(sniff.UTF8_BOM) or paths.has_magic(str(path)):
         data = sniff.read_all(path).removeprefix(sniff.UTF8_BOM)
         return pl.read_ndjson(data, infer_schema_length=None).lazy()
     limits.check_lines(path)

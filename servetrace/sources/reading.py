@@ -38,7 +38,9 @@ def read_text(path: Path, expected: str = "JSON") -> str:
         ) from None
 
 
-def parse_json_text(text: str, path: Path) -> Any:
+def load_json(path: Path) -> Any:
+    """Parse a whole JSON document; errors name the line and column."""
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -52,11 +54,6 @@ def parse_json_text(text: str, path: Path) -> Any:
             f"{path}: not valid JSON at line {error.lineno} column {error.colno}: {error.msg}",
             hint="the file looks truncated; re-export it" if truncated else None,
         ) from None
-
-
-def load_json(path: Path) -> Any:
-    """Parse a whole JSON document; errors name the line and column."""
-    return parse_json_text(read_text(path), path)
 
 
 def json_lines(text: str) -> list[str]:

@@ -115,10 +115,6 @@ def named_json(path: Path) -> bool:
     return suffix(path) in (".json", ".jsonl", ".ndjson")
 
 
-def has_bom(head: bytes) -> bool:
-    return head.startswith(UTF8_BOM)
-
-
 def cr_only_lines(head: bytes) -> bool:
     """True when lines end in a lone CR (no LF anywhere in the head)."""
     return b"\r" in head and b"\n" not in head
