@@ -178,15 +178,9 @@ def _columns(fields: Fields, items: list[dict[str, Any]], wheres: list[str]) -> 
     """The items as columns, each field checked in Polars; errors name poll, item, field."""
     where_of = wheres.__getitem__
 
-    def column(
-        section: str, name: str, *, integer: bool = False, required: bool = False
-    ) -> pl.Series:
-        values = []
-        for item in items:
-            metrics = item["perf_metrics"]
-            part = metrics if section == "" else metrics.get(section)
-            values.append(part.get(name) if isinstance(part, dict) else None)
-        dotted = f"perf_metrics.{section + '.' if section else ''}{name}"
+    def column(dotted: str, *, integer: bool = False, required: bool = False) -> pl.Series:
+        dotted = f"perf_metrics.{dotted}"
+        values = [fields.get(item, dotted) for item in items]
         try:
             return fields.column(values, dotted, where_of, integer=integer, nullable=not required)
         except InputError as error:
@@ -194,20 +188,19 @@ def _columns(fields: Fields, items: list[dict[str, Any]], wheres: list[str]) -> 
                 error.message, hint="TensorRT-LLM writes steady-clock seconds, as numbers"
             ) from None
 
-    timing = "timing_metrics"
     data: dict[str, pl.Series] = {
         "trtllm_request_id": pl.Series([str(item["request_id"]) for item in items], dtype=pl.Utf8),
-        **{f"{n}_s": column(timing, n, required=n in _REQUIRED) for n in _TIMES},
-        "kv_cache_size": column(timing, "kv_cache_size", integer=True),
-        "first_iter": column("", "first_iter", integer=True),
-        "last_iter": column("", "last_iter", integer=True),
+        **{f"{n}_s": column(f"timing_metrics.{n}", required=n in _REQUIRED) for n in _TIMES},
+        "kv_cache_size": column("timing_metrics.kv_cache_size", integer=True),
+        "first_iter": column("first_iter", integer=True),
+        "last_iter": column("last_iter", integer=True),
         "status": pl.Series(
             [None if item.get("status") is None else str(item["status"]) for item in items],
             dtype=pl.Utf8,
         ),
-        **{f"kv_{n}": column("kv_cache_metrics", n, integer=True) for n in _KV},
-        "spec_acceptance_rate": column("speculative_decoding", "acceptance_rate"),
-        **{f"spec_{n}": column("speculative_decoding", n, integer=True) for n in _SPEC[1:]},
+        **{f"kv_{n}": column(f"kv_cache_metrics.{n}", integer=True) for n in _KV},
+        "spec_acceptance_rate": column("speculative_decoding.acceptance_rate"),
+        **{f"spec_{n}": column(f"speculative_decoding.{n}", integer=True) for n in _SPEC[1:]},
     }
     return pl.DataFrame(data)
 
