@@ -223,17 +223,8 @@ def _summary_sources(path: Path, kind: str) -> list[RunSource]:
         except (InputError, json.JSONDecodeError, RecursionError):
             rows = None
         if isinstance(rows, list) and rows:
-            return [
-                RunSource(
-                    paths=(),
-                    fmt=kind,
-                    summary=path,
-                    summary_only=True,
-                    summary_row=index,
-                    notes=(f"{path}: only vLLM's summary: its own numbers are reported",),
-                )
-                for index in range(len(rows))
-            ]
+            note = f"{path}: only vLLM's summary: its own numbers are reported"
+            return [_summary_source(path, kind, note, index) for index in range(len(rows))]
     if kind == "guidellm":  # benchmarks.csv: one run per benchmark row
         return [_summary_source(path, kind, row=index) for index in range(max(1, count_rows(path)))]
     if kind == "vllm-bench":  # cumulative_results.md alone: a table, not a run
