@@ -26,6 +26,17 @@ def sniff_raw_record(obj: Any) -> bool:
     return isinstance(obj, dict) and "start_perf_ns" in obj and "responses" in obj
 
 
+# One row per record: what the export's metadata says of the request.
+_ROW = {
+    "request_id": pl.Utf8,
+    "start_ns": pl.Int64,
+    "start_perf_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "cancel_ns": pl.Int64,
+    "was_cancelled": pl.Boolean,
+    "error_code": pl.Int64,
+    "error": pl.Utf8,
+}
 _RESPONSES = pl.List(
     pl.Struct(
         {
@@ -41,17 +52,8 @@ def read_raw(path: Path) -> pl.DataFrame:
     """One row per raw record: ids, clocks and the content chunks' wall times (``ticks_raw``),
     plus usage counts from the stream."""
     fields = Fields(path, "AIPerf raw")
-    columns: dict[str, list[Any]] = {
-        "request_id": [],
-        "start_ns": [],
-        "start_perf_ns": [],
-        "end_ns": [],
-        "cancel_ns": [],
-        "was_cancelled": [],
-        "error_code": [],
-        "error": [],
-        "responses": [],
-    }
+    columns: dict[str, list[Any]] = {name: [] for name in _ROW}
+    responses: list[list[Any] | None] = []
     wheres: list[str] = []
     for index, (line, obj) in enumerate(iter_json_lines(path)):
         where = f"record {index} (line {line})"
@@ -69,29 +71,15 @@ def read_raw(path: Path) -> pl.DataFrame:
         columns["was_cancelled"].append(meta.was_cancelled(fields, obj, code))
         columns["error_code"].append(code)
         columns["error"].append(error)
-        columns["responses"].append(fields.array(obj, "responses", where))
+        responses.append(fields.array(obj, "responses", where))
         wheres.append(where)
     if None in columns["start_ns"]:
         index = columns["start_ns"].index(None)
         raise fields.error(f"record {index}", "missing field 'metadata.request_start_ns'")
 
-    frame = pl.DataFrame(
-        {key: value for key, value in columns.items() if key != "responses"},
-        schema_overrides={
-            "start_ns": pl.Int64,
-            "start_perf_ns": pl.Int64,
-            "end_ns": pl.Int64,
-            "cancel_ns": pl.Int64,
-            "error_code": pl.Int64,
-            "error": pl.Utf8,
-        },
-    ).with_columns(
+    frame = pl.DataFrame(columns, schema=_ROW).with_columns(
         fields.struct_lists(
-            columns["responses"],
-            _RESPONSES,
-            "responses",
-            wheres.__getitem__,
-            time_fields=("perf_ns",),
+            responses, _RESPONSES, "responses", wheres.__getitem__, time_fields=("perf_ns",)
         )
     )
     parts = (

@@ -70,6 +70,19 @@ _TIMES = {
     "targeted": ("targeted_start", None),
 }
 
+# The columns ``_collect`` fills, one value per request.
+_SCHEMA = {
+    "request_id": pl.Utf8,
+    "status": pl.Utf8,
+    "benchmark": pl.Int64,
+    "conversation_id": pl.Utf8,
+    "error": pl.Utf8,
+    "prompt_tokens": pl.Int64,
+    "output_tokens": pl.Int64,
+    "token_iterations": pl.Int64,
+    **dict.fromkeys(_TIMES, pl.Float64),
+}
+
 
 def sniff(doc: Any) -> bool:
     """True for a GuideLLM report."""
@@ -83,20 +96,7 @@ def read(path: str | Path) -> ImportResult:
     )
     fields = Fields(path, "GuideLLM")
     notes = Notes()
-    columns: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "request_id",
-            "status",
-            "benchmark",
-            "conversation_id",
-            "error",
-            "prompt_tokens",
-            "output_tokens",
-            "token_iterations",
-            *_TIMES,
-        )
-    }
+    columns: dict[str, list[Any]] = {name: [] for name in _SCHEMA}
     summaries: list[dict[str, Any]] = []
     wheres: list[str] = []
     for b_index, benchmark in enumerate(doc["benchmarks"]):
@@ -116,21 +116,7 @@ def read(path: str | Path) -> ImportResult:
     if not columns["request_id"]:
         raise InputError(f"{path}: no requests in 'benchmarks[].requests'")
 
-    frame = pl.DataFrame(
-        columns,
-        schema={
-            "request_id": pl.Utf8,
-            "status": pl.Utf8,
-            "benchmark": pl.Int64,
-            "conversation_id": pl.Utf8,
-            "error": pl.Utf8,
-            "prompt_tokens": pl.Int64,
-            "output_tokens": pl.Int64,
-            "token_iterations": pl.Int64,
-            **dict.fromkeys(_TIMES, pl.Float64),
-        },
-        strict=False,
-    )
+    frame = pl.DataFrame(columns, schema=_SCHEMA, strict=False)
     duplicated = frame["request_id"].is_duplicated()
     if duplicated.any():
         frame = frame.with_columns(

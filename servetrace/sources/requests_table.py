@@ -181,11 +181,12 @@ def read(
         rid = pl.col("_key").cast(pl.String)
     else:
         rid = pl.int_range(pl.len()).cast(pl.String)
-    code = (
-        pl.col(source["error_code"]).cast(pl.Int64, strict=False)
-        if "error_code" in source
-        else null
-    )
+
+    def integers(field: str) -> pl.Expr:
+        """The column mapped to ``field`` cast to Int64; null when no column is."""
+        return pl.col(source[field]).cast(pl.Int64, strict=False) if field in source else null
+
+    code = integers("error_code")
     text = (
         pl.col(source["error"]).cast(pl.String).str.strip_chars()
         if "error" in source
@@ -200,16 +201,8 @@ def read(
         arrival.alias("arrival_ns"),
         first.alias("first_ns"),
         end.alias("end_ns"),
-        (
-            pl.col(source["prompt_tokens"]).cast(pl.Int64, strict=False)
-            if "prompt_tokens" in source
-            else null
-        ).alias("prompt_tokens"),
-        (
-            pl.col(source["output_tokens"]).cast(pl.Int64, strict=False)
-            if "output_tokens" in source
-            else null
-        ).alias("output_tokens"),
+        integers("prompt_tokens").alias("prompt_tokens"),
+        integers("output_tokens").alias("output_tokens"),
         code.alias("error_code"),
         pl.when(failed)
         .then(pl.coalesce(text.replace("", None), code.cast(pl.String)))
