@@ -43,8 +43,8 @@ import polars as pl
 
 from servetrace.errors import InputError, UsageError
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
+from servetrace.sources.file_scan import format_of, read_table
 from servetrace.sources.reading import json_lines, read_text
-from servetrace.sources.sniff import read_all
 from servetrace.sources.times import checked_ns
 from servetrace.sources.workload_files import workload_error
 from servetrace.units import TIME_UNITS
@@ -71,20 +71,8 @@ _HINT = (
 
 
 def _load(path: Path) -> pl.DataFrame:
-    suffixes = "".join(path.suffixes).lower()
-    try:
-        if suffixes.endswith(".parquet"):
-            return pl.read_parquet(path)
-        if suffixes.endswith((".arrow", ".ipc", ".feather")):
-            return pl.read_ipc(path)
-        if suffixes.endswith((".csv", ".tsv")):
-            return pl.read_csv(
-                read_all(path),
-                separator="\t" if suffixes.endswith(".tsv") else ",",
-                infer_schema_length=None,
-            )
-    except (pl.exceptions.PolarsError, OSError) as error:
-        raise InputError(f"{path}: cannot read the table: {error}") from None
+    if format_of(path) in ("parquet", "ipc", "csv"):  # a table read as the canonical reader does
+        return read_table(path)
     text = read_text(path)
     try:
         doc: Any = json.loads(text)
