@@ -54,6 +54,11 @@ class Fields:
         value = self.lookup(obj, dotted)
         return None if value is _MISSING else value
 
+    def text(self, obj: Any, dotted: str) -> str | None:
+        """The field's value as text (an id, a message, whatever its JSON type), or None."""
+        value = self.get(obj, dotted)
+        return None if value is None else str(value)
+
     def _get(self, obj: Any, dotted: str, where: str, required: bool) -> Any:
         value = self.lookup(obj, dotted)
         if value is _MISSING or value is None:

@@ -237,8 +237,7 @@ def _collect(
     columns["request_id"].append(str(request_id) if request_id is not None else where)
     columns["status"].append(status)
     columns["benchmark"].append(benchmark)
-    conversation = fields.get(info, "conversation_id")
-    columns["conversation_id"].append(None if conversation is None else str(conversation))
+    columns["conversation_id"].append(fields.text(info, "conversation_id"))
     error = fields.get(info, "error") or fields.get(record, "error")
     columns["error"].append(None if error is None else str(error))
     columns["prompt_tokens"].append(
