@@ -162,13 +162,13 @@ def build_events(
 ) -> pl.DataFrame:
     """One row per request → one row per event, in the canonical schema.
 
-    ``requests`` has the columns of ``REQUEST_COLUMNS``, the optional ones null when left
-    out (``ticks_ns``: the absolute times of
+    ``requests`` has the columns of ``REQUEST_COLUMNS`` (``ticks_ns``: the absolute times of
     the output chunks, first token first; ``terminal``: ``"completion"``, ``"cancellation"``
-    or null for a request still in flight) plus the per-request ``attributes``, which are
-    repeated on every event row of their request. Each tick carries ``tokens=1``: the
-    tools record when a chunk arrived, not how many tokens it held; the authoritative
-    count goes on the terminal row as ``output_tokens``.
+    or null for a request still in flight; ``OPTIONAL_REQUEST_COLUMNS`` may be left out)
+    plus the per-request ``attributes``, which are repeated on every event row of their
+    request. Each tick carries ``tokens=1``: the tools record when a chunk arrived, not
+    how many tokens it held; the authoritative count goes on the terminal row as
+    ``output_tokens``.
 
     Rows are ordered by arrival, then by the request's position in the file, then in
     lifecycle order.

@@ -243,7 +243,7 @@ def _one_format(paths: Sequence[Path], kind: str, hint: str) -> str | None:
     if len(set(detected.values())) > 1:
         listed = "; ".join(f"{p}: {f or 'not a known export'}" for p, f in detected.items())
         raise InputError(f"the inputs are not all the same kind of {kind} ({listed})", hint=hint)
-    return next(iter(detected.values()))
+    return next(iter(detected.values()), None)
 
 
 # Only these can be another tool's export; Parquet, Arrow and CSV are always canonical.
