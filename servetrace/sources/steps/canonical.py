@@ -14,7 +14,6 @@ import polars as pl
 
 from servetrace.sources.file_scan import read_table
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.schema import conform
 from servetrace.sources.steps.validate import require_columns
 
 
@@ -36,4 +35,4 @@ def read(path: Path, ticks: pl.Series | None = None) -> StepFile:
     clock already."""
     frame = read_table(path)
     require_columns(path, frame.columns)
-    return StepFile(conform(_ids(frame)))
+    return StepFile(_ids(frame))

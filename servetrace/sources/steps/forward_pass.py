@@ -42,7 +42,6 @@ from servetrace.errors import InputError
 from servetrace.sources.sniff import read_all
 from servetrace.sources.steps.formats import StepFile
 from servetrace.sources.steps.record import RECORD_FORMAT, RECORD_VERSION, require_extra
-from servetrace.sources.steps.schema import conform
 
 FORMAT = "forward-pass"
 FPM_VERSION = 1
@@ -93,7 +92,7 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         notes.append(f"forward-pass: {heartbeats} heartbeat messages (no step) dropped")
     if ticks is not None:
         notes.append("forward-pass: steps are not aligned to the trace's ticks")
-    return StepFile(conform(frame), tuple(notes), None)
+    return StepFile(frame, tuple(notes))
 
 
 _ROW_SCHEMA = {

@@ -37,7 +37,6 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.sources.steps.formats import StepFile
 from servetrace.sources.steps.logtext import log_lines, no_lines, parse_marked
-from servetrace.sources.steps.schema import conform
 
 FORMAT = "sglang-log"
 # A prefill line dates its batch when it is formed and a decode line when it is logged:
@@ -129,4 +128,4 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         "is unavailable; decode tokens and durations are not logged (unavailable)",
         "sglang-log: times are the log prefix read as UTC, resolution 1 s; not aligned to a trace",
     ]
-    return StepFile(conform(frame), tuple(notes), None)
+    return StepFile(frame, tuple(notes))

@@ -45,7 +45,6 @@ from servetrace.errors import InputError
 from servetrace.sources.reading import json_lines
 from servetrace.sources.sniff import read_all
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.schema import conform
 
 FORMAT = "trtllm-iterations"
 # A poll without a `timestamp` leaves its iteration's end unknown (`validate`).
@@ -88,7 +87,7 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         "iteration: under the overlap scheduler not one forward pass); decode tokens, cached "
         "tokens and batch membership are not in the record (unavailable)",
     )
-    return StepFile(conform(frame), notes, None)
+    return StepFile(frame, notes)
 
 
 _SCHEMA = {

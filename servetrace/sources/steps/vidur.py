@@ -18,7 +18,6 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.sources.file_scan import read_table
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.schema import conform
 
 BATCH_COLUMNS = (
     "batch_id",
@@ -91,4 +90,4 @@ def read(path: Path, ticks: pl.Series | None = None) -> StepFile:
             maintain_order="left",
         )
         notes = (f"{path}: batch membership from {iterations.name}",)
-    return StepFile(conform(frame), notes)
+    return StepFile(frame, notes)
