@@ -42,12 +42,12 @@ from servetrace.errors import InputError
 from servetrace.sources.sniff import read_all
 from servetrace.sources.steps.formats import StepFile
 from servetrace.sources.steps.record import RECORD_FORMAT, RECORD_VERSION, require_extra
+from servetrace.sources.steps.schema import is_count
 
 FORMAT = "forward-pass"
 FPM_VERSION = 1
 _SCHEDULED = ("num_prefill_requests", "sum_prefill_tokens", "num_decode_requests")
 _QUEUED = ("num_prefill_requests", "num_decode_requests")
-_INT64_MAX = 2**63 - 1
 
 
 def read(path: Path, ticks: pl.Series | None) -> StepFile:
@@ -128,7 +128,7 @@ def _row(path: Path, index: int, item: Any) -> dict[str, Any] | None:
     if (
         not isinstance(item, list)
         or len(item) != 2
-        or not _is_int(item[0])
+        or not is_count(item[0])
         or not isinstance(item[1], list)
         or not item[1]
         or not all(isinstance(frame, bytes) for frame in item[1])
@@ -158,8 +158,8 @@ def _row(path: Path, index: int, item: Any) -> dict[str, Any] | None:
     dp_rank = message.get("dp_rank")
     counter = message.get("counter_id")
     return {
-        "step": counter if _is_int(counter) else None,
-        "replica": str(dp_rank) if _is_int(dp_rank) else None,
+        "step": counter if is_count(counter) else None,
+        "replica": str(dp_rank) if is_count(dp_rank) else None,
         "ts_end": item[0],
         "duration": round(wall * 1e9),
         "prefill_requests": counts["num_prefill_requests"],
@@ -167,10 +167,6 @@ def _row(path: Path, index: int, item: Any) -> dict[str, Any] | None:
         "decode_requests": counts["num_decode_requests"],
         "queued_requests": waiting["num_prefill_requests"] + waiting["num_decode_requests"],
     }
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
 
 
 def _map(where: str, message: dict[str, Any], name: str) -> dict[str, Any]:
@@ -182,6 +178,6 @@ def _map(where: str, message: dict[str, Any], name: str) -> dict[str, Any]:
 
 def _count(where: str, parent: dict[str, Any], parent_name: str, name: str) -> int:
     value = parent.get(name, 0)
-    if not _is_int(value):
+    if not is_count(value):
         raise InputError(f"{where}: '{parent_name}.{name}' must be a count, got {value!r}")
     return int(value)

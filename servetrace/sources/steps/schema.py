@@ -41,6 +41,12 @@ STEP_SCHEMA: dict[str, pl.DataType] = {name: dtype for name, (dtype, _, _) in ST
 REQUIRED_STEP_COLUMNS: tuple[str, ...] = tuple(
     name for name, (_, required, _) in STEP_COLUMNS.items() if required
 )
+_INT64_MAX = 2**63 - 1
+
+
+def is_count(value: object) -> bool:
+    """Whether a decoded record's ``value`` is a count an Int64 step column holds."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
 
 
 def conform(frame: pl.DataFrame) -> pl.DataFrame:

@@ -32,18 +32,24 @@ COUNT_COLUMNS = (
 _ROW = "_row"
 
 
-def require_columns(path: Path, columns: Iterable[str]) -> None:
-    """The canonical columns a step file must have (``duration`` stands in for
-    ``ts_start``)."""
+def require_columns(
+    path: Path,
+    columns: Iterable[str],
+    required: tuple[str, ...] = REQUIRED_STEP_COLUMNS,
+    what: str = "a step file",
+    hint: str | None = "see the canonical step schema in docs/design.md",
+) -> None:
+    """The columns ``what`` must have: by default the canonical ones (``duration`` stands
+    in for ``ts_start``)."""
     present = set(columns)
     if "duration" in present:
         present.add("ts_start")
-    missing = [name for name in REQUIRED_STEP_COLUMNS if name not in present]
+    missing = [name for name in required if name not in present]
     if missing:
         raise InputError(
             f"{path}: rule missing_column: no column {', '.join(repr(m) for m in missing)} "
-            f"(a step file has {', '.join(REQUIRED_STEP_COLUMNS)})",
-            hint="see the canonical step schema in docs/design.md",
+            f"({what} has {', '.join(required)})",
+            hint=hint,
         )
 
 
