@@ -82,7 +82,8 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
             f"{path}: no forward-pass messages ({heartbeats} heartbeats)",
             hint="record while the engine serves requests",
         )
-    frame = pl.DataFrame(rows, schema=_ROW_SCHEMA)
+    # Every value is checked (`_row`); `read_steps` gives the columns their step types.
+    frame = pl.DataFrame(rows, infer_schema_length=None)
     notes = [
         "forward-pass: a step ends when servetrace received its message (the message has "
         "no clock), later than the true end by the publish delay; decode tokens, cached "
@@ -93,18 +94,6 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
     if ticks is not None:
         notes.append("forward-pass: steps are not aligned to the trace's ticks")
     return StepFile(frame, tuple(notes))
-
-
-_ROW_SCHEMA = {
-    "step": pl.Int64(),
-    "replica": pl.String(),
-    "ts_end": pl.Int64(),
-    "duration": pl.Int64(),
-    "prefill_requests": pl.Int64(),
-    "prefill_tokens": pl.Int64(),
-    "decode_requests": pl.Int64(),
-    "queued_requests": pl.Int64(),
-}
 
 
 def _check_header(path: Path, item: Any) -> None:
