@@ -96,8 +96,12 @@ def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:
     most votes win (ties: the smaller gap, then the earlier tick).
     """
     first = emitting.filter(pl.col("k") == pl.col("k").min().over("replica", "run"))
-    hypotheses = _candidates(first, ticks).select(
-        "replica", "run", k0="k", offset="base", hypothesis=pl.int_range(pl.len(), dtype=pl.Int64())
+    hypotheses = _each_tick(first, ticks, "replica", "run", "k", "cum").select(
+        "replica",
+        "run",
+        k0="k",
+        offset=pl.col("tick") - pl.col("cum"),
+        hypothesis=pl.int_range(pl.len(), dtype=pl.Int64()),
     )
     later = emitting.join(hypotheses.select("replica", "run", "k0").unique(), on=["replica", "run"])
     later = later.filter(
@@ -112,23 +116,10 @@ def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:
             "hi", ticks.search_sorted(pairs["base"] + pairs["steps"] * MAX_GAP_NS, "right")
         ),
     )
-    votes = (
-        pairs.select(
-            "replica",
-            "run",
-            "hypothesis",
-            "offset",
-            "k0",
-            "base",
-            "steps",
-            at=pl.int_ranges("lo", pl.max_horizontal("lo", "hi"), dtype=pl.Int64()),
-        )
-        .explode("at")
-        .drop_nulls("at")
-    )
-    votes = votes.with_columns(
-        gap=(ticks.gather(votes["at"]) - pl.col("base")) // pl.col("steps")
-    ).with_columns(bin=pl.col("gap") // GAP_STEP_NS)
+    votes = _each_tick(
+        pairs, ticks, "replica", "run", "hypothesis", "offset", "k0", "base", "steps"
+    ).with_columns(gap=(pl.col("tick") - pl.col("base")) // pl.col("steps"))
+    votes = votes.with_columns(bin=pl.col("gap") // GAP_STEP_NS)
     counts = votes.group_by("replica", "run", "hypothesis", "bin").agg(n=pl.len())
     scored = (
         pl.concat([counts.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
@@ -223,35 +214,29 @@ def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
         out_key.append(present)
         out_chunk.append(np.full(len(present), part["chunk"][0]))
         out_offset.append(offset[present].copy())
+    # Not empty: the steps fill at least one chunk.
     found = pl.DataFrame(
         {
-            "key": np.concatenate(out_key) if out_key else np.array([], dtype=np.int64),
-            "chunk": np.concatenate(out_chunk) if out_chunk else np.array([], dtype=np.int64),
-            "chunk_offset": np.concatenate(out_offset)
-            if out_offset
-            else np.array([], dtype=np.int64),
+            "key": np.concatenate(out_key),
+            "chunk": np.concatenate(out_chunk),
+            "chunk_offset": np.concatenate(out_offset),
         },
         schema={"key": pl.Int64(), "chunk": pl.Int64(), "chunk_offset": pl.Int64()},
     )
     return found.join(keys.select("key", "replica", "run"), on="key").drop("key")
 
 
-def _candidates(frame: pl.DataFrame, ticks: pl.Series, *keep: str) -> pl.DataFrame:
-    """One row per step and tick in its ``[lo, hi)`` range, with ``base = tick − cum``."""
+def _each_tick(frame: pl.DataFrame, ticks: pl.Series, *columns: str) -> pl.DataFrame:
+    """One row per row of ``frame`` and tick in its ``[lo, hi)`` range: ``columns`` and
+    the ``tick``."""
     exploded = (
         frame.select(
-            "replica",
-            "run",
-            "chunk",
-            "k",
-            "cum",
-            *keep,
-            at=pl.int_ranges("lo", pl.max_horizontal("lo", "hi"), dtype=pl.Int64()),
+            *columns, at=pl.int_ranges("lo", pl.max_horizontal("lo", "hi"), dtype=pl.Int64())
         )
         .explode("at")
         .drop_nulls("at")
     )
-    return exploded.with_columns(base=ticks.gather(exploded["at"]) - pl.col("cum"))
+    return exploded.with_columns(tick=ticks.gather(exploded["at"])).drop("at")
 
 
 def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Alignment]:
