@@ -55,11 +55,6 @@ def parse_marked(
     return parsed
 
 
-def no_lines(path: Path, what: str, hint: str) -> InputError:
-    """The error for a log that holds none of the lines the format reads."""
-    return InputError(f"{path}: no {what} in the file", hint=hint)
-
-
 def seconds_ns(
     year: pl.Expr | int, month: str, day: str, hour: str, minute: str, second: str
 ) -> pl.Expr:

@@ -40,9 +40,10 @@ from pathlib import Path
 
 import polars as pl
 
+from servetrace.errors import InputError
 from servetrace.sources.steps.align import align_to_ticks, describe, tick_year, zone_shift
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.logtext import log_lines, no_lines, parse_marked, seconds_ns
+from servetrace.sources.steps.logtext import log_lines, parse_marked, seconds_ns
 
 FORMAT = "vllm-log"
 _NO_YEAR = 1972
@@ -74,10 +75,9 @@ ALIGNS_TO_TICKS = True
 def read(path: Path, ticks: pl.Series | None) -> StepFile:
     parsed = parse_marked(log_lines(path), _MARKER, _PATTERN, "step", path, _RULE)
     if parsed.height == 0:
-        raise no_lines(
-            path,
-            "vLLM iteration-details lines",
-            "vLLM writes them when started with --enable-logging-iteration-details",
+        raise InputError(
+            f"{path}: no vLLM iteration-details lines in the file",
+            hint="vLLM writes them when started with --enable-logging-iteration-details",
         )
     steps = parsed.select(
         *_PARTS,
