@@ -25,9 +25,8 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import InputError, first_line
-from servetrace.sources.server_metrics.schema import KINDS, Row, frame, label_text
-
-NS_PER_MS = 1_000_000
+from servetrace.sources.server_metrics.schema import KINDS, Row, frame, label_text, ms_ns
+from servetrace.units import NS_PER_MS, NS_PER_S
 
 
 def _parse(text: str, where: Path, default_ts_ns: int | None) -> list[Row]:
@@ -80,8 +79,8 @@ def _stamp_ns(stamp: object) -> int:
     milliseconds (which the parser gives as float seconds)."""
     sec = getattr(stamp, "sec", None)
     if sec is not None:
-        return int(sec) * 1_000_000_000 + int(getattr(stamp, "nsec", 0))
-    return round(float(stamp) * 1000) * NS_PER_MS  # type: ignore[arg-type]
+        return int(sec) * NS_PER_S + int(getattr(stamp, "nsec", 0))
+    return ms_ns(float(stamp))  # type: ignore[arg-type]
 
 
 def read(path: Path) -> pl.DataFrame:

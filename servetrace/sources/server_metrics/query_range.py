@@ -17,7 +17,7 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.sources.reading import load_json
-from servetrace.sources.server_metrics.schema import Row, frame, label_text
+from servetrace.sources.server_metrics.schema import Row, frame, label_text, ms_ns
 
 
 def _kind(name: str, labels: dict[str, str], histograms: set[str]) -> tuple[str, str]:
@@ -70,5 +70,5 @@ def read(path: Path) -> pl.DataFrame:
                 ) from None
             if not math.isfinite(stamp):
                 raise InputError(f"{path}: data.result[{n}].values[{m}] has no finite time")
-            rows.append((round(stamp * 1000) * 1_000_000, family, kind, labels, bound, value))
+            rows.append((ms_ns(stamp), family, kind, labels, bound, value))
     return frame(rows)

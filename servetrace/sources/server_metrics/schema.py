@@ -6,6 +6,8 @@ import json
 
 import polars as pl
 
+from servetrace.units import NS_PER_MS
+
 SCHEMA = {
     "ts": pl.Int64,
     "family": pl.String,
@@ -31,6 +33,11 @@ def frame(rows: list[Row]) -> pl.DataFrame:
     """The canonical frame of ``rows``, sorted by series then time."""
     out = pl.DataFrame(rows, schema=SCHEMA, orient="row")
     return out.sort("family", "labels", "le", "ts", nulls_last=True)
+
+
+def ms_ns(seconds: float) -> int:
+    """A Prometheus timestamp in ns: its whole milliseconds, given as float seconds."""
+    return round(seconds * 1000) * NS_PER_MS
 
 
 def label_text(labels: dict[str, str]) -> str:

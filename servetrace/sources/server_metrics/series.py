@@ -57,7 +57,7 @@ def counter_deltas(metrics: pl.DataFrame, family: str) -> pl.DataFrame:
 
 def _deltas(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     prev = pl.col("value").shift(1).over(keys)
-    out = (
+    return (
         rows.sort([*keys, "ts"])
         .with_columns(
             pl.col("ts").shift(1).over(keys).alias("start_ns"),
@@ -80,7 +80,6 @@ def _deltas(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
             (pl.col("delta") * 1e9 / (pl.col("ts") - pl.col("start_ns"))).alias("rate_per_s"),
         )
     )
-    return out
 
 
 def total_deltas(deltas: pl.DataFrame, instants: np.ndarray) -> np.ndarray:
