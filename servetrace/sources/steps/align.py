@@ -55,12 +55,10 @@ _EPOCH_FLOOR_NS = 100_000_000 * NS_PER_S
 
 @dataclass(frozen=True)
 class Alignment:
-    """What the alignment did: counts of steps, the shift and the error it measured."""
+    """What the alignment did: counts of steps and the error it measured."""
 
     total: int
     snapped: int
-    placed: int
-    shift_ns: int
     error_ns: int | None
 
 
@@ -293,18 +291,17 @@ def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Al
     alignment = Alignment(
         total=frame.height,
         snapped=snapped.height,
-        placed=int(ends["placed"].is_not_null().sum()),
-        shift_ns=0,
         error_ns=int(error) if isinstance(error, int) else None,
     )
     return ts_end.alias("ts_end"), alignment
 
 
-def describe(alignment: Alignment, what: str) -> str:
-    """The note a user reads about an alignment of ``what`` (e.g. "vLLM log steps")."""
+def describe(alignment: Alignment, shift_ns: int, what: str) -> str:
+    """The note a user reads about an alignment of ``what`` (e.g. "vLLM log steps") whose
+    log clock was shifted by ``shift_ns`` (its time zone) first."""
     shift = ""
-    if alignment.shift_ns:
-        hours = alignment.shift_ns / (3600 * NS_PER_S)
+    if shift_ns:
+        hours = shift_ns / (3600 * NS_PER_S)
         shift = f" after shifting the log's clock by {hours:+g} h (its time zone)"
     error = (
         f"; the logged durations placed them within {alignment.error_ns / 1000:g} µs of those"

@@ -35,7 +35,6 @@ year, so a 02-29 prefix reads).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import polars as pl
@@ -136,8 +135,7 @@ def _place(
                     }
                 )
                 ts_end, alignment = align_to_ticks(frame, ticks)
-                alignment = dataclasses.replace(alignment, shift_ns=shift)
-                notes.append(describe(alignment, FORMAT))
+                notes.append(describe(alignment, shift, FORMAT))
                 return ts_end.fill_null(frame["anchor"]), alignment.error_ns
     notes.append(
         f"vllm-log: not aligned ({reason}): each step ends at its log second, read as UTC "
