@@ -42,7 +42,7 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.sources.steps.align import align_to_ticks, describe, tick_year, zone_shift
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.logtext import log_lines, parse_marked, seconds_ns
+from servetrace.sources.steps.logtext import log_lines, parse_marked
 
 FORMAT = "vllm-log"
 _NO_YEAR = 1972
@@ -112,14 +112,14 @@ def _place(
     steps: pl.DataFrame, ticks: pl.Series | None, notes: list[str]
 ) -> tuple[pl.Series, int | None]:
     """Each step's end, and the measured alignment error when aligned to ``ticks``."""
-    fallback = steps.select(seconds_ns(_NO_YEAR, *_PARTS)).to_series()
+    fallback = steps.select(_seconds_ns(_NO_YEAR)).to_series()
     reason = "no trace was given"
     if ticks is not None and ticks.len():
         year = tick_year(ticks)
         if year is None:
             reason = "the trace's clock is not wall-clock time"
         else:
-            anchor = steps.select(seconds_ns(year, *_PARTS)).to_series()
+            anchor = steps.select(_seconds_ns(year)).to_series()
             shift = zone_shift(anchor, ticks)
             if shift is None:
                 reason = "no token tick of the trace falls in the log's seconds"
@@ -142,3 +142,9 @@ def _place(
         f"in {_NO_YEAR} (the prefix has no year or time zone); resolution 1 s"
     )
     return fallback.alias("ts_end"), None
+
+
+def _seconds_ns(year: int) -> pl.Expr:
+    """The epoch ns of each prefix's date and time in ``year`` (UTC: it names no zone)."""
+    parts = (pl.col(part).cast(pl.Int32()) for part in _PARTS)
+    return pl.datetime(pl.lit(year), *parts, time_unit="ns").dt.epoch("ns")
