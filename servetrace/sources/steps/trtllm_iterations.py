@@ -62,8 +62,9 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
     rows = [_row(f"{path}: {where}", record) for where, record in _records(path)]
     if not rows:
         raise InputError(f"{path}: no iteration records", hint="poll /metrics while serving")
-    frame = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
-    stamps = frame["timestamp"]
+    # Every value is checked (`_row`); `read_steps` gives the columns their step types.
+    frame = pl.DataFrame(rows, infer_schema_length=None)
+    stamps = frame["timestamp"].cast(pl.String())
     parsed = pl.coalesce(
         stamps.str.to_datetime("%m-%d-%Y %H:%M:%S%.f", time_unit="ns", strict=False),
         stamps.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="ns", strict=False),
@@ -77,9 +78,7 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         raise InputError(
             f"{at}: 'timestamp' {text!r} is not TensorRT-LLM's 'MM-DD-YYYY HH:MM:SS.ffffff'"
         )
-    frame = frame.with_columns(ts_end=parsed, kv_usage=pl.col("used") / pl.col("max")).drop(
-        "at", "timestamp", "used", "max"
-    )
+    frame = frame.with_columns(ts_end=parsed).drop("at", "timestamp")
     notes = (
         "trtllm-iterations: a step ends at its record's 'timestamp' (the executor's local "
         "time read as UTC, µs resolution) and lasts 'iterLatencyMS' (the executor's whole "
@@ -87,21 +86,6 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         "tokens and batch membership are not in the record (unavailable)",
     )
     return StepFile(frame, notes)
-
-
-_SCHEMA = {
-    "at": pl.String(),
-    "step": pl.Int64(),
-    "duration": pl.Int64(),
-    "timestamp": pl.String(),
-    "prefill_requests": pl.Int64(),
-    "prefill_tokens": pl.Int64(),
-    "decode_requests": pl.Int64(),
-    "preempted": pl.Int64(),
-    "queued_requests": pl.Int64(),
-    "used": pl.Int64(),
-    "max": pl.Int64(),
-}
 
 
 def _records(path: Path) -> list[tuple[str, Any]]:
@@ -129,7 +113,7 @@ def _records(path: Path) -> list[tuple[str, Any]]:
     return found
 
 
-def _row(at: str, record: Any) -> tuple[Any, ...]:
+def _row(at: str, record: Any) -> dict[str, Any]:
     """One record as a row; ``at`` names the file and the record."""
     if not isinstance(record, dict):
         raise InputError(f"{at}: not an iteration-stats object")
@@ -144,19 +128,22 @@ def _row(at: str, record: Any) -> tuple[Any, ...]:
         raise InputError(f"{at}: 'timestamp' must be a string, got {stamp!r}")
     batching = _object(at, record, "inflightBatchingStats")
     kv = _object(at, record, "kvCacheStats")
-    counts = [
-        _int(at, batching, name, parent="inflightBatchingStats") for name in _BATCHING.values()
-    ]
-    return (
-        at,
-        step,
-        None if latency is None else round(latency * 1e6),
-        stamp,
-        *counts,
-        _int(at, record, "numQueuedRequests"),
-        _int(at, kv, "usedNumBlocks", parent="kvCacheStats"),
-        _int(at, kv, "maxNumBlocks", parent="kvCacheStats") or None,
-    )
+    counts = {
+        column: _int(at, batching, name, parent="inflightBatchingStats")
+        for column, name in _BATCHING.items()
+    }
+    queued = _int(at, record, "numQueuedRequests")
+    used = _int(at, kv, "usedNumBlocks", parent="kvCacheStats")
+    blocks = _int(at, kv, "maxNumBlocks", parent="kvCacheStats")
+    return {
+        "at": at,
+        "step": step,
+        "duration": None if latency is None else round(latency * 1e6),
+        "timestamp": stamp,
+        **counts,
+        "queued_requests": queued,
+        "kv_usage": used / blocks if used is not None and blocks else None,
+    }
 
 
 def _object(at: str, record: dict[str, Any], name: str) -> dict[str, Any]:
