@@ -55,6 +55,8 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
     import msgpack
 
     raw = read_all(path, lines=False)
+    if not raw:
+        raise InputError(f"{path}: file is empty", hint="record with servetrace record-steps")
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(raw)
     rows: list[dict[str, Any]] = []
@@ -75,8 +77,6 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
             f"{path}: record {index + 1}: not MessagePack ({error}): the file is damaged "
             "or not written by servetrace record-steps"
         ) from None
-    if index == 0 and not raw:
-        raise InputError(f"{path}: file is empty", hint="record with servetrace record-steps")
     if not rows:
         raise InputError(
             f"{path}: no forward-pass messages ({heartbeats} heartbeats)",
