@@ -102,12 +102,6 @@ def histogram_deltas(metrics: pl.DataFrame, family: str, where: str) -> pl.DataF
     rows = metrics.filter(
         pl.col("family") == family, pl.col("kind") == "histogram", pl.col("le").is_not_null()
     )
-    if rows.is_empty():
-        return rows.select("labels", "le").with_columns(
-            pl.lit(None, pl.Int64).alias("start_ns"),
-            pl.lit(None, pl.Int64).alias("end_ns"),
-            pl.lit(None, pl.Float64).alias("delta"),
-        )
     layouts = rows.group_by("labels", "ts").agg(pl.col("le").sort().alias("les"))
     changed = layouts.group_by("labels").agg(pl.col("les").n_unique().alias("n"))
     bad = changed.filter(pl.col("n") > 1)
