@@ -151,16 +151,6 @@ def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:
 def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
     """Each chunk's offset, chunk after chunk (a sequence over chunks, not over steps:
     NumPy on each chunk's few candidates, all runs at once)."""
-    empty = pl.DataFrame(
-        schema={
-            "chunk": pl.Int64(),
-            "chunk_offset": pl.Int64(),
-            "replica": pl.String(),
-            "run": pl.Int64(),
-        }
-    )
-    if emitting.height == 0:
-        return empty
     emitting = emitting.with_columns(
         key=(pl.struct("replica", "run").rank("dense") - 1).cast(pl.Int64())
     ).sort("chunk", "key", "k")
@@ -170,9 +160,8 @@ def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
     }
     keys = emitting.select("key", "replica", "run", "run_offset").unique("key").sort("key")
     offset = keys["run_offset"].to_numpy().astype(np.int64).copy()
-    out_key: list[np.ndarray] = []
-    out_chunk: list[np.ndarray] = []
-    out_offset: list[np.ndarray] = []
+    # Each step's chunk offset, set once its chunk has voted.
+    chunk_offset = np.zeros(emitting.height, dtype=np.int64)
     edges = np.flatnonzero(np.diff(cols["chunk"])) + 1
     for start, stop in zip(
         np.concatenate([[0], edges]), np.concatenate([edges, [len(cols["chunk"])]]), strict=True
@@ -208,20 +197,9 @@ def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
                 center = unique[winner]
                 mask = (votes_key == key) & (np.abs(code - center) <= 1)
                 offset[key] = int(np.round(np.median(voted[mask])))
-        present = np.unique(part["key"])
-        out_key.append(present)
-        out_chunk.append(np.full(len(present), part["chunk"][0]))
-        out_offset.append(offset[present].copy())
-    # Not empty: the steps fill at least one chunk.
-    found = pl.DataFrame(
-        {
-            "key": np.concatenate(out_key),
-            "chunk": np.concatenate(out_chunk),
-            "chunk_offset": np.concatenate(out_offset),
-        },
-        schema={"key": pl.Int64(), "chunk": pl.Int64(), "chunk_offset": pl.Int64()},
-    )
-    return found.join(keys.select("key", "replica", "run"), on="key").drop("key")
+        chunk_offset[start:stop] = offset[part["key"]]
+    found = emitting.select("replica", "run", "chunk", chunk_offset=pl.Series(chunk_offset))
+    return found.unique(["replica", "run", "chunk"])
 
 
 def _each_tick(frame: pl.DataFrame, ticks: pl.Series, *columns: str) -> pl.DataFrame:
