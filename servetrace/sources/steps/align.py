@@ -158,7 +158,7 @@ def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
         name: emitting[name].to_numpy().astype(np.int64)
         for name in ("key", "chunk", "k", "cum", "lo", "hi", "gap")
     }
-    keys = emitting.select("key", "replica", "run", "run_offset").unique("key").sort("key")
+    keys = emitting.select("key", "run_offset").unique("key").sort("key")
     offset = keys["run_offset"].to_numpy().astype(np.int64).copy()
     # Each step's chunk offset, set once its chunk has voted.
     chunk_offset = np.zeros(emitting.height, dtype=np.int64)
