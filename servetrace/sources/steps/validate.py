@@ -13,22 +13,12 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.sources.steps.schema import REQUIRED_STEP_COLUMNS
+from servetrace.sources.steps.schema import COUNT_COLUMNS, REQUIRED_STEP_COLUMNS
 
 # The read's note on overlapping steps starts so (after the path): a stall analysis, which
 # counts them in its own findings, leaves it out.
 OVERLAP_NOTE = "finding overlapping_steps:"
 
-COUNT_COLUMNS = (
-    "prefill_requests",
-    "prefill_tokens",
-    "decode_requests",
-    "decode_tokens",
-    "cached_tokens",
-    "kv_tokens",
-    "queued_requests",
-    "preempted",
-)
 _ROW = "_row"
 
 
