@@ -28,7 +28,6 @@ from servetrace.render.compare_cells import (
     negligible,
     p_text,
     row_key,
-    rows_of,
     tidy,
     unavailable_line,
 )
@@ -39,6 +38,7 @@ from servetrace.render.compare_words import (
     comparison_warnings,
     display_buckets,
     display_decomposition,
+    display_rows,
     headline_text,
     method_dict,
     method_line,
@@ -69,7 +69,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "workload": {c.candidate_label: workload_dict(c.workload) for c in comparisons},
             "load": {c.candidate_label: load_dict(c.load) for c in comparisons},
             "verdicts": [candidate_verdict(c) for c in comparisons],
-            "rows": [row for c in comparisons for row in rows_of(c)],
+            "rows": [row for c in comparisons for row in display_rows(c)],
             "unavailable": {c.candidate_label: dict(c.unavailable) for c in comparisons},
             "errors": {
                 c.candidate_label: {"baseline": c.errors[0], "candidate": c.errors[1]}
@@ -124,7 +124,7 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     hidden: list[str] = []
-    for row in rows_of(comparison):
+    for row in display_rows(comparison):
         gone = reason_for(comparison.unavailable, row["metric"], row["stat"])
         if gone is not None and not row["significant"]:
             continue  # not "no significant change": the trace cannot say (own line)

@@ -10,7 +10,6 @@ from typing import Any
 from servetrace.analysis.errors import errors_phrase
 from servetrace.analysis.unavailable import phrase
 from servetrace.comparison.compare import Comparison
-from servetrace.render.compare_words import display_rows
 
 
 def p_text(value: float | None) -> str:
@@ -39,10 +38,6 @@ def row_key(row: Mapping[str, Any]) -> str:
 
 def change_text(row: Mapping[str, Any]) -> str:
     return str(row["words"]) if row["significant"] else "no significant change"
-
-
-def rows_of(comparison: Comparison) -> list[dict[str, Any]]:
-    return display_rows(comparison)
 
 
 def errored_line(comparison: Comparison) -> str | None:

@@ -13,13 +13,13 @@ from servetrace.render.compare_cells import (
     hidden_line,
     p_text,
     row_key,
-    rows_of,
     tidy,
     unavailable_line,
 )
 from servetrace.render.compare_words import (
     comparison_warnings,
     display_decomposition,
+    display_rows,
     headline_text,
     method_line,
 )
@@ -45,7 +45,7 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             mark = ":warning: " if comparison.load.verdict == "differs" else ""
             lines.append(f"**Load:** {mark}{md_text(load_message(comparison.load))}")
             lines.append("")
-        rows = rows_of(comparison)
+        rows = display_rows(comparison)
         gone = comparison.unavailable
         rows = [
             r for r in rows if r["significant"] or reason_for(gone, r["metric"], r["stat"]) is None

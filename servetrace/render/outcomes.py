@@ -17,9 +17,8 @@ from servetrace.analysis.unavailable import (
     phrase,
     unavailable,
 )
-from servetrace.render._json import clean
+from servetrace.render.distribution import distribution_ms
 from servetrace.stats.names import STATISTICS
-from servetrace.units import NS_PER_MS
 
 
 def outcome_keys(summary: Summary) -> dict[str, Any]:
@@ -28,17 +27,7 @@ def outcome_keys(summary: Summary) -> dict[str, Any]:
     errored = dict(summary.errored)
     time_to_error = errored.pop("time_to_error_ns", None)
     if time_to_error is not None:
-        errored["time_to_error"] = {
-            "unit": "ms",
-            **{
-                k: (
-                    clean(time_to_error.get(k))
-                    if k == "count" or time_to_error.get(k) is None
-                    else clean(time_to_error.get(k)) / NS_PER_MS
-                )
-                for k in STATISTICS
-            },
-        }
+        errored["time_to_error"] = distribution_ms(time_to_error)
     return {
         "errors": dict(summary.errors),
         "errored": errored,
@@ -84,11 +73,6 @@ def outcome_csv_rows(summary: Summary) -> list[list[Any]]:
     for code, n in summary.errors.items():
         rows.append([f"errors[{code_label(code)}]", "requests", n, *blanks])
     return rows
-
-
-def hidden_metrics(summary: Summary) -> set[str]:
-    """Table rows that carry no information: metrics the trace cannot express."""
-    return set(unavailable(summary))
 
 
 def unavailable_caption(summary: Summary) -> str:

@@ -16,6 +16,7 @@ from servetrace.analysis.result import Analysis
 from servetrace.analysis.unavailable import phrase, unavailable
 from servetrace.render import charts, series
 from servetrace.render.format import ms_words
+from servetrace.render.headline import value_at
 from servetrace.render.outcomes import errored_lines, errored_part
 from servetrace.render.results_json import analysis_dict
 
@@ -62,13 +63,6 @@ class TraceView:
         return analysis_dict(self.analysis)
 
 
-def _path_value(doc: dict[str, Any], path: str) -> Any:
-    value: Any = doc
-    for part in path.split("."):
-        value = value[part]
-    return value
-
-
 def summary_section(view: TraceView, prefix: str) -> Section:
     summary = view.analysis.summary
     doc = view.json
@@ -107,7 +101,7 @@ def summary_section(view: TraceView, prefix: str) -> Section:
             continue
         for stat in TABLE_STATS:
             path = f"metrics.{metric}.{stat}"
-            value = _path_value(doc, path)
+            value = value_at(doc, path)
             if value is None:
                 text = "n/a"
             elif stat == "count":

@@ -30,15 +30,6 @@ from servetrace.analysis.result import Analysis
 from servetrace.errors import UsageError
 from servetrace.schema import TICK_EVENTS
 
-PHASES = (
-    "queued",
-    "ttft",
-    "prefill",
-    "decode",
-    "delivery_tail",
-    "awaiting_token",
-    "unknown_state",
-)
 MAX_RATE_BINS = 2_000
 NICE_STEPS_NS = [m * 10**e for e in range(6, 12) for m in (1, 2, 5)]  # 1 ms … 500 s
 

@@ -17,6 +17,7 @@ from rich.text import Text
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
+from servetrace.analysis.unavailable import unavailable
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.render.distribution import STAT_KEYS, counts_dict, distribution_ms
@@ -29,7 +30,6 @@ from servetrace.render.outcomes import (
     delivered_phrase,
     errored_lines,
     errored_part,
-    hidden_metrics,
     outcome_csv_rows,
     outcome_keys,
     output_rate_part,
@@ -143,7 +143,7 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
     rows = []
-    hidden = hidden_metrics(summary)
+    hidden = unavailable(summary)  # rows of metrics the trace cannot express say nothing
     for spec in LATENCY_METRICS:
         # the shown statistics only (--by renders hundreds of tables)
         stats = distribution_ms(summary.metrics[spec.name], keys=TABLE_STATS)

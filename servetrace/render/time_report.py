@@ -110,10 +110,6 @@ def time_dict(analysis: Analysis) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- human-readable forms
-def _cell(value: Any) -> str:
-    return table_number(value)
-
-
 def lines(report: dict[str, Any]) -> list[str]:
     """One line for the window and one for fluidity (under the summary)."""
     out: list[str] = []
@@ -155,7 +151,7 @@ def _shown(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def slice_table(rows: list[dict[str, Any]]) -> str:
     """Plain fixed-width text (every column fits; Rich would squeeze 13 into 80)."""
     columns = _shown(rows)
-    cells = [[h for _, h in columns]] + [[_cell(row[k]) for k, _ in columns] for row in rows]
+    cells = [[h for _, h in columns]] + [[table_number(row[k]) for k, _ in columns] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     text = [
         "per slice: ttft/tpot (ms) of requests arriving in it; req/s, tok/s of what "
@@ -171,7 +167,7 @@ def slice_markdown(rows: list[dict[str, Any]]) -> str:
     out.write("\n#### per slice\n\n| " + " | ".join(h for _, h in columns) + " |\n")
     out.write("|" + "---:|" * len(columns) + "\n")
     for row in rows:
-        out.write("| " + " | ".join(_cell(row[k]) for k, _ in columns) + " |\n")
+        out.write("| " + " | ".join(table_number(row[k]) for k, _ in columns) + " |\n")
     return out.getvalue()
 
 
