@@ -10,6 +10,7 @@ from typing import Any
 from servetrace.analysis.errors import errors_phrase
 from servetrace.analysis.unavailable import phrase
 from servetrace.comparison.compare import Comparison
+from servetrace.render.compare_words import display_rows
 
 
 def p_text(value: float | None) -> str:
@@ -38,6 +39,18 @@ def row_key(row: Mapping[str, Any]) -> str:
 
 def change_text(row: Mapping[str, Any]) -> str:
     return str(row["words"]) if row["significant"] else "no significant change"
+
+
+def shown_rows(
+    comparison: Comparison, verbose: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """The rows a table speaks of, those it lists (the significant ones; every one with
+    ``verbose``) and the keys of those it folds into one line. A row a side cannot express
+    is not "no significant change": it is left to the unavailable line."""
+    rows = [r for r in display_rows(comparison) if r["significant"] or r["unavailable"] is None]
+    shown = [r for r in rows if r["significant"] or verbose]
+    hidden = [row_key(r) for r in rows if not (r["significant"] or verbose)]
+    return rows, shown, hidden
 
 
 def errored_line(comparison: Comparison) -> str | None:
