@@ -16,7 +16,7 @@ from servetrace.analysis.capacity import CURVE_METRICS, Capacity, CapacityReport
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.render.fit import boxed_frame, fit_columns, left_out_line
-from servetrace.render.markdown_text import md_text
+from servetrace.render.markdown_text import md_table, md_text
 from servetrace.units import NS_PER_MS
 from servetrace.version import SCHEMA_VERSION, __version__
 
@@ -242,11 +242,8 @@ def render_markdown(report: CapacityReport) -> str:
     out = io.StringIO()
     out.write("### servetrace: capacity\n\n")
     head = _header(report)
-    out.write("| " + " | ".join(head) + " |\n")
-    out.write("|---|" + "---:|" * (len(head) - 1) + "\n")
-    for row in _rows(report):
-        out.write("| " + " | ".join(map(md_text, row)) + " |\n")
-    out.write("\n")
+    rows = [list(map(md_text, row)) for row in _rows(report)]
+    out.write("\n".join(md_table(head, rows, "l" + "r" * (len(head) - 1))) + "\n\n")
     for line in _lines(report):
         out.write(f"- {md_text(line, cell=False)}\n")
     return out.getvalue()

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from servetrace.render._csv import rows_writer
-from servetrace.render.fit import fit_columns, left_out_line
-from servetrace.render.markdown_text import md_text
+from servetrace.render.fit import fit_columns, left_out_line, plain_lines
+from servetrace.render.markdown_text import md_table, md_text
 from servetrace.render.summary import render_json
 from servetrace.runs.model import Run, Runs
 from servetrace.runs.reported import ERRORED_UNTOLD
@@ -216,27 +216,23 @@ def render_runs_table(runs: Runs, width: int | None = None) -> str:
     keys, said = _fit(values, width)
     heads = [_HEAD[k] for k in keys]
     rows = _cells(values, keys)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if key in ("label", "tool") else c.rjust(w)
-            for c, w, key in zip(cells, widths, keys, strict=True)
-        ).rstrip()
-
-    out = [runs_phrase(runs), line(heads), *(line(r) for r in rows)]
+    right = [i for i, side in enumerate(_align(keys)) if side == "r"]
+    out = [runs_phrase(runs), *plain_lines([heads, *rows], right)]
     return "\n".join([*out, *said, *_footer(runs, grouped)]) + "\n"
+
+
+def _align(keys: Sequence[str]) -> str:
+    """Texts to the left, numbers to the right."""
+    return "".join("l" if key in ("label", "tool") else "r" for key in keys)
 
 
 def render_runs_markdown(runs: Runs) -> str:
     ordered, grouped = by_configuration(runs)
     keys = [key for key, _ in COLUMNS]
     out = [f"## {runs_phrase(runs)}", ""]
-    out.append("| " + " | ".join(_HEAD[k] for k in keys) + " |")
-    out.append("|" + "|".join("---" if k in ("label", "tool") else "---:" for k in keys) + "|")
     values = [row_values(run) for run in ordered]
-    cells = _cells(values, keys)
-    out += ["| " + " | ".join(map(md_text, r)) + " |" for r in cells]
+    cells = [list(map(md_text, row)) for row in _cells(values, keys)]
+    out += md_table([_HEAD[k] for k in keys], cells, _align(keys))
     empty = [k for k in keys if k != "label" and all(v.get(k) is None for v in values)]
     said = [na_line(empty, values, "n/a in every run: ")] if empty else []
     out += ["", *(f"- {md_text(line, cell=False)}" for line in [*said, *_footer(runs, grouped)])]

@@ -23,7 +23,7 @@ from servetrace.render._json import clean
 from servetrace.render.distribution import STAT_KEYS, counts_dict, distribution_ms
 from servetrace.render.format import table_number
 from servetrace.render.formula import formula_dict, formula_lines
-from servetrace.render.markdown_text import md_text
+from servetrace.render.markdown_text import md_table, md_text
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
     PARTIAL_OUTPUT_DROPPED,
@@ -300,10 +300,9 @@ def render_markdown(
     out = io.StringIO()
     out.write(f"### servetrace: {md_text(title or ', '.join(inputs), cell=False)}\n\n")
     out.write(md_text(_accounting_line(summary), cell=False) + "\n\n")
-    out.write("| metric (ms) | " + " | ".join(TABLE_STATS) + " |\n")
-    out.write("|---|" + "---:|" * len(TABLE_STATS) + "\n")
-    for row in _metric_rows(summary, naming):
-        out.write("| " + " | ".join(row) + " |\n")
+    rows = _metric_rows(summary, naming)
+    head = ["metric (ms)", *TABLE_STATS]
+    out.write("\n".join(md_table(head, rows, "l" + "r" * len(TABLE_STATS))) + "\n")
     out.write("\n" + _decomposition_text(summary).plain.split("\n", 1)[0] + "\n\n")
     for line in _lines(summary):
         out.write(f"- {md_text(line, cell=False)}\n")
