@@ -11,12 +11,10 @@ rule as a skipped test, or as a failure under ``--require-all``).
 
 from __future__ import annotations
 
-import io
-import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from servetrace.render._json import clean
@@ -30,8 +28,10 @@ from servetrace.render.check_words import (
     unit_of,
     verdict_line,
 )
+from servetrace.render.format import plain_text
 from servetrace.render.formats import CheckFormat
 from servetrace.render.markdown_text import md_code, md_text
+from servetrace.render.summary import render_json
 from servetrace.render.workload import workload_dict
 from servetrace.rules.outcome import Status
 from servetrace.rules.result import CheckResult, RuleResult
@@ -130,15 +130,7 @@ def check_dict(
 def check_json(
     result: CheckResult, *, trace: str | None = None, baseline: str | None = None
 ) -> str:
-    return (
-        json.dumps(
-            check_dict(result, trace=trace, baseline=baseline),
-            indent=2,
-            ensure_ascii=False,
-            allow_nan=False,
-        )
-        + "\n"
-    )
+    return render_json(check_dict(result, trace=trace, baseline=baseline)) + "\n"
 
 
 # --------------------------------------------------------------------------- table
@@ -162,17 +154,7 @@ def check_table(result: CheckResult) -> Group:
 
 
 def check_text(result: CheckResult, *, width: int = 110) -> str:
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-    console.print(check_table(result))
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().rstrip("\n").split("\n"))
+    return plain_text(check_table(result), width, soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- Markdown

@@ -8,12 +8,10 @@ pure functions of the result. Units and words come from ``compare_words``.
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -43,9 +41,10 @@ from servetrace.render.compare_words import (
     method_line,
     tradeoff_text,
 )
-from servetrace.render.format import format_value, signed
+from servetrace.render.format import format_value, plain_text, signed
 from servetrace.render.formats import CompareFormat
 from servetrace.render.load import load_dict, load_message
+from servetrace.render.summary import render_json
 from servetrace.render.workload import workload_dict, workload_message
 from servetrace.version import SCHEMA_VERSION, __version__
 
@@ -104,9 +103,7 @@ def _stalls_key(comparisons: Sequence[Comparison]) -> dict[str, Any]:
 
 def compare_json(comparisons: Sequence[Comparison]) -> str:
     """Stable JSON (keys in a fixed order, two-space indent, no NaN)."""
-    return (
-        json.dumps(compare_dict(comparisons), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    )
+    return render_json(compare_dict(comparisons)) + "\n"
 
 
 # --------------------------------------------------------------------------- table
@@ -256,17 +253,7 @@ def compare_text(
     comparisons: Sequence[Comparison], *, verbose: bool = False, width: int = 110
 ) -> str:
     """The table format as plain text (no colour)."""
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        highlight=False,
-        soft_wrap=False,
-    )
-    console.print(compare_table(comparisons, verbose=verbose))
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().rstrip("\n").split("\n"))
+    return plain_text(compare_table(comparisons, verbose=verbose), width, soft_wrap=False)
 
 
 def render_compare(

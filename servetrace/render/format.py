@@ -8,6 +8,7 @@ time). ``display_unit``/``to_display`` are the one conversion of a compare or ch
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from servetrace.comparison.catalog import MetricSpec
 from servetrace.units import NS_PER_MS
@@ -90,3 +91,22 @@ def ms_words(ns: float | None) -> str:
 def counted(count: int, noun: str) -> str:
     """``1 step``, ``2,114 steps``: a count and its noun, agreeing."""
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def plain_text(renderable: Any, width: int, *, soft_wrap: bool) -> str:
+    """A Rich renderable as plain text ``width`` wide: no colour, no trailing spaces."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        highlight=False,
+        soft_wrap=soft_wrap,
+    )
+    console.print(renderable)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().rstrip("\n").split("\n"))

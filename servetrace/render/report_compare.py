@@ -24,6 +24,9 @@ def short_labels(paths: Sequence[str]) -> list[str]:
     return make_labels([Path(p) for p in paths])
 
 
+VERDICT_HEADER = ["candidate", "statistic", "baseline", "candidate", "ratio", "CI", "verdict"]
+
+
 def comparison_sections(
     views: Sequence[TraceView], comparisons: Sequence[Comparison]
 ) -> list[Section]:
@@ -126,13 +129,13 @@ def comparison_sections(
     )
     verdict_rows = [
         [
-            (short.get(r["candidate"], r["candidate"]), None),
-            (f"{r['metric']}.{r['stat']}", None),
-            (_cell(r["baseline"], r["stat"]), None),
-            (_cell(r["candidate_value"], r["stat"]), None),
-            (f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a", None),
-            (f"{r['ci_low']:.3f}–{r['ci_high']:.3f}" if r["ci_low"] is not None else "n/a", None),
-            (r["verdict"], None),
+            short.get(r["candidate"], r["candidate"]),
+            f"{r['metric']}.{r['stat']}",
+            _cell(r["baseline"], r["stat"]),
+            _cell(r["candidate_value"], r["stat"]),
+            f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a",
+            f"{r['ci_low']:.3f}–{r['ci_high']:.3f}" if r["ci_low"] is not None else "n/a",
+            r["verdict"],
         ]
         for r in rows.iter_rows(named=True)
     ]
@@ -149,18 +152,7 @@ def comparison_sections(
                     ),
                 )
             ],
-            table={
-                "header": [
-                    "candidate",
-                    "statistic",
-                    "baseline",
-                    "candidate",
-                    "ratio",
-                    "CI",
-                    "verdict",
-                ],
-                "rows": verdict_rows,
-            },
+            table={"header": VERDICT_HEADER, "rows": verdict_rows},
         )
     )
     return sections

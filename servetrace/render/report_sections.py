@@ -30,7 +30,8 @@ class Section:
     title: str
     sentence: str
     charts: list[tuple[str, charts.Spec]] = field(default_factory=list)
-    table: dict[str, Any] | None = None  # {"header": [...], "rows": [[(text, json_path)...]]}
+    # {"header": [...], "rows": [[cell, ...]]}: a cell is its text, or (text, its JSON path)
+    table: dict[str, Any] | None = None
     note: str | None = None
 
 
@@ -89,15 +90,12 @@ def summary_section(view: TraceView, prefix: str) -> Section:
         )
     else:
         sentence = "No completed request: there is no response time to decompose."
-    rows: list[list[tuple[str, str | None]]] = []
+    rows: list[list[str | tuple[str, str]]] = []
     gone = unavailable(summary)
     for metric in TABLE_METRICS:
-        cells: list[tuple[str, str | None]] = [(metric, None)]
+        cells: list[str | tuple[str, str]] = [metric]
         if metric in gone:  # never a number the JSON calls unavailable
-            cells += [(f"unavailable: {gone[metric]}", None)] + [("", None)] * (
-                len(TABLE_STATS) - 1
-            )
-            rows.append(cells)
+            rows.append([*cells, f"unavailable: {gone[metric]}"] + [""] * (len(TABLE_STATS) - 1))
             continue
         for stat in TABLE_STATS:
             path = f"metrics.{metric}.{stat}"
@@ -318,13 +316,8 @@ def formula_section(view: TraceView, prefix: str) -> Section:
         for w in check.worst
         if abs(float(w["residual_ns"])) > f.abs_tol_ns  # type: ignore[arg-type]
     ]
-    rows: list[list[tuple[str, str | None]]] = [
-        [
-            (str(w["request_id"]), None),
-            (f"{w['residual_ns'] / 1e6:,.3f}", None),
-            (str(w["cause"]), None),
-        ]
-        for w in broken
+    rows = [
+        [str(w["request_id"]), f"{w['residual_ns'] / 1e6:,.3f}", str(w["cause"])] for w in broken
     ]
     return Section(
         f"{prefix}formula",

@@ -124,7 +124,6 @@ def _bands(figures: dict[str, dict[str, dict[str, float | None]]]) -> Any:
 
 def whatif_sections(result: WhatIf) -> list[Section]:
     lines = headline(result)
-    rows = [[(text, None) for text in row] for row in validation_rows(result)]
     charts = []
     if result.real is not None and result.replayed is not None:
         charts.append(
@@ -138,7 +137,7 @@ def whatif_sections(result: WhatIf) -> list[Section]:
             charts=charts,
             table={
                 "header": ["metric", "stat", "trace", "replay", "error", "within tolerance"],
-                "rows": rows,
+                "rows": validation_rows(result),
             },
             note="; ".join(lines[:-1]),
         )
@@ -149,7 +148,7 @@ def whatif_sections(result: WhatIf) -> list[Section]:
         sections.append(sweep)
     for i, prediction in enumerate(result.predictions):
         cells = [
-            [(text, None) for text in (NAMES[m], s, ms(f["real_ns"]), predicted(f))]
+            [NAMES[m], s, ms(f["real_ns"]), predicted(f)]
             for m in METRICS
             for s, f in prediction.figures[m].items()
         ]

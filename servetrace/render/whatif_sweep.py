@@ -108,17 +108,14 @@ def sweep_section(result: WhatIf) -> Section | None:
     frame = sweep_frame(result, knob)
     flag = knob.replace("_", "-")
     header = [flag] + [f"{NAMES[m]} {s}" for m in METRICS for s in CURVE_STATS]
-    trace_row = [("trace (its own policy)", None)] + [
-        (ms(result.predictions[0].figures[m][s]["real_ns"]), None)
-        for m in METRICS
-        for s in CURVE_STATS
+    ends = sorted(result.predictions, key=lambda p: p.limits[knob] or 0)
+    trace_row = ["trace (its own policy)"] + [
+        ms(result.predictions[0].figures[m][s]["real_ns"]) for m in METRICS for s in CURVE_STATS
     ]
     rows = [trace_row] + [
-        [(f"{p.limits[knob]:,}", None)]
-        + [(predicted(p.figures[m][s]), None) for m in METRICS for s in CURVE_STATS]
-        for p in sorted(result.predictions, key=lambda p: p.limits[knob] or 0)
+        [f"{p.limits[knob]:,}"] + [predicted(p.figures[m][s]) for m in METRICS for s in CURVE_STATS]
+        for p in ends
     ]
-    ends = sorted(result.predictions, key=lambda p: p.limits[knob] or 0)
     first, last = (p.figures["ttft"]["p99"] for p in (ends[0], ends[-1]))
     sentence = (
         f"TTFT p99 {ms(first['predicted_ns'])} ± {ms(first['band_ns'])} at {flag} "
