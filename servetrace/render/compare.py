@@ -17,29 +17,27 @@ from rich.text import Text
 
 from servetrace.comparison.compare import Comparison
 from servetrace.render._json import clean
-from servetrace.render.compare_cells import (
-    change_text,
-    ci_text,
-    errored_line,
-    hidden_line,
-    negligible,
-    p_text,
-    shown_rows,
-    tidy,
-    unavailable_line,
-)
 from servetrace.render.compare_many import candidate_verdict, overview_markdown, overview_text
 from servetrace.render.compare_markdown import compare_markdown
 from servetrace.render.compare_words import (
+    change_text,
+    ci_text,
     comparison_notes,
     comparison_warnings,
     display_buckets,
     display_decomposition,
     display_rows,
+    errored_line,
     headline_text,
+    hidden_line,
     method_dict,
     method_line,
+    negligible,
+    p_text,
+    shown_rows,
+    tidy,
     tradeoff_text,
+    unavailable_line,
 )
 from servetrace.render.format import format_value, plain_text, signed
 from servetrace.render.formats import CompareFormat

@@ -5,22 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from servetrace.comparison.compare import Comparison
-from servetrace.render.compare_cells import (
+from servetrace.render.compare_words import (
     change_text,
     ci_text,
+    comparison_warnings,
+    display_decomposition,
     errored_line,
+    headline_text,
     hidden_line,
+    method_line,
     p_text,
     row_key,
     shown_rows,
     tidy,
     unavailable_line,
-)
-from servetrace.render.compare_words import (
-    comparison_warnings,
-    display_decomposition,
-    headline_text,
-    method_line,
 )
 from servetrace.render.format import format_value, signed
 from servetrace.render.load import load_message

@@ -211,9 +211,7 @@ def over_time_section(view: TraceView, prefix: str) -> Section:
         (f"{prefix}levels", charts.levels_chart(over)),
     ]
     if view.slices is not None:  # --slice: the per-slice figures, on the same time axis
-        from servetrace.render.slice_charts import slices_chart
-
-        drawn.append((f"{prefix}slices", slices_chart(view.slices, over.origin_ns)))
+        drawn.append((f"{prefix}slices", charts.slices_chart(view.slices, over.origin_ns)))
     return Section(
         f"{prefix}over-time",
         title,
