@@ -41,9 +41,8 @@ from servetrace.render.compare_words import (
 )
 from servetrace.render.format import format_value, plain_text, signed
 from servetrace.render.formats import CompareFormat
-from servetrace.render.load import load_dict, load_message
 from servetrace.render.summary import render_json
-from servetrace.render.workload import workload_dict, workload_message
+from servetrace.render.workload import load_dict, load_message, workload_dict, workload_message
 from servetrace.version import SCHEMA_VERSION, __version__
 
 

@@ -21,9 +21,8 @@ from servetrace.render.compare_words import (
     unavailable_line,
 )
 from servetrace.render.format import format_value, signed
-from servetrace.render.load import load_message
 from servetrace.render.markdown_text import md_code, md_text
-from servetrace.render.workload import workload_message
+from servetrace.render.workload import load_message, workload_message
 
 
 def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False) -> str:

@@ -223,7 +223,7 @@ def caveat_text(caveat: Caveat, comparison: Comparison) -> str:
 
 
 def comparison_warnings(comparison: Comparison) -> list[str]:
-    from servetrace.render.load import load_warning
+    from servetrace.render.workload import load_warning
 
     warnings = [caveat_text(caveat, comparison) for caveat in comparison.caveats]
     load = load_warning(comparison.load)
