@@ -16,15 +16,11 @@ from servetrace.analysis.capacity import CURVE_METRICS, Capacity, CapacityReport
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
 from servetrace.render.fit import boxed_frame, fit_columns, left_out_line
+from servetrace.render.format import fixed, ns_to_ms
 from servetrace.render.markdown_text import md_table, md_text
-from servetrace.units import NS_PER_MS
 from servetrace.version import SCHEMA_VERSION, __version__
 
 DENOMINATOR = "completed + errored requests (client cancellations and in-flight left out)"
-
-
-def _ms(value: float | None) -> float | None:
-    return None if value is None else value / NS_PER_MS
 
 
 def _rate(value: float | None) -> str:
@@ -33,12 +29,6 @@ def _rate(value: float | None) -> str:
     if value == float("inf"):
         return "inf"
     return f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
-
-
-def _num(value: float | None, digits: int = 1) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.{digits}f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def _share(value: float | None) -> str:
@@ -51,7 +41,7 @@ def run_dict(point: CurvePoint, frontier: tuple[str, ...] | None) -> dict[str, A
         "offered_rate": "inf" if point.offered_rate == float("inf") else clean(point.offered_rate),
         "requests_per_s": clean(point.requests_per_s),
         "output_tokens_per_s": clean(point.output_tokens_per_s),
-        "latency_ms": {k: clean(_ms(v)) for k, v in point.latency_ns.items()},
+        "latency_ms": {k: clean(ns_to_ms(v)) for k, v in point.latency_ns.items()},
         "completed": point.completed,
         "errored": point.errored,
         "answered": point.answered,
@@ -188,15 +178,15 @@ def _rows(report: CapacityReport) -> list[list[str]]:
             p.label,
             _rate(p.offered_rate),
             _rate(p.requests_per_s),
-            _num(p.output_tokens_per_s, 0),
-            *(_num(_ms(p.latency_ns[f"{m}_{s}"]), 2) for m, s in CURVE_METRICS),
+            fixed(p.output_tokens_per_s, 0),
+            *(fixed(ns_to_ms(p.latency_ns[f"{m}_{s}"]), 2) for m, s in CURVE_METRICS),
             f"{p.errored:,}",
             _share(p.attainment),
         ]
         if report.frontier is not None:
             row += [
-                _num(p.tokens_per_s_per_gpu, 0),
-                _num(p.tokens_per_s_per_user, 1),
+                fixed(p.tokens_per_s_per_gpu, 0),
+                fixed(p.tokens_per_s_per_user, 1),
                 "★" if p.label in report.frontier else "",
             ]
         rows.append(row)
@@ -275,7 +265,7 @@ def render_csv(report: CapacityReport) -> str:
                 clean(p.offered_rate),
                 clean(p.requests_per_s),
                 clean(p.output_tokens_per_s),
-                *(clean(_ms(p.latency_ns[f"{m}_{s}"])) for m, s in CURVE_METRICS),
+                *(clean(ns_to_ms(p.latency_ns[f"{m}_{s}"])) for m, s in CURVE_METRICS),
                 p.completed,
                 p.errored,
                 clean(p.attainment),

@@ -61,6 +61,13 @@ def table_number(value: float | None, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
+def fixed(value: float | None, digits: int = 1) -> str:
+    """A table cell: ``–`` for none, ``12.3`` (``digits`` decimals), whole from 1,000."""
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
 def short_ms(ms: float) -> str:
     """A magnitude in ms, short: ``155 ms``, ``27.3 ms``, ``420 µs``."""
     if ms >= 100:

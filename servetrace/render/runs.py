@@ -16,11 +16,11 @@ from typing import Any
 
 from servetrace.render._csv import rows_writer
 from servetrace.render.fit import fit_columns, left_out_line, plain_lines
+from servetrace.render.format import ns_to_ms
 from servetrace.render.markdown_text import md_table, md_text
 from servetrace.render.summary import render_json
 from servetrace.runs.model import Run, Runs
 from servetrace.runs.reported import ERRORED_UNTOLD
-from servetrace.units import NS_PER_MS
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("label", "run"),
@@ -53,30 +53,26 @@ def row_values(run: Run) -> dict[str, Any]:
         "concurrency": declared.get("max_concurrency"),
         "reported": run.analysis is None,
     }
-    if run.analysis is None:
-        reported = run.reported or {}
-        metrics = reported.get("metrics") or {}
-        for name, stat in _LATENCIES:
-            row[f"{name}_{stat}"] = (metrics.get(name) or {}).get(stat)
-        throughput = reported.get("throughput") or {}
-        row["requests_per_s"] = throughput.get("requests_per_s")
-        row["output_tokens_per_s"] = throughput.get("output_tokens_per_s")
-        completed = reported.get("completed")
-        row["completed"] = int(completed) if completed is not None else None
-        row["errored"] = reported.get("errored")
-        row["goodput_requests_per_s"] = None
-        row["slo_attainment"] = None
-        return row
-    summary = run.analysis.summary
+    if run.analysis is None:  # the tool's summary: latencies already in ms, no goodput
+        told = run.reported or {}
+        metrics, throughput = told.get("metrics") or {}, told.get("throughput") or {}
+        completed, errored = told.get("completed"), told.get("errored")
+        completed = int(completed) if completed is not None else None
+        goodput = attainment = None
+    else:
+        summary = run.analysis.summary
+        metrics, throughput = summary.metrics, summary.throughput
+        completed = summary.outcomes.get("completed")
+        errored = summary.outcomes.get("errored")  # None until servetrace counts errors
+        goodput = throughput.get("goodput_requests_per_s")
+        attainment = summary.goodput["fraction"] if summary.goodput else None
     for name, stat in _LATENCIES:
-        value = (summary.metrics.get(name) or {}).get(stat)
-        row[f"{name}_{stat}"] = value / NS_PER_MS if value is not None else None
-    row["requests_per_s"] = summary.throughput.get("requests_per_s")
-    row["output_tokens_per_s"] = summary.throughput.get("output_tokens_per_s")
-    row["completed"] = summary.outcomes.get("completed")
-    row["errored"] = summary.outcomes.get("errored")  # None until servetrace counts errors
-    row["goodput_requests_per_s"] = summary.throughput.get("goodput_requests_per_s")
-    row["slo_attainment"] = summary.goodput["fraction"] if summary.goodput else None
+        value = (metrics.get(name) or {}).get(stat)
+        row[f"{name}_{stat}"] = value if run.analysis is None else ns_to_ms(value)
+    row["requests_per_s"] = throughput.get("requests_per_s")
+    row["output_tokens_per_s"] = throughput.get("output_tokens_per_s")
+    row["completed"], row["errored"] = completed, errored
+    row["goodput_requests_per_s"], row["slo_attainment"] = goodput, attainment
     return row
 
 
