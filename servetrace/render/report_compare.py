@@ -24,6 +24,7 @@ def short_labels(paths: Sequence[str]) -> list[str]:
     return make_labels([Path(p) for p in paths])
 
 
+STATS = ("p50", "p99")  # the percentiles marked on the overlaid CDFs
 VERDICT_HEADER = ["candidate", "statistic", "baseline", "candidate", "ratio", "CI", "verdict"]
 
 
@@ -37,24 +38,10 @@ def comparison_sections(
     sections = []
     specs = []
     for metric in series.CDF_METRICS:
-        curves, marks = [], []
-        for view in views:
-            values = series.metric_values(view.analysis, metric)
-            if values.len() == 0:
-                continue
-            curves.append(
-                series.cdf(values).with_columns(pl.lit(legend[view.label]).alias("trace"))
-            )
-            p = view.analysis.summary.metrics[metric]
-            marks.append(
-                pl.DataFrame(
-                    {
-                        "trace": [legend[view.label]] * 2,
-                        "label": ["p50", "p99"],
-                        "value_ns": [float(p["p50"] or 0), float(p["p99"] or 0)],
-                    }
-                )
-            )
+        drawn = [
+            series.cdf_parts(v.analysis, metric, "trace", legend[v.label], STATS) for v in views
+        ]
+        curves, marks = [d[0] for d in drawn if d], [d[1] for d in drawn if d]
         if curves:
             specs.append(
                 (

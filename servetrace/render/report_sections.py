@@ -136,17 +136,10 @@ def cdf_section(view: TraceView, prefix: str) -> Section:
     specs = []
     tails = {}
     for metric in series.CDF_METRICS:
-        values = series.metric_values(view.analysis, metric)
-        if values.len() == 0:
+        parts = series.cdf_parts(view.analysis, metric, "metric", metric, ("p50", "p90", "p99"))
+        if parts is None:
             continue
-        curve = series.cdf(values).with_columns(pl.lit(metric).alias("metric"))
-        marks = pl.DataFrame(
-            {
-                "metric": [metric] * 3,
-                "label": ["p50", "p90", "p99"],
-                "value_ns": [float(m[metric][s] or 0) for s in ("p50", "p90", "p99")],
-            }
-        ).filter(pl.col("value_ns") > 0)
+        curve, marks = parts[0], parts[1].filter(pl.col("value_ns") > 0)
         specs.append((f"{prefix}cdf-{metric}", charts.cdf_chart(curve, marks, metric)))
         p50, p99 = m[metric]["p50"], m[metric]["p99"]
         if p50:

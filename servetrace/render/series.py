@@ -54,6 +54,20 @@ def cdf(values: pl.Series, points: int = CDF_POINTS) -> pl.DataFrame:
     return frame.filter(pl.col("value_ns") > 0)
 
 
+def cdf_parts(
+    analysis: Analysis, metric: str, by: str, name: str, stats: tuple[str, ...]
+) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The CDF of ``metric`` and its percentile marks (label, ``value_ns``), both with the
+    column ``by`` = ``name`` (what the legend calls them); None without values."""
+    values = metric_values(analysis, metric)
+    if values.len() == 0:
+        return None
+    curve = cdf(values).with_columns(pl.lit(name).alias(by))
+    p = analysis.summary.metrics[metric]
+    marks = {by: [name] * len(stats), "label": list(stats)}
+    return curve, pl.DataFrame({**marks, "value_ns": [float(p[s] or 0) for s in stats]})
+
+
 def time_bin_ns(span_ns: int, bins: int = TIME_BINS) -> int:
     """The smallest 1-2-5 bin (≥ 1 ms) giving at most ``bins`` bins over the span."""
     return next((b for b in NICE_BINS_NS if span_ns / b <= bins), NICE_BINS_NS[-1])
