@@ -132,38 +132,16 @@ def tiles(doc: dict[str, Any]) -> list[Tile]:
                 f"{goodput.get('requests_completed', 0):,} completed",
             )
         )
-    out.append(
-        _tile(
-            doc,
-            "peak concurrency",
-            "concurrency.in_system_peak",
-            "requests",
-            gone.get("concurrency"),
-            detail="in the system at once",
-        )
-    )
-    out.append(
-        _tile(
-            doc,
-            "peak queue",
-            "concurrency.queued_peak",
-            "requests",
-            gone.get("queue_wait") or gone.get("concurrency"),
-            detail="waiting for admission",
-        )
-    )
+    queue_gone = gone.get("queue_wait") or gone.get("concurrency")
+    for label, key, why, detail in (
+        ("peak concurrency", "in_system_peak", gone.get("concurrency"), "in the system at once"),
+        ("peak queue", "queued_peak", queue_gone, "waiting for admission"),
+    ):
+        out.append(_tile(doc, label, f"concurrency.{key}", "requests", why, detail=detail))
     for metric in ("ttft", "itl"):
         for stat in ("p50", "p99"):
-            out.append(
-                _tile(
-                    doc,
-                    f"{metric.upper()} {stat}",
-                    f"metrics.{metric}.{stat}",
-                    "ms",
-                    gone.get(metric),
-                    shown=_ms,
-                )
-            )
+            label, path = f"{metric.upper()} {stat}", f"metrics.{metric}.{stat}"
+            out.append(_tile(doc, label, path, "ms", gone.get(metric), shown=_ms))
     return out
 
 
