@@ -239,39 +239,29 @@ def render_markdown(report: CapacityReport) -> str:
     return out.getvalue()
 
 
+# The CSV's columns: keys of ``run_dict``, its latencies flattened (``ttft_p50_ms``).
+CSV_KEYS = (
+    "label",
+    "offered_rate",
+    "requests_per_s",
+    "output_tokens_per_s",
+    *(f"{m}_{s}_ms" for m, s in CURVE_METRICS),
+    "completed",
+    "errored",
+    "attainment",
+    "gpus",
+    "output_tokens_per_s_per_gpu",
+    "output_tokens_per_s_per_user",
+)
+
+
 def render_csv(report: CapacityReport) -> str:
     out = io.StringIO()
     writer = rows_writer(out)
-    keys = [f"{m}_{s}_ms" for m, s in CURVE_METRICS]
-    writer.writerow(
-        [
-            "label",
-            "offered_rate",
-            "requests_per_s",
-            "output_tokens_per_s",
-            *keys,
-            "completed",
-            "errored",
-            "attainment",
-            "gpus",
-            "output_tokens_per_s_per_gpu",
-            "output_tokens_per_s_per_user",
-        ]
-    )
+    writer.writerow(CSV_KEYS)
     for p in report.curve:
-        writer.writerow(
-            [
-                p.label,
-                clean(p.offered_rate),
-                clean(p.requests_per_s),
-                clean(p.output_tokens_per_s),
-                *(clean(ns_to_ms(p.latency_ns[f"{m}_{s}"])) for m, s in CURVE_METRICS),
-                p.completed,
-                p.errored,
-                clean(p.attainment),
-                p.gpus,
-                clean(p.tokens_per_s_per_gpu),
-                clean(p.tokens_per_s_per_user),
-            ]
-        )
+        run = run_dict(p, None)
+        run.update({f"{key}_ms": value for key, value in run.pop("latency_ms").items()})
+        run["offered_rate"] = clean(p.offered_rate)  # a number or empty, never "inf"
+        writer.writerow([run[key] for key in CSV_KEYS])
     return out.getvalue()
