@@ -14,11 +14,10 @@ from rich.text import Text
 
 from servetrace.analysis.capacity import CURVE_METRICS, Capacity, CapacityReport, CurvePoint
 from servetrace.render._csv import rows_writer
-from servetrace.render._json import clean
+from servetrace.render._json import VERSIONS, clean
 from servetrace.render.fit import boxed_frame, fit_columns, left_out_line
 from servetrace.render.format import fixed, ns_to_ms
 from servetrace.render.markdown_text import md_table, md_text
-from servetrace.version import SCHEMA_VERSION, __version__
 
 DENOMINATOR = "completed + errored requests (client cancellations and in-flight left out)"
 
@@ -73,8 +72,7 @@ def capacity_dict(cap: Capacity | None) -> dict[str, Any] | None:
 
 def report_dict(report: CapacityReport) -> dict[str, Any]:
     return {
-        "servetrace_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        **VERSIONS,
         "targets": list(report.targets),
         "attainment_denominator": DENOMINATOR,
         "unit": {

@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from servetrace.render._json import clean
+from servetrace.render._json import VERSIONS, clean
 from servetrace.render.check_words import (
     fmt,
     method_line,
@@ -35,7 +35,7 @@ from servetrace.render.summary import render_json
 from servetrace.render.workload import workload_dict
 from servetrace.rules.outcome import Status
 from servetrace.rules.result import CheckResult, RuleResult
-from servetrace.version import SCHEMA_VERSION, __version__
+from servetrace.version import __version__
 
 _STYLE = {
     Status.PASS: "bold green",
@@ -96,8 +96,7 @@ def check_dict(
     """``{"passed": bool, "rules": [...]}`` plus the inputs and the method."""
     return clean(
         {
-            "servetrace_version": __version__,
-            "schema_version": SCHEMA_VERSION,
+            **VERSIONS,
             "trace": trace,
             "baseline_file": baseline,
             "passed": result.passed,

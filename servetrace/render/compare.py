@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from servetrace.comparison.compare import Comparison
-from servetrace.render._json import clean
+from servetrace.render._json import VERSIONS, clean
 from servetrace.render.compare_many import candidate_verdict, overview_markdown, overview_text
 from servetrace.render.compare_markdown import compare_markdown
 from servetrace.render.compare_words import (
@@ -43,7 +43,6 @@ from servetrace.render.format import format_value, plain_text, signed
 from servetrace.render.formats import CompareFormat
 from servetrace.render.summary import render_json
 from servetrace.render.workload import load_dict, load_message, workload_dict, workload_message
-from servetrace.version import SCHEMA_VERSION, __version__
 
 
 # --------------------------------------------------------------------------- JSON
@@ -54,8 +53,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
     first = comparisons[0]
     return clean(
         {
-            "servetrace_version": __version__,
-            "schema_version": SCHEMA_VERSION,
+            **VERSIONS,
             "baseline": first.baseline_label,
             "candidates": [c.candidate_label for c in comparisons],
             "seed": first.seed,

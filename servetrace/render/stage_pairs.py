@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from servetrace.analysis.stage_pairs import DIFFERENCES, StagePairs
+from servetrace.render._json import VERSIONS
 from servetrace.render.fit import plain_lines
 from servetrace.render.markdown_text import md_table
-from servetrace.version import SCHEMA_VERSION, __version__
 
 
 def _value(v: float | None, unit: str) -> float | None:
@@ -28,8 +28,7 @@ def stage_pairs_dict(found: StagePairs) -> dict[str, Any]:
         ]
         stages.append({**s, "pairs": pairs})
     return {
-        "servetrace_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        **VERSIONS,
         "inputs": [found.path],
         "source": "inference-perf",
         "differences": DIFFERENCES,

@@ -19,7 +19,7 @@ from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
 from servetrace.analysis.unavailable import unavailable
 from servetrace.render._csv import rows_writer
-from servetrace.render._json import clean
+from servetrace.render._json import VERSIONS, clean
 from servetrace.render.distribution import STAT_KEYS, counts_dict, distribution_ms
 from servetrace.render.format import table_number
 from servetrace.render.formula import formula_dict, formula_lines
@@ -37,7 +37,6 @@ from servetrace.render.outcomes import (
 )
 from servetrace.render.survival import ci95_dict, survival_dict
 from servetrace.units import NS_PER_MS
-from servetrace.version import SCHEMA_VERSION, __version__
 
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
 DECOMPOSITION = ("queue_wait", "prefill", "decode")
@@ -114,8 +113,7 @@ def report_dict(
     naming: str = "servetrace",
 ) -> dict[str, Any]:
     report: dict[str, Any] = {
-        "servetrace_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        **VERSIONS,
         "inputs": list(inputs),
         "naming": naming,
         **summary_dict(summary, naming),
