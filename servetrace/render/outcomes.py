@@ -35,6 +35,18 @@ def outcome_keys(summary: Summary) -> dict[str, Any]:
     }
 
 
+def accounting_line(summary: Summary, quarantined: bool = True) -> str:
+    """``3,000 requests (…rows): 2,500 completed, …, 0 invalid`` (and the rows quarantined)."""
+    a, o = summary.accounting, summary.outcomes
+    rows = f" ({a.rows_quarantined:,} rows quarantined)" if quarantined else ""
+    return (
+        f"{a.requests:,} requests ({a.rows:,} rows): {o.get('completed', 0):,} completed, "
+        + errored_part(summary)
+        + f"{o.get('cancelled', 0):,} cancelled, {o.get('in_flight', 0):,} in flight, "
+        f"{a.requests_invalid:,} invalid{rows}"
+    )
+
+
 def errored_part(summary: Summary) -> str:
     """``130 errored (130 × HTTP 429), `` for the accounting line; empty when none."""
     count = summary.outcomes.get("errored", 0)

@@ -17,7 +17,7 @@ from servetrace.analysis.unavailable import phrase, unavailable
 from servetrace.render import charts, series
 from servetrace.render.format import ms_words
 from servetrace.render.headline import value_at
-from servetrace.render.outcomes import errored_lines, errored_part
+from servetrace.render.outcomes import accounting_line, errored_lines
 from servetrace.render.results_json import analysis_dict
 
 TABLE_METRICS = ("queue_wait", "prefill", "ttft", "decode", "e2e", "itl", "tpot", "requeued")
@@ -112,8 +112,6 @@ def summary_section(view: TraceView, prefix: str) -> Section:
     parts = pl.DataFrame(
         {"phase": [names.get(p, p) for p in means], "mean_ns": [float(v) for v in means.values()]}
     )
-    a = summary.accounting
-    outcomes = summary.outcomes
     return Section(
         id=f"{prefix}summary",
         title="Summary and decomposition",
@@ -121,10 +119,8 @@ def summary_section(view: TraceView, prefix: str) -> Section:
         charts=[(f"{prefix}decomposition", charts.decomposition_bar(parts))] if total > 0 else [],
         table={"header": ["metric (ms)", *TABLE_STATS], "rows": rows},
         note=(
-            f"{a.requests:,} requests ({a.rows:,} rows): "
-            f"{outcomes.get('completed', 0):,} completed, {errored_part(summary)}"
-            f"{outcomes.get('cancelled', 0):,} cancelled, {outcomes.get('in_flight', 0):,} in "
-            f"flight, {a.requests_invalid:,} invalid. Latencies describe completed requests."
+            accounting_line(summary, quarantined=False)
+            + ". Latencies describe completed requests."
             + "".join(f" {line[0].upper()}{line[1:]}." for line in errored_lines(summary))
             + (f" Unavailable: {phrase(gone)}." if gone else "")
         ),

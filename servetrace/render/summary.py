@@ -27,9 +27,9 @@ from servetrace.render.markdown_text import md_table, md_text
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
     PARTIAL_OUTPUT_DROPPED,
+    accounting_line,
     delivered_phrase,
     errored_lines,
-    errored_part,
     outcome_csv_rows,
     outcome_keys,
     output_rate_part,
@@ -175,16 +175,6 @@ def _decomposition_text(summary: Summary) -> Text:
     return Text.assemble(text, "\n", bar)
 
 
-def _accounting_line(summary: Summary) -> str:
-    a, o = summary.accounting, summary.outcomes
-    return (
-        f"{a.requests:,} requests ({a.rows:,} rows): {o['completed']:,} completed, "
-        + errored_part(summary)
-        + f"{o['cancelled']:,} cancelled, {o['in_flight']:,} in flight, "
-        f"{a.requests_invalid:,} invalid ({a.rows_quarantined:,} rows quarantined)"
-    )
-
-
 def _lines(summary: Summary) -> list[str]:
     """Short facts under the table: throughput, concurrency, cancellations, formula."""
     lines: list[str] = []
@@ -285,7 +275,7 @@ def render_table(
     for row in _metric_rows(summary, naming):
         table.add_row(*(Text(cell) for cell in row))
     return Group(
-        Text(_accounting_line(summary)),
+        Text(accounting_line(summary)),
         table,
         _decomposition_text(summary),
         Text("\n".join(_lines(summary))),
@@ -297,7 +287,7 @@ def render_markdown(
 ) -> str:
     out = io.StringIO()
     out.write(f"### servetrace: {md_text(title or ', '.join(inputs), cell=False)}\n\n")
-    out.write(md_text(_accounting_line(summary), cell=False) + "\n\n")
+    out.write(md_text(accounting_line(summary), cell=False) + "\n\n")
     rows = _metric_rows(summary, naming)
     head = ["metric (ms)", *TABLE_STATS]
     out.write("\n".join(md_table(head, rows, "l" + "r" * len(TABLE_STATS))) + "\n")
