@@ -19,6 +19,7 @@ from servetrace.analysis.result import Analysis
 from servetrace.render.slices import (
     bin_index,
     bin_width,
+    boundaries,
     counter_series,
     phase_slices,
     requeued_slices,
@@ -205,7 +206,7 @@ def slowest_requests(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``n`` finished requests with the longest e2e, and their lifecycle slices
     (``request_id``, ``phase``, ``lo``/``hi`` ns from arrival; ``requeued`` included)."""
-    a = pl.col("arrival_ns")
+    trace_end = analysis.timeline.trace_end_ns or 0
     chosen = (
         analysis.per_request.filter(pl.col("e2e_ns").is_not_null())
         .sort("e2e_ns", "request_id", descending=[True, False])
@@ -217,11 +218,7 @@ def slowest_requests(
             "cancelled_in",
             "e2e_ns",
             "preemptions",
-            a.alias("start"),
-            (a + pl.col("e2e_ns")).alias("end"),
-            (a + pl.col("queue_wait_ns")).alias("admitted"),
-            (a + pl.col("ttft_ns")).alias("first"),
-            (a + pl.col("response_ns")).alias("last"),
+            *boundaries(trace_end),
         )
     )
     phases = phase_slices(chosen, analysis.timeline.has_admissions).rename({"name": "phase"})
@@ -236,7 +233,7 @@ def slowest_requests(
             .collect()
         )
         requeued = requeued_slices(
-            control, chosen.select(KEY, "request_id"), analysis.timeline.trace_end_ns or 0
+            control, chosen.select(KEY, "request_id"), trace_end
         ).with_columns(pl.lit("requeued").alias("phase"))
         phases = pl.concat([phases, requeued.select(KEY, "phase", "lo", "hi")])
     slices = phases.join(chosen.select(KEY, "request_id", "start", "e2e_ns"), on=KEY).select(

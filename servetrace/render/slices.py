@@ -44,21 +44,27 @@ class TimelineOptions:
     ticks: bool = False
 
 
-def _bounds(analysis: Analysis) -> pl.DataFrame:
-    """Per request: start, end and the phase boundaries, from the per-request metrics."""
-    trace_end = analysis.timeline.trace_end_ns or 0
+def boundaries(trace_end: int) -> list[pl.Expr]:
+    """A request's start, end (the trace's, while unfinished) and phase boundaries
+    (admitted, first and last token), from its per-request metrics."""
     a = pl.col("arrival_ns")
-    end = pl.coalesce(a + pl.col("e2e_ns"), pl.lit(trace_end, pl.Int64))
+    return [
+        a.alias("start"),
+        pl.coalesce(a + pl.col("e2e_ns"), pl.lit(trace_end, pl.Int64)).alias("end"),
+        (a + pl.col("queue_wait_ns")).alias("admitted"),
+        (a + pl.col("ttft_ns")).alias("first"),
+        (a + pl.col("response_ns")).alias("last"),
+    ]
+
+
+def _bounds(analysis: Analysis) -> pl.DataFrame:
+    """Per request: start, end and the phase boundaries, and the metrics a timeline shows."""
     return analysis.per_request.select(
         KEY,
         pl.col("request_id").cast(pl.String),
         "outcome",
         "cancelled_in",
-        a.alias("start"),
-        end.alias("end"),
-        (a + pl.col("queue_wait_ns")).alias("admitted"),
-        (a + pl.col("ttft_ns")).alias("first"),
-        (a + pl.col("response_ns")).alias("last"),
+        *boundaries(analysis.timeline.trace_end_ns or 0),
         "queue_wait_ns",
         "prefill_ns",
         "ttft_ns",
