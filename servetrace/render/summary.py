@@ -21,7 +21,7 @@ from servetrace.analysis.unavailable import unavailable
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import VERSIONS, clean
 from servetrace.render.distribution import STAT_KEYS, counts_dict, distribution_ms
-from servetrace.render.format import table_number
+from servetrace.render.format import counted, table_number
 from servetrace.render.formula import formula_dict, formula_lines
 from servetrace.render.markdown_text import md_table, md_text
 from servetrace.render.naming import display_name
@@ -208,10 +208,7 @@ def _lines(summary: Summary) -> list[str]:
         lines.append("concurrency: " + ", ".join(parts))
     if summary.preemptions and summary.preemptions["events"]:
         p = summary.preemptions
-        lines.append(
-            f"preemptions: {p['events']:,} on {p['requests']:,} "
-            f"request{'s' if p['requests'] != 1 else ''}"
-        )
+        lines.append(f"preemptions: {p['events']:,} on {counted(p['requests'], 'request')}")
     lines.extend(errored_lines(summary))
     ci = {k: v for k, v in summary.cancelled_in.items() if v}
     if summary.outcomes["cancelled"]:
