@@ -203,14 +203,13 @@ def check_junit(result: CheckResult, *, name: str = "servetrace check") -> str:
 
     A skipped rule is a ``skipped`` test case, or a failure under ``require_all``.
     """
-    skipped_fail = result.require_all
-    undecided_fail = not result.allow_inconclusive
-    failures = (
-        len(result.failures)
-        + (len(result.skipped) if skipped_fail else 0)
-        + (len(result.inconclusive) if undecided_fail else 0)
-    )
-    skipped = 0 if skipped_fail else len(result.skipped)
+    failing = {Status.FAIL}
+    if result.require_all:
+        failing.add(Status.SKIP)
+    if not result.allow_inconclusive:
+        failing.add(Status.INCONCLUSIVE)
+    failures = sum(rule.status in failing for rule in result.results)
+    skipped = 0 if result.require_all else len(result.skipped)
     total = str(len(result.results))
     suites = ET.Element("testsuites", name=name, tests=total, failures=str(failures), errors="0")
     suite = ET.SubElement(
@@ -236,11 +235,7 @@ def check_junit(result: CheckResult, *, name: str = "servetrace check") -> str:
             suite, "testcase", classname=f"servetrace.rules.{rule.kind}", name=str(rule.rule)
         )
         line = rule_line(rule)
-        if (
-            rule.status is Status.FAIL
-            or (rule.status is Status.SKIP and skipped_fail)
-            or (rule.status is Status.INCONCLUSIVE and undecided_fail)
-        ):
+        if rule.status in failing:
             failure = ET.SubElement(case, "failure", message=line, type=rule.kind)
             failure.text = line
         elif rule.status is Status.SKIP:
