@@ -4,7 +4,7 @@ Next to the workload verdict (same requests?), this asks whether the two runs we
 *driven* alike, from what each declares (``servetrace.runs.model``): the offered request
 rate and the client's concurrency limit. A 16× higher rate explains a latency change by
 itself, so a difference is a loud warning, with its factor. Numbers only; the words are
-in ``servetrace.render.load``.
+in ``servetrace.render.workload``.
 """
 
 from __future__ import annotations

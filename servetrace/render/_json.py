@@ -8,6 +8,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from servetrace.version import SCHEMA_VERSION, __version__
+
+# The keys every JSON report opens with.
+VERSIONS = {"servetrace_version": __version__, "schema_version": SCHEMA_VERSION}
+
 
 def clean(value: Any) -> Any:
     """numpy scalars unwrapped, NaN and ±inf as null, mappings and sequences recursively."""

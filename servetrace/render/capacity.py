@@ -14,17 +14,12 @@ from rich.text import Text
 
 from servetrace.analysis.capacity import CURVE_METRICS, Capacity, CapacityReport, CurvePoint
 from servetrace.render._csv import rows_writer
-from servetrace.render._json import clean
+from servetrace.render._json import VERSIONS, clean
 from servetrace.render.fit import boxed_frame, fit_columns, left_out_line
-from servetrace.render.markdown_text import md_text
-from servetrace.units import NS_PER_MS
-from servetrace.version import SCHEMA_VERSION, __version__
+from servetrace.render.format import fixed, ns_to_ms
+from servetrace.render.markdown_text import md_table, md_text
 
 DENOMINATOR = "completed + errored requests (client cancellations and in-flight left out)"
-
-
-def _ms(value: float | None) -> float | None:
-    return None if value is None else value / NS_PER_MS
 
 
 def _rate(value: float | None) -> str:
@@ -33,12 +28,6 @@ def _rate(value: float | None) -> str:
     if value == float("inf"):
         return "inf"
     return f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
-
-
-def _num(value: float | None, digits: int = 1) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.{digits}f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def _share(value: float | None) -> str:
@@ -51,7 +40,7 @@ def run_dict(point: CurvePoint, frontier: tuple[str, ...] | None) -> dict[str, A
         "offered_rate": "inf" if point.offered_rate == float("inf") else clean(point.offered_rate),
         "requests_per_s": clean(point.requests_per_s),
         "output_tokens_per_s": clean(point.output_tokens_per_s),
-        "latency_ms": {k: clean(_ms(v)) for k, v in point.latency_ns.items()},
+        "latency_ms": {k: clean(ns_to_ms(v)) for k, v in point.latency_ns.items()},
         "completed": point.completed,
         "errored": point.errored,
         "answered": point.answered,
@@ -83,8 +72,7 @@ def capacity_dict(cap: Capacity | None) -> dict[str, Any] | None:
 
 def report_dict(report: CapacityReport) -> dict[str, Any]:
     return {
-        "servetrace_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        **VERSIONS,
         "targets": list(report.targets),
         "attainment_denominator": DENOMINATOR,
         "unit": {
@@ -188,15 +176,15 @@ def _rows(report: CapacityReport) -> list[list[str]]:
             p.label,
             _rate(p.offered_rate),
             _rate(p.requests_per_s),
-            _num(p.output_tokens_per_s, 0),
-            *(_num(_ms(p.latency_ns[f"{m}_{s}"]), 2) for m, s in CURVE_METRICS),
+            fixed(p.output_tokens_per_s, 0),
+            *(fixed(ns_to_ms(p.latency_ns[f"{m}_{s}"]), 2) for m, s in CURVE_METRICS),
             f"{p.errored:,}",
             _share(p.attainment),
         ]
         if report.frontier is not None:
             row += [
-                _num(p.tokens_per_s_per_gpu, 0),
-                _num(p.tokens_per_s_per_user, 1),
+                fixed(p.tokens_per_s_per_gpu, 0),
+                fixed(p.tokens_per_s_per_user, 1),
                 "★" if p.label in report.frontier else "",
             ]
         rows.append(row)
@@ -242,49 +230,36 @@ def render_markdown(report: CapacityReport) -> str:
     out = io.StringIO()
     out.write("### servetrace: capacity\n\n")
     head = _header(report)
-    out.write("| " + " | ".join(head) + " |\n")
-    out.write("|---|" + "---:|" * (len(head) - 1) + "\n")
-    for row in _rows(report):
-        out.write("| " + " | ".join(map(md_text, row)) + " |\n")
-    out.write("\n")
+    rows = [list(map(md_text, row)) for row in _rows(report)]
+    out.write("\n".join(md_table(head, rows, "l" + "r" * (len(head) - 1))) + "\n\n")
     for line in _lines(report):
         out.write(f"- {md_text(line, cell=False)}\n")
     return out.getvalue()
 
 
+# The CSV's columns: keys of ``run_dict``, its latencies flattened (``ttft_p50_ms``).
+CSV_KEYS = (
+    "label",
+    "offered_rate",
+    "requests_per_s",
+    "output_tokens_per_s",
+    *(f"{m}_{s}_ms" for m, s in CURVE_METRICS),
+    "completed",
+    "errored",
+    "attainment",
+    "gpus",
+    "output_tokens_per_s_per_gpu",
+    "output_tokens_per_s_per_user",
+)
+
+
 def render_csv(report: CapacityReport) -> str:
     out = io.StringIO()
     writer = rows_writer(out)
-    keys = [f"{m}_{s}_ms" for m, s in CURVE_METRICS]
-    writer.writerow(
-        [
-            "label",
-            "offered_rate",
-            "requests_per_s",
-            "output_tokens_per_s",
-            *keys,
-            "completed",
-            "errored",
-            "attainment",
-            "gpus",
-            "output_tokens_per_s_per_gpu",
-            "output_tokens_per_s_per_user",
-        ]
-    )
+    writer.writerow(CSV_KEYS)
     for p in report.curve:
-        writer.writerow(
-            [
-                p.label,
-                clean(p.offered_rate),
-                clean(p.requests_per_s),
-                clean(p.output_tokens_per_s),
-                *(clean(_ms(p.latency_ns[f"{m}_{s}"])) for m, s in CURVE_METRICS),
-                p.completed,
-                p.errored,
-                clean(p.attainment),
-                p.gpus,
-                clean(p.tokens_per_s_per_gpu),
-                clean(p.tokens_per_s_per_user),
-            ]
-        )
+        run = run_dict(p, None)
+        run.update({f"{key}_ms": value for key, value in run.pop("latency_ms").items()})
+        run["offered_rate"] = clean(p.offered_rate)  # a number or empty, never "inf"
+        writer.writerow([run[key] for key in CSV_KEYS])
     return out.getvalue()

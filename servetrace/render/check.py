@@ -11,15 +11,13 @@ rule as a skipped test, or as a failure under ``--require-all``).
 
 from __future__ import annotations
 
-import io
-import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 
-from servetrace.render._json import clean
+from servetrace.render._json import VERSIONS, clean
 from servetrace.render.check_words import (
     fmt,
     method_line,
@@ -30,12 +28,14 @@ from servetrace.render.check_words import (
     unit_of,
     verdict_line,
 )
+from servetrace.render.format import plain_text
 from servetrace.render.formats import CheckFormat
 from servetrace.render.markdown_text import md_code, md_text
+from servetrace.render.summary import render_json
 from servetrace.render.workload import workload_dict
 from servetrace.rules.outcome import Status
 from servetrace.rules.result import CheckResult, RuleResult
-from servetrace.version import SCHEMA_VERSION, __version__
+from servetrace.version import __version__
 
 _STYLE = {
     Status.PASS: "bold green",
@@ -96,8 +96,7 @@ def check_dict(
     """``{"passed": bool, "rules": [...]}`` plus the inputs and the method."""
     return clean(
         {
-            "servetrace_version": __version__,
-            "schema_version": SCHEMA_VERSION,
+            **VERSIONS,
             "trace": trace,
             "baseline_file": baseline,
             "passed": result.passed,
@@ -130,15 +129,7 @@ def check_dict(
 def check_json(
     result: CheckResult, *, trace: str | None = None, baseline: str | None = None
 ) -> str:
-    return (
-        json.dumps(
-            check_dict(result, trace=trace, baseline=baseline),
-            indent=2,
-            ensure_ascii=False,
-            allow_nan=False,
-        )
-        + "\n"
-    )
+    return render_json(check_dict(result, trace=trace, baseline=baseline)) + "\n"
 
 
 # --------------------------------------------------------------------------- table
@@ -162,17 +153,7 @@ def check_table(result: CheckResult) -> Group:
 
 
 def check_text(result: CheckResult, *, width: int = 110) -> str:
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-    console.print(check_table(result))
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().rstrip("\n").split("\n"))
+    return plain_text(check_table(result), width, soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -222,14 +203,13 @@ def check_junit(result: CheckResult, *, name: str = "servetrace check") -> str:
 
     A skipped rule is a ``skipped`` test case, or a failure under ``require_all``.
     """
-    skipped_fail = result.require_all
-    undecided_fail = not result.allow_inconclusive
-    failures = (
-        len(result.failures)
-        + (len(result.skipped) if skipped_fail else 0)
-        + (len(result.inconclusive) if undecided_fail else 0)
-    )
-    skipped = 0 if skipped_fail else len(result.skipped)
+    failing = {Status.FAIL}
+    if result.require_all:
+        failing.add(Status.SKIP)
+    if not result.allow_inconclusive:
+        failing.add(Status.INCONCLUSIVE)
+    failures = sum(rule.status in failing for rule in result.results)
+    skipped = 0 if result.require_all else len(result.skipped)
     total = str(len(result.results))
     suites = ET.Element("testsuites", name=name, tests=total, failures=str(failures), errors="0")
     suite = ET.SubElement(
@@ -255,11 +235,7 @@ def check_junit(result: CheckResult, *, name: str = "servetrace check") -> str:
             suite, "testcase", classname=f"servetrace.rules.{rule.kind}", name=str(rule.rule)
         )
         line = rule_line(rule)
-        if (
-            rule.status is Status.FAIL
-            or (rule.status is Status.SKIP and skipped_fail)
-            or (rule.status is Status.INCONCLUSIVE and undecided_fail)
-        ):
+        if rule.status in failing:
             failure = ET.SubElement(case, "failure", message=line, type=rule.kind)
             failure.text = line
         elif rule.status is Status.SKIP:

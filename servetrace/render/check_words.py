@@ -21,12 +21,6 @@ from servetrace.stats.order_ci import needed_for_bound
 from servetrace.stats.verdicts import MIN_SAMPLES
 
 _NEGATION = {"<=": ">", "<": ">=", ">=": "<", ">": "<="}
-_WORD = {
-    Status.PASS: "PASS",
-    Status.FAIL: "FAIL",
-    Status.SKIP: "SKIP",
-    Status.INCONCLUSIVE: "INCONCLUSIVE",
-}
 _CANNOT_PASS = "(a rule that cannot be checked does not pass)"
 
 
@@ -79,7 +73,7 @@ def _no_value(result: RuleResult, whose: str) -> str:
 
 def rule_line(result: RuleResult) -> str:
     """One line that says what happened to the rule, e.g. ``FAIL ttft.p99: 208 ms > 200 ms``."""
-    word = _WORD[result.status]
+    word = result.status.name  # PASS, FAIL, SKIP or INCONCLUSIVE
     key = result.rule.key
     if result.status is Status.SKIP:
         side = result.missing_in or "trace"

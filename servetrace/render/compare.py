@@ -8,47 +8,41 @@ pure functions of the result. Units and words come from ``compare_words``.
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from servetrace.analysis.unavailable import reason_for
 from servetrace.comparison.compare import Comparison
-from servetrace.render._json import clean
-from servetrace.render.compare_cells import (
-    change_text,
-    ci_text,
-    errored_line,
-    hidden_line,
-    negligible,
-    p_text,
-    row_key,
-    rows_of,
-    tidy,
-    unavailable_line,
-)
+from servetrace.render._json import VERSIONS, clean
 from servetrace.render.compare_many import candidate_verdict, overview_markdown, overview_text
 from servetrace.render.compare_markdown import compare_markdown
 from servetrace.render.compare_words import (
+    change_text,
+    ci_text,
     comparison_notes,
     comparison_warnings,
     display_buckets,
     display_decomposition,
+    display_rows,
+    errored_line,
     headline_text,
+    hidden_line,
     method_dict,
     method_line,
+    negligible,
+    p_text,
+    shown_rows,
+    tidy,
     tradeoff_text,
+    unavailable_line,
 )
-from servetrace.render.format import format_value, signed
+from servetrace.render.format import format_value, plain_text, signed
 from servetrace.render.formats import CompareFormat
-from servetrace.render.load import load_dict, load_message
-from servetrace.render.workload import workload_dict, workload_message
-from servetrace.version import SCHEMA_VERSION, __version__
+from servetrace.render.summary import render_json
+from servetrace.render.workload import load_dict, load_message, workload_dict, workload_message
 
 
 # --------------------------------------------------------------------------- JSON
@@ -59,8 +53,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
     first = comparisons[0]
     return clean(
         {
-            "servetrace_version": __version__,
-            "schema_version": SCHEMA_VERSION,
+            **VERSIONS,
             "baseline": first.baseline_label,
             "candidates": [c.candidate_label for c in comparisons],
             "seed": first.seed,
@@ -69,7 +62,7 @@ def compare_dict(comparisons: Sequence[Comparison]) -> dict[str, Any]:
             "workload": {c.candidate_label: workload_dict(c.workload) for c in comparisons},
             "load": {c.candidate_label: load_dict(c.load) for c in comparisons},
             "verdicts": [candidate_verdict(c) for c in comparisons],
-            "rows": [row for c in comparisons for row in rows_of(c)],
+            "rows": [row for c in comparisons for row in display_rows(c)],
             "unavailable": {c.candidate_label: dict(c.unavailable) for c in comparisons},
             "errors": {
                 c.candidate_label: {"baseline": c.errors[0], "candidate": c.errors[1]}
@@ -105,32 +98,24 @@ def _stalls_key(comparisons: Sequence[Comparison]) -> dict[str, Any]:
 
 def compare_json(comparisons: Sequence[Comparison]) -> str:
     """Stable JSON (keys in a fixed order, two-space indent, no NaN)."""
-    return (
-        json.dumps(compare_dict(comparisons), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    )
+    return render_json(compare_dict(comparisons)) + "\n"
 
 
 # --------------------------------------------------------------------------- table
-def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None, list[str]]:
+def _table(heads: Sequence[str], align: str) -> Table:
+    """A borderless table with bold heads; ``align`` has each column's side (l or r)."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for name, justify in (
-        ("metric", "left"),
-        ("stat", "left"),
-        ("baseline", "right"),
-        ("candidate", "right"),
-        ("change", "left"),
-        (f"{comparison.confidence:.0%} CI", "left"),
-        ("p", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    hidden: list[str] = []
-    for row in rows_of(comparison):
-        gone = reason_for(comparison.unavailable, row["metric"], row["stat"])
-        if gone is not None and not row["significant"]:
-            continue  # not "no significant change": the trace cannot say (own line)
-        if not row["significant"] and not verbose:
-            hidden.append(row_key(row))
-            continue
+    for head, side in zip(heads, align, strict=True):
+        table.add_column(head, justify="right" if side == "r" else "left")
+    return table
+
+
+def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None, list[str]]:
+    ci = f"{comparison.confidence:.0%} CI"
+    heads = ("metric", "stat", "baseline", "candidate", "change", ci, "p")
+    table = _table(heads, "llrrllr")
+    _, shown, hidden = shown_rows(comparison, verbose)
+    for row in shown:
         style = None
         if row["significant"]:
             style = "red" if row["verdict"] == "slower" else "green"
@@ -147,15 +132,8 @@ def _results_table(comparison: Comparison, verbose: bool) -> tuple[Table | None,
 
 
 def _decomposition_table(comparison: Comparison) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for name, justify in (
-        ("component", "left"),
-        ("baseline mean", "right"),
-        ("candidate mean", "right"),
-        ("delta mean", "right"),
-        ("delta p50", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    heads = ("component", "baseline mean", "candidate mean", "delta mean", "delta p50")
+    table = _table(heads, "lrrrr")
     for row in display_decomposition(comparison):
         if (
             row["component"] == "residual"
@@ -180,13 +158,9 @@ def _buckets_table(comparison: Comparison) -> Table | None:
     buckets = display_buckets(comparison)
     if not buckets:
         return None
-    table = Table(box=None, pad_edge=False, header_style="bold")
     columns = ("delta_ttft_ms", "delta_itl_ms", "delta_e2e_ms")
-    table.add_column("length bucket")
-    table.add_column("requests", justify="right")
-    for column in columns:
-        table.add_column("Δ" + column.removeprefix("delta_").removesuffix("_ms"), justify="right")
-    table.add_column("e2e faster", justify="right")
+    deltas = ["Δ" + column.removeprefix("delta_").removesuffix("_ms") for column in columns]
+    table = _table(["length bucket", "requests", *deltas, "e2e faster"], "lrrrrr")
     for row in buckets:
         label = f"{row['dimension'].removesuffix('_tokens')} {row['bucket']}"
         cells = [label, str(row["requests"])]
@@ -198,9 +172,7 @@ def _buckets_table(comparison: Comparison) -> Table | None:
 
 
 def _tests_table(comparison: Comparison) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in ("metric", "test", "on", "n", "p"):
-        table.add_column(name, justify="right" if name in ("n", "p") else "left")
+    table = _table(("metric", "test", "on", "n", "p"), "lllrr")
     for row in comparison.tests.iter_rows(named=True):
         n = f"{row['n_baseline']}/{row['n_candidate']}"
         table.add_row(row["metric"], row["test"], row["based_on"], n, p_text(row["p_value"]))
@@ -231,9 +203,7 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
             loud = "bold red" if comparison.load.verdict == "differs" else ""
             parts.append(Text.assemble(("load: ", "bold"), (load_message(comparison.load), loud)))
         table, hidden = _results_table(comparison, verbose)
-        parts.append(Text(""))
-        if table is not None:
-            parts.append(table)
+        parts += [Text(""), *([table] if table is not None else [])]
         if hidden:
             parts.append(Text(hidden_line(hidden, comparison.rows.height)))
         if comparison.unavailable:
@@ -243,42 +213,23 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
             parts.append(Text(errored))
         headline = headline_text(comparison)
         if headline:
-            parts.append(Text(""))
-            parts.append(Text(headline, style="bold"))
+            parts += [Text(""), Text(headline, style="bold")]
         if comparison.decomposition.height:
             who = "paired requests" if comparison.workload.paired else "completed requests"
-            parts.append(Text(""))
-            parts.append(
-                Text(
-                    f"Where the e2e difference comes from ({who}; mean deltas add "
-                    "up, p50 deltas do not):",
-                    style="bold",
-                )
-            )
-            parts.append(_decomposition_table(comparison))
+            title = f"Where the e2e difference comes from ({who}; mean deltas add up, p50 deltas "
+            parts += _titled(title + "do not):", _decomposition_table(comparison))
         buckets = _buckets_table(comparison)
         if buckets is not None:
-            parts.append(Text(""))
-            parts.append(
-                Text(
-                    "Who gained or lost (mean per-request delta, candidate - "
-                    "baseline, by baseline length quartile):",
-                    style="bold",
-                )
-            )
-            parts.append(buckets)
+            title = "Who gained or lost (mean per-request delta, candidate - baseline, by "
+            parts += _titled(title + "baseline length quartile):", buckets)
         if comparison.stalls is not None:
             from servetrace.render.compare_stalls import stalls_lines, stalls_table
 
             title, line = stalls_lines(comparison.stalls)
-            parts += [Text(""), Text(title + ":", style="bold"), Text(line)]
-            parts.append(stalls_table(comparison.stalls))
+            parts += _titled(title + ":", Text(line), stalls_table(comparison.stalls))
         if verbose and comparison.tests.height:
-            parts.append(Text(""))
-            parts.append(
-                Text("Distribution tests (rank tests of the whole distribution):", style="bold")
-            )
-            parts.append(_tests_table(comparison))
+            title = "Distribution tests (rank tests of the whole distribution):"
+            parts += _titled(title, _tests_table(comparison))
         parts.append(Text(""))
         parts.append(Text("method: " + method_line(comparison), style="dim"))
         for note in comparison_notes(comparison):
@@ -288,21 +239,16 @@ def compare_table(comparisons: Sequence[Comparison], *, verbose: bool = False) -
     return Group(*parts)
 
 
+def _titled(title: str, *body: RenderableType) -> list[RenderableType]:
+    """A block of the table format: a blank line, its bold title, then its body."""
+    return [Text(""), Text(title, style="bold"), *body]
+
+
 def compare_text(
     comparisons: Sequence[Comparison], *, verbose: bool = False, width: int = 110
 ) -> str:
     """The table format as plain text (no colour)."""
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        color_system=None,
-        force_terminal=False,
-        highlight=False,
-        soft_wrap=False,
-    )
-    console.print(compare_table(comparisons, verbose=verbose))
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().rstrip("\n").split("\n"))
+    return plain_text(compare_table(comparisons, verbose=verbose), width, soft_wrap=False)
 
 
 def render_compare(

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.comparison.compare import Comparison
-from servetrace.render.markdown_text import md_code, md_text
+from servetrace.render.fit import plain_lines
+from servetrace.render.markdown_text import md_code, md_table, md_text
 from servetrace.runs.labels import make_labels
 
 
@@ -75,11 +76,7 @@ def _cells(comparisons: Sequence[Comparison]) -> tuple[list[str], list[list[str]
 
 def overview_text(comparisons: Sequence[Comparison]) -> str:
     head, body = _cells(comparisons)
-    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(head)]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        for row in (head, *body)
-    ]
+    lines = plain_lines([head, *body])
     names = [comparisons[0].baseline_label, *(c.candidate_label for c in comparisons)]
     title = f"baseline: {make_labels([Path(n) for n in names])[0]}; {len(comparisons)} candidates"
     return "\n".join([title, *lines]) + "\n"
@@ -92,9 +89,7 @@ def overview_markdown(comparisons: Sequence[Comparison]) -> str:
         f"### servetrace compare: {len(comparisons)} candidates vs "
         f"{md_code(make_labels([Path(n) for n in names])[0])}",
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join("---" for _ in head) + "|",
-        *("| " + " | ".join(map(md_text, row)) + " |" for row in body),
+        *md_table(head, [list(map(md_text, row)) for row in body], "l" * len(head)),
         "",
     ]
     return "\n".join(lines) + "\n"

@@ -4,29 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from servetrace.analysis.unavailable import reason_for
 from servetrace.comparison.compare import Comparison
-from servetrace.render.compare_cells import (
+from servetrace.render.compare_words import (
     change_text,
     ci_text,
+    comparison_warnings,
+    display_decomposition,
     errored_line,
+    headline_text,
     hidden_line,
+    method_line,
     p_text,
     row_key,
-    rows_of,
+    shown_rows,
     tidy,
     unavailable_line,
 )
-from servetrace.render.compare_words import (
-    comparison_warnings,
-    display_decomposition,
-    headline_text,
-    method_line,
-)
 from servetrace.render.format import format_value, signed
-from servetrace.render.load import load_message
 from servetrace.render.markdown_text import md_code, md_text
-from servetrace.render.workload import workload_message
+from servetrace.render.workload import load_message, workload_message
 
 
 def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False) -> str:
@@ -45,13 +41,7 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
             mark = ":warning: " if comparison.load.verdict == "differs" else ""
             lines.append(f"**Load:** {mark}{md_text(load_message(comparison.load))}")
             lines.append("")
-        rows = rows_of(comparison)
-        gone = comparison.unavailable
-        rows = [
-            r for r in rows if r["significant"] or reason_for(gone, r["metric"], r["stat"]) is None
-        ]
-        shown = [r for r in rows if r["significant"] or verbose]
-        hidden = [row_key(r) for r in rows if not (r["significant"] or verbose)]
+        rows, shown, hidden = shown_rows(comparison, verbose)
         if shown:
             ci = f"{comparison.confidence:.0%} CI"
             lines.append(f"| metric | baseline | candidate | change | {ci} | p |")
@@ -69,7 +59,7 @@ def compare_markdown(comparisons: Sequence[Comparison], *, verbose: bool = False
         if hidden:
             lines.append(hidden_line([f"`{h}`" for h in hidden], len(rows)))
             lines.append("")
-        if gone:
+        if comparison.unavailable:
             lines.append(md_text(unavailable_line(comparison)))
             lines.append("")
         errored = errored_line(comparison)

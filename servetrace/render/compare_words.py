@@ -3,15 +3,19 @@
 ``servetrace.compare`` returns numbers in ns with verdicts as data; this module converts
 times to ms (the JSON contract's unit) and writes every sentence: the change
 ("1.14x slower", pyperf's wording), the trade-off line, caveats, skipped metrics and the
-method. ``servetrace.render.compare`` lays these out as a table, Markdown or JSON.
+method; and the cells the table and the Markdown share (p-values, intervals, row keys,
+the lines of folded and unavailable rows). ``servetrace.render.compare`` lays these out
+as a table, Markdown or JSON.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from servetrace.analysis.unavailable import reason_for
+from servetrace.analysis.errors import errors_phrase
+from servetrace.analysis.unavailable import phrase, reason_for
 from servetrace.comparison.attribution import Tradeoff
 from servetrace.comparison.catalog import get_metric
 from servetrace.comparison.caveats import Caveat
@@ -219,7 +223,7 @@ def caveat_text(caveat: Caveat, comparison: Comparison) -> str:
 
 
 def comparison_warnings(comparison: Comparison) -> list[str]:
-    from servetrace.render.load import load_warning
+    from servetrace.render.workload import load_warning
 
     warnings = [caveat_text(caveat, comparison) for caveat in comparison.caveats]
     load = load_warning(comparison.load)
@@ -262,3 +266,76 @@ def method_dict(comparison: Comparison) -> dict[str, Any]:
             f"exceeds {comparison.min_change:.0%}"
         ),
     }
+
+
+def p_text(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def ci_text(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "-"
+    if not (math.isfinite(low) or math.isfinite(high)):
+        return "-"  # a ratio from zero: no finite bound to show
+    return f"{factor_text(low)}-{factor_text(high)}"
+
+
+def factor_text(value: float) -> str:
+    if not math.isfinite(value):
+        return "inf"
+    return f"{value:.3f}" if value < 10 else f"{value:.3g}"
+
+
+def row_key(row: Mapping[str, Any]) -> str:
+    return f"{row['metric']}.{row['stat']}"
+
+
+def change_text(row: Mapping[str, Any]) -> str:
+    return str(row["words"]) if row["significant"] else "no significant change"
+
+
+def shown_rows(
+    comparison: Comparison, verbose: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """The rows a table speaks of, those it lists (the significant ones; every one with
+    ``verbose``) and the keys of those it folds into one line. A row a side cannot express
+    is not "no significant change": it is left to the unavailable line."""
+    rows = [r for r in display_rows(comparison) if r["significant"] or r["unavailable"] is None]
+    shown = [r for r in rows if r["significant"] or verbose]
+    hidden = [row_key(r) for r in rows if not (r["significant"] or verbose)]
+    return rows, shown, hidden
+
+
+def errored_line(comparison: Comparison) -> str | None:
+    """``Errored (failed, not cancelled): baseline none; candidate 130 × HTTP 429``."""
+    base, cand = comparison.errors
+    if not base and not cand:
+        return None
+    return (
+        "Errored (failed, not cancelled): baseline "
+        + (errors_phrase(base) if base else "none")
+        + "; candidate "
+        + (errors_phrase(cand) if cand else "none")
+    )
+
+
+def unavailable_line(comparison: Comparison) -> str:
+    """``Unavailable: itl (request-level export), preemptions (client trace)``."""
+    return "Unavailable: " + phrase(comparison.unavailable)
+
+
+def hidden_line(hidden: Sequence[str], total: int) -> str:
+    if len(hidden) == total:
+        return f"No significant change in any of the {total} statistics compared."
+    return f"No significant change ({len(hidden)}): " + ", ".join(hidden)
+
+
+def negligible(value: float | None) -> bool:
+    return value is None or abs(value) < 1e-6
+
+
+def tidy(value: float | None) -> float | None:
+    """Float noise of a sum of means shows as 0."""
+    return 0.0 if value is not None and abs(value) < 1e-9 else value

@@ -3,7 +3,7 @@ say which were left out (a table squeezed by rich into ``q…`` cells says nothi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 
 # The text every shortened table ends with: where the whole table is.
 EVERY_COLUMN = "(every column: -f csv or json)"
@@ -45,3 +45,16 @@ def fit_columns(
 
 def left_out_line(cut: Sequence[str], width: int) -> str:
     return f"left out to fit {width} columns: {', '.join(cut)} {EVERY_COLUMN}"
+
+
+def plain_lines(rows: Sequence[Sequence[str]], right: Container[int] = ()) -> list[str]:
+    """Rows as plain text columns two spaces apart (``plain_frame``), each as wide as its
+    widest cell, left-aligned but for the columns in ``right``; no trailing spaces."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]

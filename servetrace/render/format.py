@@ -8,6 +8,7 @@ time). ``display_unit``/``to_display`` are the one conversion of a compare or ch
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from servetrace.comparison.catalog import MetricSpec
 from servetrace.units import NS_PER_MS
@@ -60,6 +61,13 @@ def table_number(value: float | None, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
+def fixed(value: float | None, digits: int = 1) -> str:
+    """A table cell: ``–`` for none, ``12.3`` (``digits`` decimals), whole from 1,000."""
+    if value is None:
+        return "–"
+    return f"{value:,.{digits}f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
 def short_ms(ms: float) -> str:
     """A magnitude in ms, short: ``155 ms``, ``27.3 ms``, ``420 µs``."""
     if ms >= 100:
@@ -90,3 +98,22 @@ def ms_words(ns: float | None) -> str:
 def counted(count: int, noun: str) -> str:
     """``1 step``, ``2,114 steps``: a count and its noun, agreeing."""
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def plain_text(renderable: Any, width: int, *, soft_wrap: bool) -> str:
+    """A Rich renderable as plain text ``width`` wide: no colour, no trailing spaces."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        color_system=None,
+        force_terminal=False,
+        highlight=False,
+        soft_wrap=soft_wrap,
+    )
+    console.print(renderable)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().rstrip("\n").split("\n"))

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from servetrace.analysis.summary import Summary
 from servetrace.render.format import table_number
-from servetrace.render.markdown_text import md_text
+from servetrace.render.markdown_text import md_table, md_text
 from servetrace.render.naming import display_name
 from servetrace.units import NS_PER_MS
 
@@ -75,12 +75,7 @@ def groups_table(groups: Mapping[object, Summary], by: str, naming: str) -> Tabl
 
 
 def groups_markdown(groups: Mapping[object, Summary], by: str, naming: str) -> str:
-    head = [by, *_header(naming)]
-    lines = [
-        f"\n### by {md_text(by, cell=False)}\n",
-        "| " + " | ".join(md_text(h) for h in head) + " |",
-        "|" + "---|" * len(head),
-    ]
-    for value, summary in groups.items():
-        lines.append("| " + " | ".join([md_text(str(value)), *_cells(summary)]) + " |")
+    head = [md_text(h) for h in [by, *_header(naming)]]
+    rows = [[md_text(str(value)), *_cells(summary)] for value, summary in groups.items()]
+    lines = [f"\n### by {md_text(by, cell=False)}\n", *md_table(head, rows, "l" * len(head))]
     return "\n".join(lines) + f"\n\n{footer(groups, by)}\n"

@@ -36,7 +36,8 @@ class Headline:
     no_facts: str = "The source declares no run facts (tool, model, rate, concurrency, duration)."
 
 
-def _get(doc: dict[str, Any], path: str) -> Any:
+def value_at(doc: dict[str, Any], path: str) -> Any:
+    """The value at a dotted JSON path (``metrics.ttft.p99``), None where it is missing."""
     value: Any = doc
     for part in path.split("."):
         if not isinstance(value, dict):
@@ -70,7 +71,7 @@ def _tile(
     shown: Any = None,
     detail: str | None = None,
 ) -> Tile:
-    value = _get(doc, path)
+    value = value_at(doc, path)
     if reason is not None or value is None:
         return Tile(label, "unavailable", unit, None, reason or _missing(doc, path), detail)
     text = shown(value) if shown else _number(value, 2)
@@ -79,7 +80,7 @@ def _tile(
 
 def _missing(doc: dict[str, Any], path: str) -> str:
     """Why a value the JSON leaves null is null, when no reason is recorded for it."""
-    if path.startswith("metrics.") and not _get(doc, path.rsplit(".", 1)[0] + ".count"):
+    if path.startswith("metrics.") and not value_at(doc, path.rsplit(".", 1)[0] + ".count"):
         return "no completed request"
     return "not measured in this trace"
 
@@ -131,38 +132,16 @@ def tiles(doc: dict[str, Any]) -> list[Tile]:
                 f"{goodput.get('requests_completed', 0):,} completed",
             )
         )
-    out.append(
-        _tile(
-            doc,
-            "peak concurrency",
-            "concurrency.in_system_peak",
-            "requests",
-            gone.get("concurrency"),
-            detail="in the system at once",
-        )
-    )
-    out.append(
-        _tile(
-            doc,
-            "peak queue",
-            "concurrency.queued_peak",
-            "requests",
-            gone.get("queue_wait") or gone.get("concurrency"),
-            detail="waiting for admission",
-        )
-    )
+    queue_gone = gone.get("queue_wait") or gone.get("concurrency")
+    for label, key, why, detail in (
+        ("peak concurrency", "in_system_peak", gone.get("concurrency"), "in the system at once"),
+        ("peak queue", "queued_peak", queue_gone, "waiting for admission"),
+    ):
+        out.append(_tile(doc, label, f"concurrency.{key}", "requests", why, detail=detail))
     for metric in ("ttft", "itl"):
         for stat in ("p50", "p99"):
-            out.append(
-                _tile(
-                    doc,
-                    f"{metric.upper()} {stat}",
-                    f"metrics.{metric}.{stat}",
-                    "ms",
-                    gone.get(metric),
-                    shown=_ms,
-                )
-            )
+            label, path = f"{metric.upper()} {stat}", f"metrics.{metric}.{stat}"
+            out.append(_tile(doc, label, path, "ms", gone.get(metric), shown=_ms))
     return out
 
 

@@ -12,6 +12,7 @@ is left as it reads.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 _LINE_BREAKS = str.maketrans({c: " " for c in "\n\r\v\f\x85\u2028\u2029"})
@@ -41,3 +42,15 @@ def md_code(value: Any) -> str:
     fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_row(cells: Iterable[str]) -> str:
+    """One row of a Markdown table (cells already escaped)."""
+    return "| " + " | ".join(cells) + " |"
+
+
+def md_table(head: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> list[str]:
+    """A Markdown table's lines: the head, the rule (``align``: ``l`` or ``r`` for each
+    column), the rows; cells already escaped."""
+    rule = "|" + "|".join("---:" if side == "r" else "---" for side in align) + "|"
+    return [md_row(head), rule, *(md_row(row) for row in rows)]

@@ -42,16 +42,6 @@ TOOL_NAMES: dict[str, dict[str, str]] = {
     "mlperf": {"ttft": "TTFT", "tpot": "TPOT", "e2e": "latency"},
 }
 
-# How each tool treats a streamed chunk carrying several tokens (docs/reference.md table).
-CHUNK_HANDLING: dict[str, str] = {
-    "servetrace": "itl = gap between chunks; tpot = decode / (tokens - 1)",
-    "vllm": "itl = gap between chunks; tpot = (e2el - ttft) / (tokens - 1)",
-    "aiperf": "inter_chunk_latency = gap between chunks; inter_token_latency per token",
-    "genai-perf": "inter_token_latency = (last - first chunk) / (tokens - 1)",
-    "guidellm": "inter_token_latency per token; time_per_output_token = e2e / tokens",
-    "mlperf": "TPOT = (latency - TTFT) / (tokens - 1)",
-}
-
 
 def display_name(metric: str, naming: str = "servetrace") -> str:
     return TOOL_NAMES.get(naming, {}).get(metric, metric)

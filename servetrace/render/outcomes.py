@@ -17,9 +17,8 @@ from servetrace.analysis.unavailable import (
     phrase,
     unavailable,
 )
-from servetrace.render._json import clean
+from servetrace.render.distribution import distribution_ms
 from servetrace.stats.names import STATISTICS
-from servetrace.units import NS_PER_MS
 
 
 def outcome_keys(summary: Summary) -> dict[str, Any]:
@@ -28,22 +27,24 @@ def outcome_keys(summary: Summary) -> dict[str, Any]:
     errored = dict(summary.errored)
     time_to_error = errored.pop("time_to_error_ns", None)
     if time_to_error is not None:
-        errored["time_to_error"] = {
-            "unit": "ms",
-            **{
-                k: (
-                    clean(time_to_error.get(k))
-                    if k == "count" or time_to_error.get(k) is None
-                    else clean(time_to_error.get(k)) / NS_PER_MS
-                )
-                for k in STATISTICS
-            },
-        }
+        errored["time_to_error"] = distribution_ms(time_to_error)
     return {
         "errors": dict(summary.errors),
         "errored": errored,
         "unavailable": unavailable(summary),
     }
+
+
+def accounting_line(summary: Summary, quarantined: bool = True) -> str:
+    """``3,000 requests (…rows): 2,500 completed, …, 0 invalid`` (and the rows quarantined)."""
+    a, o = summary.accounting, summary.outcomes
+    rows = f" ({a.rows_quarantined:,} rows quarantined)" if quarantined else ""
+    return (
+        f"{a.requests:,} requests ({a.rows:,} rows): {o.get('completed', 0):,} completed, "
+        + errored_part(summary)
+        + f"{o.get('cancelled', 0):,} cancelled, {o.get('in_flight', 0):,} in flight, "
+        f"{a.requests_invalid:,} invalid{rows}"
+    )
 
 
 def errored_part(summary: Summary) -> str:
@@ -84,11 +85,6 @@ def outcome_csv_rows(summary: Summary) -> list[list[Any]]:
     for code, n in summary.errors.items():
         rows.append([f"errors[{code_label(code)}]", "requests", n, *blanks])
     return rows
-
-
-def hidden_metrics(summary: Summary) -> set[str]:
-    """Table rows that carry no information: metrics the trace cannot express."""
-    return set(unavailable(summary))
 
 
 def unavailable_caption(summary: Summary) -> str:

@@ -24,6 +24,10 @@ def short_labels(paths: Sequence[str]) -> list[str]:
     return make_labels([Path(p) for p in paths])
 
 
+STATS = ("p50", "p99")  # the percentiles marked on the overlaid CDFs
+VERDICT_HEADER = ["candidate", "statistic", "baseline", "candidate", "ratio", "CI", "verdict"]
+
+
 def comparison_sections(
     views: Sequence[TraceView], comparisons: Sequence[Comparison]
 ) -> list[Section]:
@@ -34,24 +38,10 @@ def comparison_sections(
     sections = []
     specs = []
     for metric in series.CDF_METRICS:
-        curves, marks = [], []
-        for view in views:
-            values = series.metric_values(view.analysis, metric)
-            if values.len() == 0:
-                continue
-            curves.append(
-                series.cdf(values).with_columns(pl.lit(legend[view.label]).alias("trace"))
-            )
-            p = view.analysis.summary.metrics[metric]
-            marks.append(
-                pl.DataFrame(
-                    {
-                        "trace": [legend[view.label]] * 2,
-                        "label": ["p50", "p99"],
-                        "value_ns": [float(p["p50"] or 0), float(p["p99"] or 0)],
-                    }
-                )
-            )
+        drawn = [
+            series.cdf_parts(v.analysis, metric, "trace", legend[v.label], STATS) for v in views
+        ]
+        curves, marks = [d[0] for d in drawn if d], [d[1] for d in drawn if d]
         if curves:
             specs.append(
                 (
@@ -126,13 +116,13 @@ def comparison_sections(
     )
     verdict_rows = [
         [
-            (short.get(r["candidate"], r["candidate"]), None),
-            (f"{r['metric']}.{r['stat']}", None),
-            (_cell(r["baseline"], r["stat"]), None),
-            (_cell(r["candidate_value"], r["stat"]), None),
-            (f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a", None),
-            (f"{r['ci_low']:.3f}–{r['ci_high']:.3f}" if r["ci_low"] is not None else "n/a", None),
-            (r["verdict"], None),
+            short.get(r["candidate"], r["candidate"]),
+            f"{r['metric']}.{r['stat']}",
+            _cell(r["baseline"], r["stat"]),
+            _cell(r["candidate_value"], r["stat"]),
+            f"{r['ratio']:.3f}" if r["ratio"] is not None else "n/a",
+            f"{r['ci_low']:.3f}–{r['ci_high']:.3f}" if r["ci_low"] is not None else "n/a",
+            r["verdict"],
         ]
         for r in rows.iter_rows(named=True)
     ]
@@ -149,18 +139,7 @@ def comparison_sections(
                     ),
                 )
             ],
-            table={
-                "header": [
-                    "candidate",
-                    "statistic",
-                    "baseline",
-                    "candidate",
-                    "ratio",
-                    "CI",
-                    "verdict",
-                ],
-                "rows": verdict_rows,
-            },
+            table={"header": VERDICT_HEADER, "rows": verdict_rows},
         )
     )
     return sections

@@ -16,7 +16,8 @@ from servetrace.analysis.result import Analysis
 from servetrace.analysis.unavailable import phrase, unavailable
 from servetrace.render import charts, series
 from servetrace.render.format import ms_words
-from servetrace.render.outcomes import errored_lines, errored_part
+from servetrace.render.headline import value_at
+from servetrace.render.outcomes import accounting_line, errored_lines
 from servetrace.render.results_json import analysis_dict
 
 TABLE_METRICS = ("queue_wait", "prefill", "ttft", "decode", "e2e", "itl", "tpot", "requeued")
@@ -29,7 +30,8 @@ class Section:
     title: str
     sentence: str
     charts: list[tuple[str, charts.Spec]] = field(default_factory=list)
-    table: dict[str, Any] | None = None  # {"header": [...], "rows": [[(text, json_path)...]]}
+    # {"header": [...], "rows": [[cell, ...]]}: a cell is its text, or (text, its JSON path)
+    table: dict[str, Any] | None = None
     note: str | None = None
 
 
@@ -62,13 +64,6 @@ class TraceView:
         return analysis_dict(self.analysis)
 
 
-def _path_value(doc: dict[str, Any], path: str) -> Any:
-    value: Any = doc
-    for part in path.split("."):
-        value = value[part]
-    return value
-
-
 def summary_section(view: TraceView, prefix: str) -> Section:
     summary = view.analysis.summary
     doc = view.json
@@ -95,19 +90,16 @@ def summary_section(view: TraceView, prefix: str) -> Section:
         )
     else:
         sentence = "No completed request: there is no response time to decompose."
-    rows: list[list[tuple[str, str | None]]] = []
+    rows: list[list[str | tuple[str, str]]] = []
     gone = unavailable(summary)
     for metric in TABLE_METRICS:
-        cells: list[tuple[str, str | None]] = [(metric, None)]
+        cells: list[str | tuple[str, str]] = [metric]
         if metric in gone:  # never a number the JSON calls unavailable
-            cells += [(f"unavailable: {gone[metric]}", None)] + [("", None)] * (
-                len(TABLE_STATS) - 1
-            )
-            rows.append(cells)
+            rows.append([*cells, f"unavailable: {gone[metric]}"] + [""] * (len(TABLE_STATS) - 1))
             continue
         for stat in TABLE_STATS:
             path = f"metrics.{metric}.{stat}"
-            value = _path_value(doc, path)
+            value = value_at(doc, path)
             if value is None:
                 text = "n/a"
             elif stat == "count":
@@ -120,8 +112,6 @@ def summary_section(view: TraceView, prefix: str) -> Section:
     parts = pl.DataFrame(
         {"phase": [names.get(p, p) for p in means], "mean_ns": [float(v) for v in means.values()]}
     )
-    a = summary.accounting
-    outcomes = summary.outcomes
     return Section(
         id=f"{prefix}summary",
         title="Summary and decomposition",
@@ -129,10 +119,8 @@ def summary_section(view: TraceView, prefix: str) -> Section:
         charts=[(f"{prefix}decomposition", charts.decomposition_bar(parts))] if total > 0 else [],
         table={"header": ["metric (ms)", *TABLE_STATS], "rows": rows},
         note=(
-            f"{a.requests:,} requests ({a.rows:,} rows): "
-            f"{outcomes.get('completed', 0):,} completed, {errored_part(summary)}"
-            f"{outcomes.get('cancelled', 0):,} cancelled, {outcomes.get('in_flight', 0):,} in "
-            f"flight, {a.requests_invalid:,} invalid. Latencies describe completed requests."
+            accounting_line(summary, quarantined=False)
+            + ". Latencies describe completed requests."
             + "".join(f" {line[0].upper()}{line[1:]}." for line in errored_lines(summary))
             + (f" Unavailable: {phrase(gone)}." if gone else "")
         ),
@@ -144,17 +132,10 @@ def cdf_section(view: TraceView, prefix: str) -> Section:
     specs = []
     tails = {}
     for metric in series.CDF_METRICS:
-        values = series.metric_values(view.analysis, metric)
-        if values.len() == 0:
+        parts = series.cdf_parts(view.analysis, metric, "metric", metric, ("p50", "p90", "p99"))
+        if parts is None:
             continue
-        curve = series.cdf(values).with_columns(pl.lit(metric).alias("metric"))
-        marks = pl.DataFrame(
-            {
-                "metric": [metric] * 3,
-                "label": ["p50", "p90", "p99"],
-                "value_ns": [float(m[metric][s] or 0) for s in ("p50", "p90", "p99")],
-            }
-        ).filter(pl.col("value_ns") > 0)
+        curve, marks = parts[0], parts[1].filter(pl.col("value_ns") > 0)
         specs.append((f"{prefix}cdf-{metric}", charts.cdf_chart(curve, marks, metric)))
         p50, p99 = m[metric]["p50"], m[metric]["p99"]
         if p50:
@@ -219,9 +200,7 @@ def over_time_section(view: TraceView, prefix: str) -> Section:
         (f"{prefix}levels", charts.levels_chart(over)),
     ]
     if view.slices is not None:  # --slice: the per-slice figures, on the same time axis
-        from servetrace.render.slice_charts import slices_chart
-
-        drawn.append((f"{prefix}slices", slices_chart(view.slices, over.origin_ns)))
+        drawn.append((f"{prefix}slices", charts.slices_chart(view.slices, over.origin_ns)))
     return Section(
         f"{prefix}over-time",
         title,
@@ -324,13 +303,8 @@ def formula_section(view: TraceView, prefix: str) -> Section:
         for w in check.worst
         if abs(float(w["residual_ns"])) > f.abs_tol_ns  # type: ignore[arg-type]
     ]
-    rows: list[list[tuple[str, str | None]]] = [
-        [
-            (str(w["request_id"]), None),
-            (f"{w['residual_ns'] / 1e6:,.3f}", None),
-            (str(w["cause"]), None),
-        ]
-        for w in broken
+    rows = [
+        [str(w["request_id"]), f"{w['residual_ns'] / 1e6:,.3f}", str(w["cause"])] for w in broken
     ]
     return Section(
         f"{prefix}formula",

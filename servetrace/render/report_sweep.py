@@ -231,13 +231,6 @@ def _curve_sentence(report: CapacityReport) -> str:
     return "; ".join(parts) + " (runs in offered-rate order)."
 
 
-def _table(report: CapacityReport) -> dict[str, Any]:
-    return {
-        "header": words._header(report),
-        "rows": [[(cell, None) for cell in row] for row in words._rows(report)],
-    }
-
-
 def sweep_sections(report: CapacityReport) -> list[Section]:
     sections = []
     curve = curve_frame(report)
@@ -247,7 +240,7 @@ def sweep_sections(report: CapacityReport) -> list[Section]:
             "Throughput–latency curve",
             _curve_sentence(report),
             [("sweep-curve-chart", curve_chart(curve))] if curve.height else [],
-            table=_table(report),
+            table={"header": words._header(report), "rows": words._rows(report)},
             note="latencies over completed requests; "
             + "; ".join(n for n in report.notes if "declared duration" in n or "saturated" in n),
         )

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from servetrace.analysis.result import Analysis
+from servetrace.render._json import VERSIONS
 from servetrace.render.summary import report_dict
 from servetrace.render.time_report import time_dict
 from servetrace.runs.declared import declared_dict
 from servetrace.runs.model import Run, Runs
-from servetrace.version import SCHEMA_VERSION, __version__
 
 
 def analysis_dict(analysis: Analysis, naming: str = "servetrace") -> dict[str, Any]:
@@ -50,8 +50,7 @@ def run_dict(run: Run, naming: str = "servetrace") -> dict[str, Any]:
 def runs_dict(runs: Runs, naming: str = "servetrace") -> dict[str, Any]:
     """``{"servetrace_version", "schema_version", "runs": [REPORT + label, declared]}``."""
     return {
-        "servetrace_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        **VERSIONS,
         "runs": [run_dict(run, naming) for run in runs],
         "warnings": list(runs.warnings),
     }

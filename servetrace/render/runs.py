@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from servetrace.render._csv import rows_writer
-from servetrace.render.fit import fit_columns, left_out_line
-from servetrace.render.markdown_text import md_text
+from servetrace.render.fit import fit_columns, left_out_line, plain_lines
+from servetrace.render.format import ns_to_ms
+from servetrace.render.markdown_text import md_table, md_text
 from servetrace.render.summary import render_json
 from servetrace.runs.model import Run, Runs
 from servetrace.runs.reported import ERRORED_UNTOLD
-from servetrace.units import NS_PER_MS
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("label", "run"),
@@ -53,30 +53,26 @@ def row_values(run: Run) -> dict[str, Any]:
         "concurrency": declared.get("max_concurrency"),
         "reported": run.analysis is None,
     }
-    if run.analysis is None:
-        reported = run.reported or {}
-        metrics = reported.get("metrics") or {}
-        for name, stat in _LATENCIES:
-            row[f"{name}_{stat}"] = (metrics.get(name) or {}).get(stat)
-        throughput = reported.get("throughput") or {}
-        row["requests_per_s"] = throughput.get("requests_per_s")
-        row["output_tokens_per_s"] = throughput.get("output_tokens_per_s")
-        completed = reported.get("completed")
-        row["completed"] = int(completed) if completed is not None else None
-        row["errored"] = reported.get("errored")
-        row["goodput_requests_per_s"] = None
-        row["slo_attainment"] = None
-        return row
-    summary = run.analysis.summary
+    if run.analysis is None:  # the tool's summary: latencies already in ms, no goodput
+        told = run.reported or {}
+        metrics, throughput = told.get("metrics") or {}, told.get("throughput") or {}
+        completed, errored = told.get("completed"), told.get("errored")
+        completed = int(completed) if completed is not None else None
+        goodput = attainment = None
+    else:
+        summary = run.analysis.summary
+        metrics, throughput = summary.metrics, summary.throughput
+        completed = summary.outcomes.get("completed")
+        errored = summary.outcomes.get("errored")  # None until servetrace counts errors
+        goodput = throughput.get("goodput_requests_per_s")
+        attainment = summary.goodput["fraction"] if summary.goodput else None
     for name, stat in _LATENCIES:
-        value = (summary.metrics.get(name) or {}).get(stat)
-        row[f"{name}_{stat}"] = value / NS_PER_MS if value is not None else None
-    row["requests_per_s"] = summary.throughput.get("requests_per_s")
-    row["output_tokens_per_s"] = summary.throughput.get("output_tokens_per_s")
-    row["completed"] = summary.outcomes.get("completed")
-    row["errored"] = summary.outcomes.get("errored")  # None until servetrace counts errors
-    row["goodput_requests_per_s"] = summary.throughput.get("goodput_requests_per_s")
-    row["slo_attainment"] = summary.goodput["fraction"] if summary.goodput else None
+        value = (metrics.get(name) or {}).get(stat)
+        row[f"{name}_{stat}"] = value if run.analysis is None else ns_to_ms(value)
+    row["requests_per_s"] = throughput.get("requests_per_s")
+    row["output_tokens_per_s"] = throughput.get("output_tokens_per_s")
+    row["completed"], row["errored"] = completed, errored
+    row["goodput_requests_per_s"], row["slo_attainment"] = goodput, attainment
     return row
 
 
@@ -216,27 +212,23 @@ def render_runs_table(runs: Runs, width: int | None = None) -> str:
     keys, said = _fit(values, width)
     heads = [_HEAD[k] for k in keys]
     rows = _cells(values, keys)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if key in ("label", "tool") else c.rjust(w)
-            for c, w, key in zip(cells, widths, keys, strict=True)
-        ).rstrip()
-
-    out = [runs_phrase(runs), line(heads), *(line(r) for r in rows)]
+    right = [i for i, side in enumerate(_align(keys)) if side == "r"]
+    out = [runs_phrase(runs), *plain_lines([heads, *rows], right)]
     return "\n".join([*out, *said, *_footer(runs, grouped)]) + "\n"
+
+
+def _align(keys: Sequence[str]) -> str:
+    """Texts to the left, numbers to the right."""
+    return "".join("l" if key in ("label", "tool") else "r" for key in keys)
 
 
 def render_runs_markdown(runs: Runs) -> str:
     ordered, grouped = by_configuration(runs)
     keys = [key for key, _ in COLUMNS]
     out = [f"## {runs_phrase(runs)}", ""]
-    out.append("| " + " | ".join(_HEAD[k] for k in keys) + " |")
-    out.append("|" + "|".join("---" if k in ("label", "tool") else "---:" for k in keys) + "|")
     values = [row_values(run) for run in ordered]
-    cells = _cells(values, keys)
-    out += ["| " + " | ".join(map(md_text, r)) + " |" for r in cells]
+    cells = [list(map(md_text, row)) for row in _cells(values, keys)]
+    out += md_table([_HEAD[k] for k in keys], cells, _align(keys))
     empty = [k for k in keys if k != "label" and all(v.get(k) is None for v in values)]
     said = [na_line(empty, values, "n/a in every run: ")] if empty else []
     out += ["", *(f"- {md_text(line, cell=False)}" for line in [*said, *_footer(runs, grouped)])]

@@ -19,6 +19,7 @@ from servetrace.analysis.result import Analysis
 from servetrace.render.slices import (
     bin_index,
     bin_width,
+    boundaries,
     counter_series,
     phase_slices,
     requeued_slices,
@@ -52,6 +53,20 @@ def cdf(values: pl.Series, points: int = CDF_POINTS) -> pl.DataFrame:
     ranks = np.unique(np.linspace(0, n - 1, min(points, n)).round().astype(np.int64))
     frame = pl.DataFrame({"value_ns": ordered.gather(ranks), "fraction": (ranks + 1) / n})
     return frame.filter(pl.col("value_ns") > 0)
+
+
+def cdf_parts(
+    analysis: Analysis, metric: str, by: str, name: str, stats: tuple[str, ...]
+) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The CDF of ``metric`` and its percentile marks (label, ``value_ns``), both with the
+    column ``by`` = ``name`` (what the legend calls them); None without values."""
+    values = metric_values(analysis, metric)
+    if values.len() == 0:
+        return None
+    curve = cdf(values).with_columns(pl.lit(name).alias(by))
+    p = analysis.summary.metrics[metric]
+    marks = {by: [name] * len(stats), "label": list(stats)}
+    return curve, pl.DataFrame({**marks, "value_ns": [float(p[s] or 0) for s in stats]})
 
 
 def time_bin_ns(span_ns: int, bins: int = TIME_BINS) -> int:
@@ -191,7 +206,7 @@ def slowest_requests(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``n`` finished requests with the longest e2e, and their lifecycle slices
     (``request_id``, ``phase``, ``lo``/``hi`` ns from arrival; ``requeued`` included)."""
-    a = pl.col("arrival_ns")
+    trace_end = analysis.timeline.trace_end_ns or 0
     chosen = (
         analysis.per_request.filter(pl.col("e2e_ns").is_not_null())
         .sort("e2e_ns", "request_id", descending=[True, False])
@@ -203,11 +218,7 @@ def slowest_requests(
             "cancelled_in",
             "e2e_ns",
             "preemptions",
-            a.alias("start"),
-            (a + pl.col("e2e_ns")).alias("end"),
-            (a + pl.col("queue_wait_ns")).alias("admitted"),
-            (a + pl.col("ttft_ns")).alias("first"),
-            (a + pl.col("response_ns")).alias("last"),
+            *boundaries(trace_end),
         )
     )
     phases = phase_slices(chosen, analysis.timeline.has_admissions).rename({"name": "phase"})
@@ -222,7 +233,7 @@ def slowest_requests(
             .collect()
         )
         requeued = requeued_slices(
-            control, chosen.select(KEY, "request_id"), analysis.timeline.trace_end_ns or 0
+            control, chosen.select(KEY, "request_id"), trace_end
         ).with_columns(pl.lit("requeued").alias("phase"))
         phases = pl.concat([phases, requeued.select(KEY, "phase", "lo", "hi")])
     slices = phases.join(chosen.select(KEY, "request_id", "start", "e2e_ns"), on=KEY).select(

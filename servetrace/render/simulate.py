@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from servetrace.render._json import clean
+from servetrace.render._json import VERSIONS, clean
 from servetrace.sim.capacity import OfferedLoad
-from servetrace.version import SCHEMA_VERSION, __version__
 
 # The share of the engine's capacity a replay slowed by the suggested --speed offers.
 _TARGET = 0.8
@@ -54,8 +53,7 @@ def simulate_json(
     *, output: str, events: int, policy: str, seed: int, load: OfferedLoad, speed: float
 ) -> str:
     report = {
-        "servetrace_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        **VERSIONS,
         "output": output,
         "events": events,
         "requests": load.requests,

@@ -30,15 +30,6 @@ from servetrace.analysis.result import Analysis
 from servetrace.errors import UsageError
 from servetrace.schema import TICK_EVENTS
 
-PHASES = (
-    "queued",
-    "ttft",
-    "prefill",
-    "decode",
-    "delivery_tail",
-    "awaiting_token",
-    "unknown_state",
-)
 MAX_RATE_BINS = 2_000
 NICE_STEPS_NS = [m * 10**e for e in range(6, 12) for m in (1, 2, 5)]  # 1 ms … 500 s
 
@@ -53,21 +44,27 @@ class TimelineOptions:
     ticks: bool = False
 
 
-def _bounds(analysis: Analysis) -> pl.DataFrame:
-    """Per request: start, end and the phase boundaries, from the per-request metrics."""
-    trace_end = analysis.timeline.trace_end_ns or 0
+def boundaries(trace_end: int) -> list[pl.Expr]:
+    """A request's start, end (the trace's, while unfinished) and phase boundaries
+    (admitted, first and last token), from its per-request metrics."""
     a = pl.col("arrival_ns")
-    end = pl.coalesce(a + pl.col("e2e_ns"), pl.lit(trace_end, pl.Int64))
+    return [
+        a.alias("start"),
+        pl.coalesce(a + pl.col("e2e_ns"), pl.lit(trace_end, pl.Int64)).alias("end"),
+        (a + pl.col("queue_wait_ns")).alias("admitted"),
+        (a + pl.col("ttft_ns")).alias("first"),
+        (a + pl.col("response_ns")).alias("last"),
+    ]
+
+
+def _bounds(analysis: Analysis) -> pl.DataFrame:
+    """Per request: start, end and the phase boundaries, and the metrics a timeline shows."""
     return analysis.per_request.select(
         KEY,
         pl.col("request_id").cast(pl.String),
         "outcome",
         "cancelled_in",
-        a.alias("start"),
-        end.alias("end"),
-        (a + pl.col("queue_wait_ns")).alias("admitted"),
-        (a + pl.col("ttft_ns")).alias("first"),
-        (a + pl.col("response_ns")).alias("last"),
+        *boundaries(analysis.timeline.trace_end_ns or 0),
         "queue_wait_ns",
         "prefill_ns",
         "ttft_ns",

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from servetrace.analysis.stage_pairs import DIFFERENCES, StagePairs
-from servetrace.version import SCHEMA_VERSION, __version__
+from servetrace.render._json import VERSIONS
+from servetrace.render.fit import plain_lines
+from servetrace.render.markdown_text import md_table
 
 
 def _value(v: float | None, unit: str) -> float | None:
@@ -26,8 +28,7 @@ def stage_pairs_dict(found: StagePairs) -> dict[str, Any]:
         ]
         stages.append({**s, "pairs": pairs})
     return {
-        "servetrace_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        **VERSIONS,
         "inputs": [found.path],
         "source": "inference-perf",
         "differences": DIFFERENCES,
@@ -80,14 +81,9 @@ def _notes(found: StagePairs) -> list[str]:
 
 
 def stage_pairs_table(found: StagePairs) -> str:
-    rows: list[tuple[str, ...]] = [HEAD, *_rows(found)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD) - 1)]
     text = [
         f"inference-perf client vs server per stage: {found.path}",
-        *(
-            "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
-            for r in rows
-        ),
+        *plain_lines([HEAD, *_rows(found)]),
     ]
     zero = "0 in every statistic: inference-perf writes 0.0 when its query fails"
     return "\n".join([*text, "", *_notes(found), f"(unavailable: {zero})"]) + "\n"
@@ -95,7 +91,6 @@ def stage_pairs_table(found: StagePairs) -> str:
 
 def stage_pairs_markdown(found: StagePairs) -> str:
     out = [f"## inference-perf client vs server per stage: `{found.path}`", ""]
-    out += ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    out += ["| " + " | ".join(r) + " |" for r in _rows(found)]
+    out += md_table(HEAD, _rows(found), "l" * len(HEAD))
     out += ["", *(f"- {line}" for line in _notes(found))]
     return "\n".join(out) + "\n"

@@ -17,19 +17,19 @@ from rich.text import Text
 from servetrace.analysis.lifecycle_rules import RULES
 from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.summary import Summary
+from servetrace.analysis.unavailable import unavailable
 from servetrace.render._csv import rows_writer
-from servetrace.render._json import clean
+from servetrace.render._json import VERSIONS, clean
 from servetrace.render.distribution import STAT_KEYS, counts_dict, distribution_ms
-from servetrace.render.format import table_number
+from servetrace.render.format import counted, table_number
 from servetrace.render.formula import formula_dict, formula_lines
-from servetrace.render.markdown_text import md_text
+from servetrace.render.markdown_text import md_table, md_text
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import (
     PARTIAL_OUTPUT_DROPPED,
+    accounting_line,
     delivered_phrase,
     errored_lines,
-    errored_part,
-    hidden_metrics,
     outcome_csv_rows,
     outcome_keys,
     output_rate_part,
@@ -37,7 +37,6 @@ from servetrace.render.outcomes import (
 )
 from servetrace.render.survival import ci95_dict, survival_dict
 from servetrace.units import NS_PER_MS
-from servetrace.version import SCHEMA_VERSION, __version__
 
 TABLE_STATS = ("count", "mean", "p50", "p90", "p99", "max")
 DECOMPOSITION = ("queue_wait", "prefill", "decode")
@@ -114,8 +113,7 @@ def report_dict(
     naming: str = "servetrace",
 ) -> dict[str, Any]:
     report: dict[str, Any] = {
-        "servetrace_version": __version__,
-        "schema_version": SCHEMA_VERSION,
+        **VERSIONS,
         "inputs": list(inputs),
         "naming": naming,
         **summary_dict(summary, naming),
@@ -143,7 +141,7 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 def _metric_rows(summary: Summary, naming: str) -> list[list[str]]:
     rows = []
-    hidden = hidden_metrics(summary)
+    hidden = unavailable(summary)  # rows of metrics the trace cannot express say nothing
     for spec in LATENCY_METRICS:
         # the shown statistics only (--by renders hundreds of tables)
         stats = distribution_ms(summary.metrics[spec.name], keys=TABLE_STATS)
@@ -175,16 +173,6 @@ def _decomposition_text(summary: Summary) -> Text:
         text.append(f"{name} {value / NS_PER_MS:,.1f} ms ({share:.0%})", style=style)
         bar.append("█" * round(share * 40), style=style)
     return Text.assemble(text, "\n", bar)
-
-
-def _accounting_line(summary: Summary) -> str:
-    a, o = summary.accounting, summary.outcomes
-    return (
-        f"{a.requests:,} requests ({a.rows:,} rows): {o['completed']:,} completed, "
-        + errored_part(summary)
-        + f"{o['cancelled']:,} cancelled, {o['in_flight']:,} in flight, "
-        f"{a.requests_invalid:,} invalid ({a.rows_quarantined:,} rows quarantined)"
-    )
 
 
 def _lines(summary: Summary) -> list[str]:
@@ -220,10 +208,7 @@ def _lines(summary: Summary) -> list[str]:
         lines.append("concurrency: " + ", ".join(parts))
     if summary.preemptions and summary.preemptions["events"]:
         p = summary.preemptions
-        lines.append(
-            f"preemptions: {p['events']:,} on {p['requests']:,} "
-            f"request{'s' if p['requests'] != 1 else ''}"
-        )
+        lines.append(f"preemptions: {p['events']:,} on {counted(p['requests'], 'request')}")
     lines.extend(errored_lines(summary))
     ci = {k: v for k, v in summary.cancelled_in.items() if v}
     if summary.outcomes["cancelled"]:
@@ -287,7 +272,7 @@ def render_table(
     for row in _metric_rows(summary, naming):
         table.add_row(*(Text(cell) for cell in row))
     return Group(
-        Text(_accounting_line(summary)),
+        Text(accounting_line(summary)),
         table,
         _decomposition_text(summary),
         Text("\n".join(_lines(summary))),
@@ -299,11 +284,10 @@ def render_markdown(
 ) -> str:
     out = io.StringIO()
     out.write(f"### servetrace: {md_text(title or ', '.join(inputs), cell=False)}\n\n")
-    out.write(md_text(_accounting_line(summary), cell=False) + "\n\n")
-    out.write("| metric (ms) | " + " | ".join(TABLE_STATS) + " |\n")
-    out.write("|---|" + "---:|" * len(TABLE_STATS) + "\n")
-    for row in _metric_rows(summary, naming):
-        out.write("| " + " | ".join(row) + " |\n")
+    out.write(md_text(accounting_line(summary), cell=False) + "\n\n")
+    rows = _metric_rows(summary, naming)
+    head = ["metric (ms)", *TABLE_STATS]
+    out.write("\n".join(md_table(head, rows, "l" + "r" * len(TABLE_STATS))) + "\n")
     out.write("\n" + _decomposition_text(summary).plain.split("\n", 1)[0] + "\n\n")
     for line in _lines(summary):
         out.write(f"- {md_text(line, cell=False)}\n")

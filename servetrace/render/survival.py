@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from servetrace.analysis.survival import QUANTILES
+from servetrace.render.format import fixed
 from servetrace.render.naming import display_name
 from servetrace.render.outcomes import PARTIAL_OUTPUT_DROPPED
 from servetrace.units import NS_PER_MS
@@ -105,12 +106,6 @@ def ci95_dict(block: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def _fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.1f}"
-
-
 def survival_lines(survival: dict[str, dict[str, Any]] | None, shown: bool = True) -> list[str]:
     """One line per metric: KM p50/p90/p99 beside completed-only, and the named bias."""
     if not survival or not shown:
@@ -130,7 +125,7 @@ def survival_lines(survival: dict[str, dict[str, Any]] | None, shown: bool = Tru
             lines.append(f"censored {metric}: unavailable ({_UNAVAILABLE[fit['unavailable']]})")
             continue
         pairs = ", ".join(
-            f"p{_q_text(s)} {_fmt_ms(_ms(fit[s]))} ({_fmt_ms(_ms(fit['completed_only'][s]))})"
+            f"p{_q_text(s)} {fixed(_ms(fit[s]))} ({fixed(_ms(fit['completed_only'][s]))})"
             for s in QUANTILES
         )
         causes = " + ".join(f"{fit[k]:,} {w}" for k, w in _CAUSES.items() if fit[k])

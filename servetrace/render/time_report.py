@@ -17,7 +17,9 @@ from servetrace.analysis.result import Analysis
 from servetrace.analysis.window import Window
 from servetrace.render._csv import rows_writer
 from servetrace.render._json import clean
+from servetrace.render.fit import plain_lines
 from servetrace.render.format import table_number
+from servetrace.render.markdown_text import md_table
 from servetrace.units import NS_PER_MS, NS_PER_S
 
 SLICE_COLUMNS = (
@@ -110,10 +112,6 @@ def time_dict(analysis: Analysis) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- human-readable forms
-def _cell(value: Any) -> str:
-    return table_number(value)
-
-
 def lines(report: dict[str, Any]) -> list[str]:
     """One line for the window and one for fluidity (under the summary)."""
     out: list[str] = []
@@ -155,24 +153,19 @@ def _shown(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def slice_table(rows: list[dict[str, Any]]) -> str:
     """Plain fixed-width text (every column fits; Rich would squeeze 13 into 80)."""
     columns = _shown(rows)
-    cells = [[h for _, h in columns]] + [[_cell(row[k]) for k, _ in columns] for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    cells = [[h for _, h in columns]] + [[table_number(row[k]) for k, _ in columns] for row in rows]
     text = [
         "per slice: ttft/tpot (ms) of requests arriving in it; req/s, tok/s of what "
         "completed or was emitted in it; queued/running: time-weighted mean"
     ]
-    text += ["  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in cells]
-    return "\n".join(text)
+    return "\n".join(text + plain_lines(cells, right=range(len(columns))))
 
 
 def slice_markdown(rows: list[dict[str, Any]]) -> str:
-    out = io.StringIO()
     columns = _shown(rows)
-    out.write("\n#### per slice\n\n| " + " | ".join(h for _, h in columns) + " |\n")
-    out.write("|" + "---:|" * len(columns) + "\n")
-    for row in rows:
-        out.write("| " + " | ".join(_cell(row[k]) for k, _ in columns) + " |\n")
-    return out.getvalue()
+    cells = [[table_number(row[k]) for k, _ in columns] for row in rows]
+    table = md_table([h for _, h in columns], cells, "r" * len(columns))
+    return "\n#### per slice\n\n" + "\n".join(table) + "\n"
 
 
 def slice_csv(rows: list[dict[str, Any]]) -> str:

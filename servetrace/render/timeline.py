@@ -183,6 +183,31 @@ def build_trace(
         )
         return _ndjson(out)
 
+    def instant(frame: pl.DataFrame, name: pl.Expr, cat: str, ts: str, args: pl.Expr) -> list[str]:
+        return _ndjson(
+            frame.select(
+                name.alias("name"),
+                pl.lit(cat).alias("cat"),
+                pl.lit("i").alias("ph"),
+                pl.lit("t").alias("s"),
+                _us(pl.col(ts), origin).alias("ts"),
+                pl.lit(REQUEST_PID).alias("pid"),
+                "tid",
+                args.alias("args"),
+            )
+        )
+
+    def counter(frame: pl.DataFrame, name: pl.Expr, args: pl.Expr) -> list[str]:
+        return _ndjson(
+            frame.select(
+                name.alias("name"),
+                pl.lit("C").alias("ph"),
+                _us(pl.col("ts"), origin).alias("ts"),
+                pl.lit(COUNTER_PID).alias("pid"),
+                args.alias("args"),
+            )
+        )
+
     request_args = pl.struct(
         "request_id",
         "outcome",
@@ -217,17 +242,7 @@ def build_trace(
         pl.struct("request_id", "duration_ns"),
         "phase",
     )
-    markers = chosen.select(
-        _marker_name().alias("name"),
-        pl.lit("lifecycle").alias("cat"),
-        pl.lit("i").alias("ph"),
-        pl.lit("t").alias("s"),
-        _us(pl.col("end"), origin).alias("ts"),
-        pl.lit(REQUEST_PID).alias("pid"),
-        "tid",
-        pl.struct("request_id", "outcome").alias("args"),
-    )
-    lines += _ndjson(markers)
+    lines += instant(chosen, _marker_name(), "lifecycle", "end", pl.struct("request_id", "outcome"))
     ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).join(
         analysis.per_request.select(pl.col("request_id").cast(pl.String)), on="request_id"
     )
@@ -235,18 +250,9 @@ def build_trace(
     ticks = ticks.select("request_id", "ts", tokens.fill_null(1).cast(pl.Int64).alias("tokens"))
     n_ticks = 0
     if options.ticks:
-        tick_events = ticks.join(lane_of.select("request_id", "tid"), on="request_id").select(
-            pl.lit("token").alias("name"),
-            pl.lit("tick").alias("cat"),
-            pl.lit("i").alias("ph"),
-            pl.lit("t").alias("s"),
-            _us(pl.col("ts"), origin).alias("ts"),
-            pl.lit(REQUEST_PID).alias("pid"),
-            "tid",
-            pl.struct("request_id", "tokens").alias("args"),
-        )
-        n_ticks = tick_events.height
-        lines += _ndjson(tick_events)
+        laid = ticks.join(lane_of.select("request_id", "tid"), on="request_id")
+        n_ticks = laid.height
+        lines += instant(laid, pl.lit("token"), "tick", "ts", pl.struct("request_id", "tokens"))
     lo_ns, hi_ns = origin, trace_end
     if options.window_ns is not None:
         lo_ns = origin + options.window_ns[0]
@@ -254,35 +260,21 @@ def build_trace(
     in_window = (pl.col("ts") >= lo_ns) & (pl.col("ts") <= hi_ns)
     counters = counter_series(analysis).filter(in_window)
     rate = token_rate(ticks, origin, trace_end).filter(in_window)
-    counter_frames = [
-        counters.select(
-            "name",
-            pl.lit("C").alias("ph"),
-            _us(pl.col("ts"), origin).alias("ts"),
-            pl.lit(COUNTER_PID).alias("pid"),
-            pl.struct(pl.col("value").alias("requests")).alias("args"),
-        ),
-        rate.select(
-            pl.lit("output tokens/s").alias("name"),
-            pl.lit("C").alias("ph"),
-            _us(pl.col("ts"), origin).alias("ts"),
-            pl.lit(COUNTER_PID).alias("pid"),
-            pl.struct(pl.col("tokens_per_s").alias("tok/s")).alias("args"),
-        ),
-    ]
-    for frame in counter_frames:
-        lines += _ndjson(frame)
+    lines += counter(counters, pl.col("name"), pl.struct(pl.col("value").alias("requests")))
+    rate_args = pl.struct(pl.col("tokens_per_s").alias("tok/s"))
+    lines += counter(rate, pl.lit("output tokens/s"), rate_args)
     server, server_meta, n_server = server_tracks(analysis, origin, lo_ns, hi_ns)
     lines += server
     step_lines, step_meta, step_info = (
         step_tracks(steps, origin, lo_ns, hi_ns) if steps is not None else ([], [], None)
     )
     lines += step_lines
-    lines += [json.dumps(m) for m in _metadata(int(lanes.max()) + 1 if len(lanes) else 0)]
+    n_lanes = int(lanes.max()) + 1 if len(lanes) else 0
+    lines += [json.dumps(m) for m in _metadata(n_lanes)]
     lines += [json.dumps(m, ensure_ascii=False) for m in server_meta + step_meta]
     info = {
         "requests": chosen.height,
-        "lanes": int(lanes.max()) + 1 if len(lanes) else 0,
+        "lanes": n_lanes,
         "phase_slices": phases.height,
         "requeued_slices": requeued.height,
         "tick_events": n_ticks,
@@ -308,42 +300,23 @@ def build_trace(
     return text, info
 
 
+def _meta(kind: str, pid: int, args: dict[str, Any], tid: int | None = None) -> dict[str, Any]:
+    """A metadata event: a process's or a lane's name or place."""
+    where = {"pid": pid} if tid is None else {"pid": pid, "tid": tid}
+    return {"name": kind, "ph": "M", **where, "args": args}
+
+
 def _metadata(n_lanes: int) -> list[dict[str, Any]]:
-    meta: list[dict[str, Any]] = [
-        {
-            "name": "process_name",
-            "ph": "M",
-            "pid": COUNTER_PID,
-            "args": {"name": "system: queued, running, in system, output tokens/s"},
-        },
-        {"name": "process_sort_index", "ph": "M", "pid": COUNTER_PID, "args": {"sort_index": 0}},
-        {
-            "name": "process_name",
-            "ph": "M",
-            "pid": REQUEST_PID,
-            "args": {"name": "requests (one lane per concurrent request)"},
-        },
-        {"name": "process_sort_index", "ph": "M", "pid": REQUEST_PID, "args": {"sort_index": 1}},
+    system = "system: queued, running, in system, output tokens/s"
+    meta = [
+        _meta("process_name", COUNTER_PID, {"name": system}),
+        _meta("process_sort_index", COUNTER_PID, {"sort_index": 0}),
+        _meta("process_name", REQUEST_PID, {"name": "requests (one lane per concurrent request)"}),
+        _meta("process_sort_index", REQUEST_PID, {"sort_index": 1}),
     ]
     for lane in range(1, n_lanes + 1):
-        meta.append(
-            {
-                "name": "thread_name",
-                "ph": "M",
-                "pid": REQUEST_PID,
-                "tid": lane,
-                "args": {"name": f"lane {lane}"},
-            }
-        )
-        meta.append(
-            {
-                "name": "thread_sort_index",
-                "ph": "M",
-                "pid": REQUEST_PID,
-                "tid": lane,
-                "args": {"sort_index": lane},
-            }
-        )
+        meta.append(_meta("thread_name", REQUEST_PID, {"name": f"lane {lane}"}, lane))
+        meta.append(_meta("thread_sort_index", REQUEST_PID, {"sort_index": lane}, lane))
     return meta
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import servetrace
 from servetrace.comparison.load import compare_load
-from servetrace.render.load import load_message
+from servetrace.render.workload import load_message
 from servetrace.runs import Run, Runs, empty_declared
 from servetrace.runs.labels import make_labels
 from servetrace.runs.throughput import declared_throughput, with_declared_summary
