@@ -186,11 +186,16 @@ def goodput(completed: pl.DataFrame, groups: Groups, targets: Sequence[Any]) -> 
 
 
 def ended(
-    requests: pl.DataFrame, groups: Groups, outcome: str, age_end: Sequence[int | None] | None
+    requests: pl.DataFrame,
+    groups: Groups,
+    outcome: str,
+    duration: str,
+    age_end: Sequence[int | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per group, its requests of ``outcome`` (cancelled, in flight, errored): count, the
-    cancellations that failed, tokens delivered (None when a count is unknown), examples,
-    and the distribution of their e2e — or, with ``age_end``, of their age at it."""
+    """Per group, the summary's report of its requests of ``outcome`` (cancelled, in
+    flight, errored): count, the cancellations that failed, tokens delivered (None when a
+    count is unknown), the distribution (named ``duration``) of their e2e — or, with
+    ``age_end``, of their age at it — and examples."""
     mine = requests.filter(pl.col("outcome") == outcome)
     tallies = groups.rows(
         mine,
@@ -211,17 +216,15 @@ def ended(
     out = []
     for g in groups:
         row = tallies[g]
-        out.append(
-            {
-                "count": int(row["count"]) if row else 0,
-                "with_error": int(row["with_error"] or 0) if row else 0,
-                "output_tokens_delivered": None
-                if row and row["uncounted"]
-                else (int(row["tokens"] or 0) if row else 0),
-                "distribution": describe_sorted(sample.of(g)),
-                "examples": examples[g],
-            }
+        report: dict[str, Any] = {"count": int(row["count"]) if row else 0}
+        if outcome == "cancelled":
+            report["with_error"] = int(row["with_error"] or 0) if row else 0
+        report["output_tokens_delivered"] = (
+            None if row and row["uncounted"] else (int(row["tokens"] or 0) if row else 0)
         )
+        report[duration] = describe_sorted(sample.of(g))
+        report["examples"] = examples[g]
+        out.append(report)
     return out
 
 
