@@ -37,6 +37,12 @@ def per_interval(edges: np.ndarray, times: np.ndarray, weight: np.ndarray) -> np
     return out
 
 
+def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator`` elementwise, NaN where the denominator is not > 0."""
+    out = np.full(denominator.size, np.nan)
+    return np.divide(numerator, denominator, out=out, where=denominator > 0)
+
+
 def observations(
     check: HistogramCheck, analysis: Analysis, events: pl.LazyFrame | None
 ) -> tuple[np.ndarray, np.ndarray] | str:

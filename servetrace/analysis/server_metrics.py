@@ -32,7 +32,7 @@ import polars as pl
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.server_buckets import histogram_finding, observations, per_interval
-from servetrace.analysis.server_clock import align, interval_of
+from servetrace.analysis.server_clock import RUNNING, WAITING, align, interval_of, levels_known
 from servetrace.analysis.server_findings import Finding, ServerComparison
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.errors import InputError
@@ -44,13 +44,13 @@ from servetrace.sources.server_metrics.series import (
     total_deltas,
 )
 
-WAITING, RUNNING = "vllm:num_requests_waiting", "vllm:num_requests_running"
 COUNTERS = {
     "success_counter": "vllm:request_success_total",
     "preemption_counter": "vllm:num_preemptions_total",
     "prompt_tokens_counter": "vllm:prompt_tokens_total",
     "generation_tokens_counter": "vllm:generation_tokens_total",
 }
+ABORT = '"finished_reason":"abort"'
 FINDINGS = (
     "clock_offset",
     "waiting_gauge",
@@ -144,8 +144,7 @@ def compare(
     }
     shifted = all_instants - off
     inside = (shifted >= t0) & (shifted <= t1)
-    known = tl.has_admissions and analysis.summary.concurrency.get("queued_mean") is not None
-    levels = levels_at(tl.transitions, shifted[inside]) if known else None
+    levels = levels_at(tl.transitions, shifted[inside]) if levels_known(analysis) else None
     for name, family, level, what in (
         ("waiting_gauge", WAITING, "queued", "queued requests"),
         ("running_gauge", RUNNING, "running", "running requests"),
@@ -164,9 +163,7 @@ def compare(
     requests = analysis.per_request
     counted = trace_counts(requests, events, edges)
     for name, family in COUNTERS.items():
-        deltas = counter_deltas(metrics, family)
-        if name == "success_counter":
-            deltas = deltas.filter(~pl.col("labels").str.contains('"finished_reason":"abort"'))
+        deltas = finding_deltas(metrics, name)
         if deltas.is_empty() and not metrics.filter(pl.col("family") == family).height:
             findings[name] = Finding(name, family, unavailable=f"no {family} series")
             continue
@@ -199,6 +196,15 @@ def compare(
         findings=findings,
         metrics=metrics,
     )
+
+
+def finding_deltas(metrics: pl.DataFrame, name: str) -> pl.DataFrame:
+    """The deltas of the counter of finding ``name`` (``series.counter_deltas``); a finish
+    with ``finished_reason="abort"`` is no success."""
+    deltas = counter_deltas(metrics, COUNTERS[name])
+    if name == "success_counter":
+        deltas = deltas.filter(~pl.col("labels").str.contains(ABORT, literal=True))
+    return deltas
 
 
 def trace_counts(
