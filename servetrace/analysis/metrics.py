@@ -14,15 +14,12 @@ import polars as pl
 
 from servetrace.analysis.lifecycle import Timeline
 from servetrace.analysis.lifecycle_rules import DECODING, KEY, QUEUED, RUNNING
-from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.output_counts import known_count
 
 # A request attribute an importer sets to False where the source dropped what a cancelled
 # request delivered; such a request was cancelled in an unknown stage.
 PARTIAL_OUTPUT_KNOWN = "partial_output_known"
 UNKNOWN_STAGE = "unknown"
-
-METRICS_BY_NAME = {m.name: m for m in LATENCY_METRICS}
 
 # Columns of the per-request frame, in output order (attributes follow).
 REQUEST_COLUMNS: tuple[str, ...] = (

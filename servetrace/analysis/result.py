@@ -17,6 +17,7 @@ import polars as pl
 
 from servetrace.analysis.fluidity import FluidityTargets
 from servetrace.analysis.lifecycle import KEY, Timeline
+from servetrace.analysis.metric_names import Distribution
 from servetrace.analysis.server_findings import ServerComparison
 from servetrace.analysis.server_reported import ServerReported, server_reported
 from servetrace.analysis.summary import GoodputTarget, Summary
@@ -26,7 +27,6 @@ from servetrace.errors import UsageError
 if TYPE_CHECKING:
     from servetrace.analysis.stalls import Stalls
 
-Distribution = dict[str, float | int | None]
 EventsReader = Callable[[], pl.LazyFrame]
 
 

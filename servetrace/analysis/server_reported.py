@@ -27,10 +27,9 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.analysis.metric_names import Distribution
 from servetrace.sources.response_body import present
 from servetrace.stats.describe import describe_sorted
-
-Distribution = dict[str, float | int | None]
 
 # Metric id → what it is, for every view.
 DEFINITIONS: dict[str, str] = {

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from servetrace.analysis.concurrency import CONCURRENCY
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.window import INT64_MAX, TOO_LONG
@@ -30,7 +31,6 @@ from servetrace.schema import TICK_EVENTS
 from servetrace.units import DURATION_UNITS_TEXT, NS_PER_MS, duration_ns
 
 MAX_SLICES = 10_000
-LEVELS = ("queued", "running", "in_system")
 
 
 def slice_count(origin: int, end: int, width: int) -> int:
@@ -51,9 +51,9 @@ def _levels(analysis: Analysis, origin: int, end: int, width: int, count: int) -
     """Time-weighted mean queued/running/in-system level per slice."""
     steps = (
         analysis.timeline.transitions.group_by("ts")
-        .agg(pl.col(f"d_{n}").sum() for n in LEVELS)
+        .agg(pl.col(f"d_{n}").sum() for n in CONCURRENCY)
         .sort("ts")
-        .select("ts", *[pl.col(f"d_{n}").cum_sum().alias(n) for n in LEVELS])
+        .select("ts", *[pl.col(f"d_{n}").cum_sum().alias(n) for n in CONCURRENCY])
     )
     starts = pl.arange(0, count, eager=True).cast(pl.Int64) * width + origin
     edges = pl.DataFrame({"ts": starts.append(pl.Series([end], dtype=pl.Int64))})
@@ -63,14 +63,14 @@ def _levels(analysis: Analysis, origin: int, end: int, width: int, count: int) -
         .unique()
         .sort("ts")
         .join_asof(steps, on="ts", strategy="backward")
-        .with_columns(pl.col(n).fill_null(0) for n in LEVELS)
+        .with_columns(pl.col(n).fill_null(0) for n in CONCURRENCY)
         .filter((pl.col("ts") >= origin) & (pl.col("ts") <= end))
         .with_columns((pl.col("ts").shift(-1) - pl.col("ts")).fill_null(0).alias("held"))
         .with_columns(_index(pl.col("ts"), origin, width, count))
     )
     return points.group_by("slice").agg(
         ((pl.col(n) * pl.col("held")).sum() / pl.col("held").sum()).alias(f"{n}_mean")
-        for n in LEVELS
+        for n in CONCURRENCY
     )
 
 

@@ -27,7 +27,7 @@ from servetrace.analysis.formula_steps import step_formula_by_group
 from servetrace.analysis.groups import CODE, Groups, Sample
 from servetrace.analysis.intervals import intervals_by_group
 from servetrace.analysis.lifecycle import EVENT_TIMES, Timeline
-from servetrace.analysis.metric_names import LATENCY_METRICS
+from servetrace.analysis.metric_names import LATENCY_METRICS, Distribution
 from servetrace.analysis.survival import estimate_by_group
 from servetrace.analysis.unavailable import blank_unavailable
 from servetrace.stats.describe import describe_sorted
@@ -49,9 +49,6 @@ class GoodputTarget:
 
     def text(self) -> str:
         return f"{self.metric}{self.op}{self.limit_ns / 1e6:g}ms"
-
-
-Distribution = dict[str, float | int | None]
 
 
 class GoodputReport(TypedDict):

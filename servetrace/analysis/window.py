@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.lifecycle import PLACEABLE
 from servetrace.errors import UsageError
 from servetrace.units import (
     DURATION_UNITS_TEXT,
@@ -170,12 +171,7 @@ def resolve(spec: WindowSpec, origin_ns: int) -> Window:
 
 def trace_origin(events: pl.LazyFrame | pl.DataFrame) -> int | None:
     """The trace start: the earliest timestamp of any placeable row (as the lifecycle has it)."""
-    placeable = (
-        pl.col("request_id").is_not_null()
-        & pl.col("event").is_not_null()
-        & pl.col("ts").is_not_null()
-    )
-    value = events.lazy().filter(placeable).select(pl.col("ts").min()).collect().item()
+    value = events.lazy().filter(PLACEABLE).select(pl.col("ts").min()).collect().item()
     return None if value is None else int(value)
 
 
