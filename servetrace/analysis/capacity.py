@@ -275,29 +275,17 @@ def pareto_frontier(points: Sequence[CurvePoint]) -> tuple[str, ...]:
     """Labels of runs no other run beats on both tok/s per GPU and tok/s per user,
     ordered by tok/s per user."""
     known = [
-        p
+        (p.tokens_per_s_per_gpu, p.tokens_per_s_per_user, p.label)
         for p in points
         if p.tokens_per_s_per_gpu is not None and p.tokens_per_s_per_user is not None
     ]
-
-    def dominated(p: CurvePoint) -> bool:
-        assert p.tokens_per_s_per_gpu is not None and p.tokens_per_s_per_user is not None
-        for q in known:
-            assert q.tokens_per_s_per_gpu is not None and q.tokens_per_s_per_user is not None
-            if (
-                q.tokens_per_s_per_gpu >= p.tokens_per_s_per_gpu
-                and q.tokens_per_s_per_user >= p.tokens_per_s_per_user
-                and (
-                    q.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu
-                    or q.tokens_per_s_per_user > p.tokens_per_s_per_user
-                )
-            ):
-                return True
-        return False
-
-    front = [p for p in known if not dominated(p)]
-    front.sort(key=lambda p: (p.tokens_per_s_per_user or 0.0, p.label))
-    return tuple(p.label for p in front)
+    # A run is dominated when another is at least as good on both and better on one.
+    front = [
+        (user, label)
+        for gpu, user, label in known
+        if not any(g >= gpu and u >= user and (g, u) != (gpu, user) for g, u, _ in known)
+    ]
+    return tuple(label for _, label in sorted(front))
 
 
 def sweep(
