@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.result import Analysis
-from servetrace.analysis.server_findings import Finding
+from servetrace.analysis.server_findings import Finding, differences
 from servetrace.analysis.server_histograms import HistogramCheck
 from servetrace.analysis.unavailable import unavailable
 from servetrace.schema import TICK_EVENTS
@@ -178,21 +178,19 @@ def histogram_finding(
             check.name, family, unavailable="no scrape interval in the trace", extra=extra
         )
     flat = int(np.argmax(np.abs(diff)))
-    worst_interval, worst_bucket = divmod(flat, les.size)
     inside = (at > edges[0]) & (at <= edges[-1])
     totals_s, cum_t = server.sum(axis=0), trace.sum(axis=0)
-    extra["worst_le_s"] = float(les[worst_bucket]) if diff.flat[flat] else None
+    extra["worst_le_s"] = float(les[flat % les.size]) if diff.flat[flat] else None
     extra["quantiles"] = _quantiles(les, totals_s, np.sort(values_s[inside]))
-    f = Finding(
+    # Per interval (row) and bucket: a cell's instant is its interval's end.
+    f = differences(
         check.name,
         family,
+        diff.ravel(),
+        np.repeat(edges[1:], les.size),
         compared=int(diff.shape[0]),
-        max_abs=float(np.abs(diff).max()),
-        mean_abs=float(np.abs(diff).mean()),
-        mean_signed=float(diff.mean()),
         server_total=float(totals_s[-1]),
         trace_total=float(cum_t[-1]),
-        worst_at_ns=int(edges[worst_interval + 1]) if diff.flat[flat] else None,
         extra=extra,
     )
     if f.max_abs:

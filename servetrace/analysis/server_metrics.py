@@ -24,7 +24,7 @@ and a likely cause when it is not zero):
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -33,7 +33,7 @@ from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.server_buckets import histogram_finding, observations, per_interval
 from servetrace.analysis.server_clock import RUNNING, WAITING, align, interval_of, levels_known
-from servetrace.analysis.server_findings import Finding, ServerComparison
+from servetrace.analysis.server_findings import Finding, ServerComparison, differences
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.errors import InputError
 from servetrace.schema import TICK_EVENTS
@@ -60,25 +60,6 @@ FINDINGS = (
 )
 
 
-def _summary(
-    name: str, family: str, server: np.ndarray, trace: np.ndarray, at: np.ndarray, **more: Any
-) -> Finding:
-    diff = server - trace
-    if diff.size == 0:
-        return Finding(name, family, unavailable="no scrape falls within the trace")
-    worst = int(np.argmax(np.abs(diff)))
-    return Finding(
-        name,
-        family,
-        compared=int(diff.size),
-        max_abs=float(np.abs(diff).max()),
-        mean_abs=float(np.abs(diff).mean()),
-        mean_signed=float(diff.mean()),
-        worst_at_ns=int(at[worst]) if diff[worst] else None,
-        **more,
-    )
-
-
 def _gauge_cause(f: Finding, what: str) -> str | None:
     if not f.max_abs:
         return None
@@ -101,12 +82,6 @@ def _counter_cause(f: Finding, resets: int) -> str | None:
             "the server did not count all the trace's work (lost increments, a replica not scraped)"
         )
     return "the totals agree but not per interval: the clocks or scrape times are off"
-
-
-def _with(f: Finding, **changes: Any) -> Finding:
-    from dataclasses import replace
-
-    return replace(f, **changes)
 
 
 def compare(
@@ -156,8 +131,8 @@ def compare(
             findings[name] = Finding(name, family, unavailable="the trace has no admissions")
         else:
             ok = ~np.isnan(gauge)
-            f = _summary(name, family, gauge[ok], levels[level][ok], shifted[inside][ok])
-            findings[name] = _with(f, cause=_gauge_cause(f, what))
+            f = differences(name, family, gauge[ok] - levels[level][ok], shifted[inside][ok])
+            findings[name] = replace(f, cause=_gauge_cause(f, what))
     # Intervals between consecutive scrapes, on the trace clock.
     edges = shifted
     requests = analysis.per_request
@@ -173,17 +148,16 @@ def compare(
             continue
         server = total_deltas(deltas, all_instants)
         resets = int(deltas["reset"].sum()) if deltas.height else 0
-        f = _summary(
+        f = differences(
             name,
             family,
-            server,
-            trace,
+            server - trace,
             edges[1:],
             server_total=float(server.sum()),
             trace_total=float(trace.sum()),
             extra={"resets": resets},
         )
-        findings[name] = _with(f, cause=_counter_cause(f, resets))
+        findings[name] = replace(f, cause=_counter_cause(f, resets))
     for check in HISTOGRAM_CHECKS:
         seen = observations(check, analysis, events)
         findings[check.name] = histogram_finding(check, metrics, edges, off, seen, where)
