@@ -129,20 +129,6 @@ FORMULA_COLUMNS = (
     "formula_residual_ns",
 )
 
-# The fleet-wide mean ITL: Σ decode / Σ (N − 1) over completed requests of 2+ tokens.
-MULTI_TOKEN = pl.col("output_tokens") >= 2
-FLEET_DECODE = pl.col("decode_ns").sum().alias("decode")
-FLEET_STEPS = (pl.col("output_tokens") - 1).sum().alias("steps")
-
-
-def fleet_error(fleet_itl: pl.Expr | float) -> pl.Expr:
-    """Response time minus what the fleet-wide formula predicts for the request."""
-    return (
-        pl.col("response_ns")
-        - pl.col("ttft_ns")
-        - (pl.col("output_tokens") - 1).clip(lower_bound=0) * fleet_itl
-    ).alias("fleet_error_ns")
-
 
 def notes(
     fleet_itl: float | None, unchecked: int, uncounted: int = 0, completed: int = 0
@@ -220,6 +206,29 @@ def checks(
     return out
 
 
+def fleet_checks(
+    frame: pl.DataFrame,
+    groups: Groups,
+    steps: pl.Expr,
+    counted: pl.Expr,
+    abs_tol_ns: int,
+    rel_tol: float,
+    cause: pl.Expr | None = None,
+    extra: Sequence[str] = (),
+) -> tuple[list[float | None], list[FormulaCheck]]:
+    """The fleet-wide version of the formula (``frame`` coded): one time per step for
+    each group, Σ decode / Σ ``steps`` over its ``counted`` requests (None without any),
+    and each group's check of ``response − (ttft + steps · that time)``."""
+    sums = groups.rows(
+        frame.filter(counted), pl.col("decode_ns").sum().alias("decode"), steps.sum().alias("n")
+    )
+    per_step = [r["decode"] / r["n"] if r and r["n"] else None for r in sums]
+    of = pl.Series("_per_step", [v if v is not None else 0.0 for v in per_step], pl.Float64)
+    error = pl.col("response_ns") - pl.col("ttft_ns") - steps * pl.col("_per_step")
+    with_error = frame.with_columns(of.gather(frame[CODE])).with_columns(error.alias("_error"))
+    return per_step, checks(with_error, groups, "_error", abs_tol_ns, rel_tol, cause, extra)
+
+
 def formula_requests(requests: pl.DataFrame) -> pl.DataFrame:
     """The completed requests the checks read (``requests`` coded), with only the columns
     they read: a filter of the whole frame copied every column of every completed request
@@ -239,14 +248,11 @@ def formula_by_group(
     """Check the decomposition on each group's completed requests (``requests`` coded)."""
     completed = formula_requests(requests)
     per_request = checks(completed, groups, "formula_residual_ns", abs_tol_ns, rel_tol)
-    fleet_sums = groups.rows(completed.filter(MULTI_TOKEN), FLEET_DECODE, FLEET_STEPS)
-    fleet_itl = [r["decode"] / r["steps"] if r and r["steps"] else None for r in fleet_sums]
-    tallies = groups.rows(completed, pl.len().alias("n"), pl.col("output_tokens").null_count())
-    itl_of = pl.Series("_fleet_itl", [v if v is not None else 0.0 for v in fleet_itl], pl.Float64)
-    with_error = completed.with_columns(itl_of.gather(completed[CODE])).with_columns(
-        fleet_error(pl.col("_fleet_itl"))
-    )
-    fleet = checks(with_error, groups, "fleet_error_ns", abs_tol_ns, rel_tol)
+    # The fleet-wide mean ITL: Σ decode / Σ (N − 1) over completed requests of 2+ tokens.
+    n = pl.col("output_tokens")
+    steps = (n - 1).clip(lower_bound=0)
+    fleet_itl, fleet = fleet_checks(completed, groups, steps, n >= 2, abs_tol_ns, rel_tol)
+    tallies = groups.rows(completed, pl.len().alias("n"), n.null_count())
     out = []
     for g in groups:
         tally = tallies[g] or {"n": 0, "output_tokens": 0}

@@ -26,12 +26,17 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from servetrace.analysis.formula import NO_CHECK, FormulaCheck, checks, formula_requests
-from servetrace.analysis.groups import CODE, Groups
+from servetrace.analysis.formula import (
+    NO_CHECK,
+    FormulaCheck,
+    checks,
+    fleet_checks,
+    formula_requests,
+)
+from servetrace.analysis.groups import Groups
 
 STEPS = "spec_steps"
 _STEP_RESIDUAL = "step_residual_ns"
-_FLEET_STEP_ERROR = "fleet_step_error_ns"
 
 
 @dataclass(frozen=True)
@@ -75,21 +80,18 @@ def step_formula_by_group(
             _STEP_RESIDUAL
         )
     )
-    sums = groups.rows(
-        counted.filter((steps >= 1) & pl.col("decode_ns").is_not_null()),
-        pl.col("decode_ns").sum().alias("decode"),
-        steps.sum().alias("steps"),
-    )
-    step_ns = [r["decode"] / r["steps"] if r and r["steps"] else None for r in sums]
-    step_of = pl.Series("_step", [v if v is not None else 0.0 for v in step_ns], pl.Float64)
-    fleet_frame = counted.with_columns(step_of.gather(counted[CODE])).with_columns(
-        (pl.col("response_ns") - pl.col("ttft_ns") - steps * pl.col("_step")).alias(
-            _FLEET_STEP_ERROR
-        )
-    )
     extra = (STEPS,)
     per_request = checks(counted, groups, _STEP_RESIDUAL, abs_tol_ns, rel_tol, _cause(), extra)
-    fleet = checks(fleet_frame, groups, _FLEET_STEP_ERROR, abs_tol_ns, rel_tol, _cause(), extra)
+    step_ns, fleet = fleet_checks(
+        counted,
+        groups,
+        steps,
+        (steps >= 1) & pl.col("decode_ns").is_not_null(),
+        abs_tol_ns,
+        rel_tol,
+        _cause(),
+        extra,
+    )
     sizes = groups.rows(counted, pl.len().alias("n"))
     return [
         StepFormula(
