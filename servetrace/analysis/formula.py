@@ -210,18 +210,16 @@ def fleet_checks(
     frame: pl.DataFrame,
     groups: Groups,
     steps: pl.Expr,
-    counted: pl.Expr,
     abs_tol_ns: int,
     rel_tol: float,
     cause: pl.Expr | None = None,
     extra: Sequence[str] = (),
 ) -> tuple[list[float | None], list[FormulaCheck]]:
     """The fleet-wide version of the formula (``frame`` coded): one time per step for
-    each group, Σ decode / Σ ``steps`` over its ``counted`` requests (None without any),
-    and each group's check of ``response − (ttft + steps · that time)``."""
-    sums = groups.rows(
-        frame.filter(counted), pl.col("decode_ns").sum().alias("decode"), steps.sum().alias("n")
-    )
+    each group, Σ decode / Σ ``steps`` over its requests of a step or more (None without
+    any), and each group's check of ``response − (ttft + steps · that time)``."""
+    decode = pl.col("decode_ns").sum().alias("decode")
+    sums = groups.rows(frame.filter(steps >= 1), decode, steps.sum().alias("n"))
     per_step = [r["decode"] / r["n"] if r and r["n"] else None for r in sums]
     of = pl.Series("_per_step", [v if v is not None else 0.0 for v in per_step], pl.Float64)
     error = pl.col("response_ns") - pl.col("ttft_ns") - steps * pl.col("_per_step")
@@ -251,7 +249,7 @@ def formula_by_group(
     # The fleet-wide mean ITL: Σ decode / Σ (N − 1) over completed requests of 2+ tokens.
     n = pl.col("output_tokens")
     steps = (n - 1).clip(lower_bound=0)
-    fleet_itl, fleet = fleet_checks(completed, groups, steps, n >= 2, abs_tol_ns, rel_tol)
+    fleet_itl, fleet = fleet_checks(completed, groups, steps, abs_tol_ns, rel_tol)
     tallies = groups.rows(completed, pl.len().alias("n"), n.null_count())
     out = []
     for g in groups:

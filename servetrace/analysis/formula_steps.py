@@ -26,13 +26,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from servetrace.analysis.formula import (
-    NO_CHECK,
-    FormulaCheck,
-    checks,
-    fleet_checks,
-    formula_requests,
-)
+from servetrace.analysis import formula
+from servetrace.analysis.formula import NO_CHECK, FormulaCheck, checks
 from servetrace.analysis.groups import Groups
 
 STEPS = "spec_steps"
@@ -73,25 +68,16 @@ def step_formula_by_group(
     token version checks; None for every group when no request has a step count."""
     if STEPS not in requests.columns or requests[STEPS].is_null().all():
         return [None] * len(groups)
-    completed = formula_requests(requests)
+    completed = formula.formula_requests(requests)
     steps = pl.col(STEPS)
     counted = completed.filter(steps.is_not_null()).with_columns(
         (pl.col("response_ns") - pl.col("ttft_ns") - steps * pl.col("itl_mean_ns")).alias(
             _STEP_RESIDUAL
         )
     )
-    extra = (STEPS,)
-    per_request = checks(counted, groups, _STEP_RESIDUAL, abs_tol_ns, rel_tol, _cause(), extra)
-    step_ns, fleet = fleet_checks(
-        counted,
-        groups,
-        steps,
-        (steps >= 1) & pl.col("decode_ns").is_not_null(),
-        abs_tol_ns,
-        rel_tol,
-        _cause(),
-        extra,
-    )
+    extra, tolerance = (STEPS,), (abs_tol_ns, rel_tol)
+    per_request = checks(counted, groups, _STEP_RESIDUAL, *tolerance, _cause(), extra)
+    step_ns, fleet = formula.fleet_checks(counted, groups, steps, *tolerance, _cause(), extra)
     sizes = groups.rows(counted, pl.len().alias("n"))
     return [
         StepFormula(
