@@ -101,6 +101,27 @@ def levels_at(transitions: pl.DataFrame, instants: npt.NDArray[np.int64]) -> dic
     return {name: np.where(at >= 0, level[np.maximum(at, 0)], 0) for name, level in steps}
 
 
+def mean_levels(transitions: pl.DataFrame, edges: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+    """Each level's time-weighted mean over each interval ``[edges[k], edges[k + 1]]``
+    (0 before the first transition): its integral over the interval's length, the integral
+    exact in Int64 (a cumulative sum that wraps still differences exactly)."""
+    width = np.diff(edges)
+    stamps = transitions["ts"].to_numpy()
+    if stamps.size == 0:
+        return {name: np.zeros(width.size) for name in CONCURRENCY}
+    times, steps = _by_timestamp(stamps, _deltas(transitions))
+    at = np.searchsorted(times, edges, side="right") - 1
+    last = np.maximum(at, 0)
+    out = {}
+    for name, level in steps:
+        area = np.zeros(times.size, dtype=np.int64)
+        np.cumsum(level[:-1] * np.diff(times), out=area[1:])
+        integral = np.where(at >= 0, area[last] + level[last] * (edges - times[last]), 0)
+        with np.errstate(invalid="ignore"):  # an interval of no length has no mean
+            out[name] = np.diff(integral) / width
+    return out
+
+
 def _figures(found: dict[str, tuple[float, int]] | None, admissions: bool) -> Figures:
     if found is None:
         return no_concurrency()

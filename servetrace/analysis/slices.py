@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
-from servetrace.analysis.concurrency import CONCURRENCY
+from servetrace.analysis.concurrency import CONCURRENCY, mean_levels
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.window import INT64_MAX, TOO_LONG
@@ -45,33 +46,6 @@ def slice_count(origin: int, end: int, width: int) -> int:
 
 def _index(ts: pl.Expr, origin: int, width: int, count: int) -> pl.Expr:
     return pl.min_horizontal((ts - origin) // width, pl.lit(count - 1)).alias("slice")
-
-
-def _levels(analysis: Analysis, origin: int, end: int, width: int, count: int) -> pl.DataFrame:
-    """Time-weighted mean queued/running/in-system level per slice."""
-    steps = (
-        analysis.timeline.transitions.group_by("ts")
-        .agg(pl.col(f"d_{n}").sum() for n in CONCURRENCY)
-        .sort("ts")
-        .select("ts", *[pl.col(f"d_{n}").cum_sum().alias(n) for n in CONCURRENCY])
-    )
-    starts = pl.arange(0, count, eager=True).cast(pl.Int64) * width + origin
-    edges = pl.DataFrame({"ts": starts.append(pl.Series([end], dtype=pl.Int64))})
-    # Each point holds its level until the next point; slice edges cut the segments.
-    points = (
-        pl.concat([steps.select("ts"), edges])
-        .unique()
-        .sort("ts")
-        .join_asof(steps, on="ts", strategy="backward")
-        .with_columns(pl.col(n).fill_null(0) for n in CONCURRENCY)
-        .filter((pl.col("ts") >= origin) & (pl.col("ts") <= end))
-        .with_columns((pl.col("ts").shift(-1) - pl.col("ts")).fill_null(0).alias("held"))
-        .with_columns(_index(pl.col("ts"), origin, width, count))
-    )
-    return points.group_by("slice").agg(
-        ((pl.col(n) * pl.col("held")).sum() / pl.col("held").sum()).alias(f"{n}_mean")
-        for n in CONCURRENCY
-    )
 
 
 def _tokens(
@@ -134,11 +108,10 @@ def slice_figures(
         .group_by(_index(pl.col("arrival_ns") + pl.col("e2e_ns"), origin, width_ns, count))
         .agg(pl.len().alias("completed"), good.sum().alias("good"))
     )
-    frame = (
-        grid.join(arrived, on="slice", how="left")
-        .join(finished, on="slice", how="left")
-        .join(_levels(analysis, origin, end, width_ns, count), on="slice", how="left")
-    )
+    edges = np.append(grid["start_ns"].to_numpy(), end).astype(np.int64)
+    means = mean_levels(timeline.transitions, edges)
+    grid = grid.with_columns(pl.Series(f"{n}_mean", means[n]) for n in CONCURRENCY)
+    frame = grid.join(arrived, on="slice", how="left").join(finished, on="slice", how="left")
     # A request-level trace's one tick per request is synthetic: it says when the first
     # token came, not how many tokens a slice emitted (analysis.output_counts).
     if events is not None and analysis.summary.ticks_available:
