@@ -88,16 +88,12 @@ class _Trace:
         self.analysis = analysis
         self.events = events
         self._counts: dict[bytes, dict[str, np.ndarray]] = {}
-        self.known = levels_known(analysis)
 
     def counts(self, edges: np.ndarray) -> dict[str, np.ndarray]:
         key = edges.tobytes()
         if key not in self._counts:
             self._counts[key] = trace_counts(self.analysis.per_request, self.events, edges)
         return self._counts[key]
-
-    def levels(self, instants: np.ndarray) -> dict[str, np.ndarray]:
-        return levels_at(self.analysis.timeline.transitions, instants)
 
     def within(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The instants (intervals) of ``frame`` within (overlapping) the trace: outside
@@ -130,10 +126,11 @@ def _gauge(metrics: pl.DataFrame, family: str, kind: str, off: int, trace: _Trac
     if family not in GAUGES:
         return FamilySeries(*drawn)
     level, finding = GAUGES[family]
-    if not trace.known:
+    if not levels_known(trace.analysis):
         return FamilySeries(*drawn, None, level, finding, _no_levels(trace))
     shifted = server["t_ns"].to_numpy()
-    mine = _at(shifted, trace.levels(shifted)[level].astype(np.float64))
+    level_at = levels_at(trace.analysis.timeline.transitions, shifted)[level]
+    mine = _at(shifted, level_at.astype(np.float64))
     return FamilySeries(*drawn, trace.within(mine), level, finding)
 
 
