@@ -22,6 +22,7 @@ from servetrace.units import NS_PER_S
 OUTCOMES = ("completed", "cancelled", "in_flight", ERRORED)
 # "unknown": the source dropped the request's partial output (analysis.metrics).
 CANCEL_STAGES = ("queued", "prefill", "decode", "before_first_token", "unknown")
+NAMED = (("outcome", OUTCOMES), ("cancelled_in", CANCEL_STAGES))  # counted by name
 THROUGHPUT_KEYS = (
     "window_s",
     "requests_per_s",
@@ -63,7 +64,7 @@ def known(requests: pl.DataFrame, groups: Groups) -> list[dict[str, Any]]:
     rows = groups.rows(
         requests,
         pl.len().alias("requests"),
-        *[pl.col(c).eq(n).sum().alias(f"{c}:{n}") for c, n in _outcome_names()],
+        *[pl.col(c).eq(n).sum().alias(f"{c}:{n}") for c, names in NAMED for n in names],
         _flag(columns, "arrival_known"),
         _flag(columns, "ticks_available"),
         source.alias("source"),
@@ -90,10 +91,6 @@ def preemptions(row: Mapping[str, Any], admissions: bool) -> dict[str, int] | No
         "events": int(row.get("preemption_events") or 0),
         "requests": int(row.get("preempted") or 0),
     }
-
-
-def _outcome_names() -> list[tuple[str, str]]:
-    return [("outcome", n) for n in OUTCOMES] + [("cancelled_in", n) for n in CANCEL_STAGES]
 
 
 def counted(row: Mapping[str, Any], column: str, names: Sequence[str]) -> dict[str, int]:
