@@ -122,17 +122,9 @@ def summarize(
         "admissions": timeline.has_admissions,
         "releases": timeline.has_releases,
     }
-    streamed = None if isinstance(gaps, pl.DataFrame) else [gaps]
-    (summary,) = _summaries(
-        timeline,
-        groups,
-        requests,
-        gaps if isinstance(gaps, pl.DataFrame) else None,
-        streamed,
-        [span],
-        targets,
-        formula_tolerance or (1_000_000, 0.01),
-    )
+    pooled = gaps if isinstance(gaps, pl.DataFrame) else [gaps]
+    tolerance = formula_tolerance or (1_000_000, 0.01)
+    (summary,) = _summaries(timeline, groups, requests, pooled, [span], targets, tolerance)
     notes = [*warnings, *summary.warnings]
     return replace(
         summary,
@@ -155,19 +147,12 @@ def summarize_groups(
     requests of a group are in it (invalid ones are in the trace's summary)."""
     groups = Groups.by(requests, column)
     spans = _spans(timeline, groups)
-    streamed = None
-    if not isinstance(gaps, pl.DataFrame):
-        streamed = [gaps.get(value, describe_sorted(np.zeros(0))) for value in groups.values]
-    found = _summaries(
-        timeline,
-        groups,
-        requests,
-        gaps if isinstance(gaps, pl.DataFrame) else None,
-        streamed,
-        spans,
-        targets,
-        formula_tolerance,
+    pooled = (
+        gaps
+        if isinstance(gaps, pl.DataFrame)
+        else [gaps.get(value, describe_sorted(np.zeros(0))) for value in groups.values]
     )
+    found = _summaries(timeline, groups, requests, pooled, spans, targets, formula_tolerance)
     return {
         value: replace(summary, accounting=Accounting.valid(span["rows"], span["requests"]))
         for value, summary, span in zip(groups.values, found, spans, strict=True)
@@ -196,13 +181,14 @@ def _summaries(
     timeline: Timeline,
     groups: Groups,
     requests: pl.DataFrame,
-    gaps: pl.DataFrame | None,
-    streamed: Sequence[Distribution] | None,
+    gaps: pl.DataFrame | Sequence[Distribution],
     spans: Sequence[Mapping[str, Any]],
     targets: Sequence[GoodputTarget],
     tolerance: tuple[int, float],
 ) -> list[Summary]:
-    """Every group's summary, by one pass per figure over all groups."""
+    """Every group's summary, by one pass per figure over all groups; ``gaps`` is the gap
+    frame or, streamed, each group's ITL distribution."""
+    frame, streamed = (gaps, None) if isinstance(gaps, pl.DataFrame) else (None, gaps)
     requests = groups.coded(requests)
     # Only the columns read of completed requests, and dropped before the passes over
     # every request (concurrency, formula, survival): a copy of the whole frame was
@@ -217,7 +203,7 @@ def _summaries(
         for spec in LATENCY_METRICS
         if spec.per != "gap"
     }
-    samples["itl_ns"] = groups.sample(groups.coded(gaps), "itl_ns") if gaps is not None else None
+    samples["itl_ns"] = None if frame is None else groups.sample(groups.coded(frame), "itl_ns")
     tokens = {c: groups.sample(completed, c) for c in ("output_tokens", "prompt_tokens")}
     metrics = [
         {
