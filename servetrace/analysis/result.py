@@ -109,6 +109,14 @@ class Analysis:
         return self.events_reader()
 
 
+def events_of(events: pl.LazyFrame | pl.DataFrame, requests: pl.DataFrame) -> pl.LazyFrame:
+    """The rows of ``events`` of the requests of ``requests``, matched on their ids as
+    strings (the frame's ids and the re-read events' may differ in type)."""
+    ids = requests.lazy().select(pl.col("request_id").cast(pl.String))
+    text = events.lazy().with_columns(pl.col("request_id").cast(pl.String))
+    return text.join(ids, on="request_id", how="semi")
+
+
 def quarantine_order(rows: pl.DataFrame) -> pl.DataFrame:
     """Quarantined rows by request, then time and event, then every other column: the
     engines that split a trace by request (partitioned, partials, Ray) cannot keep the

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from servetrace.analysis.result import Analysis
+from servetrace.analysis.result import Analysis, events_of
 from servetrace.analysis.server_findings import Finding, differences
 from servetrace.analysis.server_histograms import HistogramCheck
 from servetrace.analysis.unavailable import unavailable
@@ -73,13 +73,9 @@ def _gaps(
     the later one: the server observes each step while a request runs, whatever its end."""
     if events is None:
         return NO_EVENTS
-    kept = requests.filter(pl.col("itl_mean_ns").is_not_null()).select(
-        pl.col("request_id").cast(pl.String)
-    )
+    ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).select("request_id", "ts")
     got = (
-        events.filter(pl.col("event").is_in(TICK_EVENTS))
-        .select(pl.col("request_id").cast(pl.String), "ts")
-        .join(kept.lazy(), on="request_id", how="semi")
+        events_of(ticks, requests.filter(pl.col("itl_mean_ns").is_not_null()))
         .sort("request_id", "ts")
         .with_columns(pl.col("ts").diff().over("request_id").alias("gap_ns"))
         .drop_nulls("gap_ns")

@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
-from servetrace.analysis.result import Analysis
+from servetrace.analysis.result import Analysis, events_of
 from servetrace.analysis.server_buckets import histogram_finding, observations, per_interval
 from servetrace.analysis.server_clock import RUNNING, WAITING, align, interval_of, levels_known
 from servetrace.analysis.server_findings import Finding, ServerComparison, differences
@@ -196,10 +196,7 @@ def trace_counts(
         out["prompt_tokens_counter"] = per_interval(edges, first, prompt)
     if events is None:
         return out
-    valid = requests.lazy().select(pl.col("request_id").cast(pl.String))
-    lazy = events.with_columns(pl.col("request_id").cast(pl.String)).join(
-        valid, on="request_id", how="semi"
-    )
+    lazy = events_of(events, requests)
     has_tokens = "tokens" in lazy.collect_schema().names()
     tokens = pl.col("tokens").fill_null(1) if has_tokens else pl.lit(1)
     # One read of the trace for both counters.

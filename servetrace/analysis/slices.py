@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.concurrency import CONCURRENCY, mean_levels
-from servetrace.analysis.result import Analysis
+from servetrace.analysis.result import Analysis, events_of
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.window import INT64_MAX, TOO_LONG
 from servetrace.errors import UsageError
@@ -51,18 +51,11 @@ def _index(ts: pl.Expr, origin: int, width: int, count: int) -> pl.Expr:
 def _tokens(
     events: pl.DataFrame | pl.LazyFrame, analysis: Analysis, origin: int, width: int, count: int
 ) -> pl.DataFrame:
-    lazy = events.lazy()
-    valid = analysis.per_request.lazy().select(pl.col("request_id").cast(pl.String))
-    tokens = (
-        pl.col("tokens").fill_null(1).sum()
-        if "tokens" in lazy.collect_schema().names()
-        else pl.len()
-    )
+    ticks = events_of(events.filter(pl.col("event").is_in(TICK_EVENTS)), analysis.per_request)
+    has_tokens = "tokens" in ticks.collect_schema().names()
+    tokens = pl.col("tokens").fill_null(1).sum() if has_tokens else pl.len()
     return (
-        lazy.filter(pl.col("event").is_in(TICK_EVENTS))
-        .with_columns(pl.col("request_id").cast(pl.String))
-        .join(valid, on="request_id", how="semi")
-        .group_by(_index(pl.col("ts"), origin, width, count))
+        ticks.group_by(_index(pl.col("ts"), origin, width, count))
         .agg(tokens.cast(pl.Int64).alias("tokens"))
         .collect()
     )
