@@ -235,10 +235,10 @@ def steady_state(
     if trace_end_ns <= first_arrival_ns or transitions.height == 0:
         raise UsageError("--steady-state: the trace has no span to find a plateau in")
     levels = running_median(bin_levels(transitions, first_arrival_ns, trace_end_ns, BINS), SMOOTH)
-    plateau = float(np.median(levels[BINS // 4 : BINS - BINS // 4]))
+    middle = levels[BINS // 4 : BINS - BINS // 4]
+    plateau = float(np.median(middle))
     if plateau <= 0:
         raise UsageError("--steady-state: no request is in the system mid-trace: no plateau")
-    middle = levels[BINS // 4 : BINS - BINS // 4]
     spread = 1.4826 * float(np.median(np.abs(middle - plateau)))  # robust sd of the plateau
     band = max(BAND * plateau, spread, 1.0)
     first, last = longest_majority_span(np.abs(levels - plateau) <= band)
