@@ -27,6 +27,11 @@ from servetrace.errors import InputError
 from servetrace.sources.server_metrics.series import gauge_at
 
 WAITING, RUNNING = "vllm:num_requests_waiting", "vllm:num_requests_running"
+# Gauge family → the trace's level, the finding comparing them, what the two count.
+GAUGES = {
+    WAITING: ("queued", "waiting_gauge", "queued requests"),
+    RUNNING: ("running", "running_gauge", "running requests"),
+}
 
 
 def levels_known(analysis: Analysis) -> bool:

@@ -32,7 +32,7 @@ import polars as pl
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis, events_of
 from servetrace.analysis.server_buckets import histogram_finding, observations, per_interval
-from servetrace.analysis.server_clock import RUNNING, WAITING, align, interval_of, levels_known
+from servetrace.analysis.server_clock import GAUGES, align, interval_of, levels_known
 from servetrace.analysis.server_findings import Finding, ServerComparison, differences
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.errors import InputError
@@ -120,10 +120,7 @@ def compare(
     shifted = all_instants - off
     inside = (shifted >= t0) & (shifted <= t1)
     levels = levels_at(tl.transitions, shifted[inside]) if levels_known(analysis) else None
-    for name, family, level, what in (
-        ("waiting_gauge", WAITING, "queued", "queued requests"),
-        ("running_gauge", RUNNING, "running", "running requests"),
-    ):
+    for family, (level, name, what) in GAUGES.items():
         gauge = gauge_at(metrics, family, all_instants[inside])
         if gauge is None:
             findings[name] = Finding(name, family, unavailable=f"no {family} series")

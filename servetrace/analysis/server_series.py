@@ -32,14 +32,13 @@ import polars as pl
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.server_buckets import observations, per_interval, ratio
-from servetrace.analysis.server_clock import RUNNING, WAITING, levels_known
+from servetrace.analysis.server_clock import GAUGES, levels_known
 from servetrace.analysis.server_findings import ServerComparison
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS, HistogramCheck
 from servetrace.analysis.server_metrics import COUNTERS, finding_deltas, trace_counts
 from servetrace.sources.server_metrics.series import counter_deltas, gauge_at, total_deltas
 
-# Gauge family → (the trace's level, the finding comparing them).
-GAUGES = {WAITING: ("queued", "waiting_gauge"), RUNNING: ("running", "running_gauge")}
+# Counter family → the finding comparing it.
 COUNTER_OF = {family: name for name, family in COUNTERS.items()}
 # Histogram family → its check (the trace's metric, when the server observes it).
 HISTOGRAMS: dict[str, HistogramCheck] = {
@@ -125,7 +124,7 @@ def _gauge(metrics: pl.DataFrame, family: str, kind: str, off: int, trace: _Trac
         return FamilySeries(*drawn, trace_unavailable=NO_KV)
     if family not in GAUGES:
         return FamilySeries(*drawn)
-    level, finding = GAUGES[family]
+    level, finding, _ = GAUGES[family]
     if not levels_known(trace.analysis):
         return FamilySeries(*drawn, None, level, finding, _no_levels(trace))
     shifted = server["t_ns"].to_numpy()

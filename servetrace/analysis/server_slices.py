@@ -29,10 +29,9 @@ import polars as pl
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.server_buckets import ratio
-from servetrace.analysis.server_clock import RUNNING, WAITING, levels_known
+from servetrace.analysis.server_clock import GAUGES, RUNNING, WAITING, levels_known
 from servetrace.analysis.server_findings import ServerComparison
 from servetrace.analysis.server_metrics import COUNTERS, finding_deltas, trace_counts
-from servetrace.analysis.server_series import GAUGES
 from servetrace.sources.server_metrics.series import gauge_at, total_deltas
 
 # The finding → (server column, trace column) of each counter.
