@@ -89,6 +89,13 @@ def _deltas(transitions: pl.DataFrame) -> dict[str, npt.NDArray[np.integer]]:
     return {name: transitions[f"d_{name}"].to_numpy() for name in CONCURRENCY}
 
 
+def step_function(transitions: pl.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct timestamps of ``transitions`` (at least one) in order, and the level
+    ``name`` after each."""
+    times, steps = _by_timestamp(transitions["ts"].to_numpy(), _deltas(transitions))
+    return times, dict(steps)[name]
+
+
 def levels_at(transitions: pl.DataFrame, instants: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
     """Each level (queued, running, in system) at each instant, after every transition at
     or before it: the value a gauge scraped at that instant reports (0 before the first)."""

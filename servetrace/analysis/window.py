@@ -42,6 +42,7 @@ from datetime import datetime, timezone
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.concurrency import step_function
 from servetrace.analysis.lifecycle import PLACEABLE
 from servetrace.errors import UsageError
 from servetrace.units import (
@@ -194,9 +195,8 @@ def restrict(events: pl.LazyFrame, window: Window) -> pl.LazyFrame:
 # --------------------------------------------------------------------------- steady state
 def bin_levels(transitions: pl.DataFrame, start: int, end: int, bins: int) -> np.ndarray:
     """Time-weighted mean in-system level of each of ``bins`` equal bins of [start, end]."""
-    steps = transitions.group_by("ts").agg(pl.col("d_in_system").sum()).sort("ts")
-    ts = steps["ts"].to_numpy().astype(np.float64)
-    level = np.cumsum(steps["d_in_system"].to_numpy()).astype(np.float64)
+    times, in_system = step_function(transitions, "in_system")
+    ts, level = times.astype(np.float64), in_system.astype(np.float64)
     # The integral of a step function is piecewise linear: exact at any edge by interp.
     knots = np.concatenate(([min(start, ts[0] if ts.size else start)], ts, [max(end, 0)]))
     held = np.concatenate(([0.0], level))
