@@ -35,6 +35,7 @@ from servetrace.analysis.server_buckets import histogram_finding, observations, 
 from servetrace.analysis.server_clock import GAUGES, align, interval_of, levels_known
 from servetrace.analysis.server_findings import Finding, ServerComparison, differences
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
+from servetrace.analysis.tick_order import tick_tokens
 from servetrace.errors import InputError
 from servetrace.schema import TICK_EVENTS
 from servetrace.sources.server_metrics.series import (
@@ -194,8 +195,7 @@ def trace_counts(
     if events is None:
         return out
     lazy = events_of(events, requests)
-    has_tokens = "tokens" in lazy.collect_schema().names()
-    tokens = pl.col("tokens").fill_null(1) if has_tokens else pl.lit(1)
+    tokens = tick_tokens(lazy.collect_schema().names())
     # One read of the trace for both counters.
     got = (
         lazy.filter(pl.col("event").is_in([*TICK_EVENTS, "preemption"]))

@@ -21,6 +21,8 @@ order within a group), so for such a trace ``packed_ticks`` returns ``None`` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 
@@ -65,7 +67,7 @@ def packed_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame] | No
                 (pl.col(KEY) - key_min) * _bit(key_shift)
                 + (pl.col("ts") - ts_min) * _bit(ts_shift)
                 + (pl.col("event") == "token").cast(pl.Int64) * _bit(tokens_bits)
-                + (_tokens(events) - tokens_min)
+                + (tick_tokens(events.columns) - tokens_min)
             ).alias("packed")
         )
         .collect()
@@ -131,9 +133,9 @@ def _bit(shift: int) -> pl.Expr:
     return pl.lit(value - (1 << WORD_BITS) if value >> (WORD_BITS - 1) else value, pl.Int64)
 
 
-def _tokens(events: pl.DataFrame) -> pl.Expr:
+def tick_tokens(columns: Sequence[str]) -> pl.Expr:
     """Tokens of a tick: a null count is one token, as is every tick without the column."""
-    return pl.col("tokens").fill_null(1) if "tokens" in events.columns else pl.lit(1, pl.Int64)
+    return pl.col("tokens").fill_null(1) if "tokens" in columns else pl.lit(1, pl.Int64)
 
 
 def _bounds(
@@ -209,14 +211,13 @@ def _ties_differ(gap: np.ndarray, is_first: np.ndarray, count: np.ndarray) -> bo
 
 def grouped_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``tick_frame`` for any keys and times: a hash group-by of the rows as written."""
-    tokens = pl.col("tokens") if "tokens" in events.columns else pl.lit(1, pl.Int64)
     # Narrow first, then filter: the ticks are most of the trace, so every column not
     # selected is a large copy saved.
     ticks = (
         events.select(
             KEY,
             "ts",
-            tokens.fill_null(1).cast(pl.Int64).alias("tokens"),
+            tick_tokens(events.columns).cast(pl.Int64).alias("tokens"),
             (pl.col("event") == "first_token").alias("is_first"),
             pl.col("event").is_in(TICK_EVENTS).alias("_tick"),
         )
