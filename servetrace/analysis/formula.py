@@ -151,27 +151,31 @@ def notes(
     return tuple(out)
 
 
-def _likely_cause(columns: Sequence[str] = ()) -> pl.Expr:
-    """A short, honest hint at why a request misses: evidence we have in the row. With
-    the server's step count, chunks of one engine step each are named as such."""
-    multi = pl.col("output_tokens") != pl.col("ticks")
+def cause_of(timed: pl.Expr, *reasons: tuple[pl.Expr, str]) -> pl.Expr:
+    """A short, honest hint at why a request misses, from the evidence in its row:
+    preempted; no tick times where the version needs them (``timed``); the version's own
+    ``reasons`` in order; a stall."""
     cause = (
         pl.when(pl.col("preemptions") > 0)
         .then(pl.lit("preempted"))
-        .when(pl.col("itl_mean_ns").is_null() & (pl.col("output_tokens") > 1))
+        .when(pl.col("itl_mean_ns").is_null() & timed)
         .then(pl.lit("no tick times"))
     )
+    for condition, text in reasons:
+        cause = cause.when(condition).then(pl.lit(text))
+    stall = pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns")
+    return cause.when(stall).then(pl.lit("stall")).otherwise(pl.lit(""))
+
+
+def _likely_cause(columns: Sequence[str] = ()) -> pl.Expr:
+    """The token version's cause; with the server's step count, chunks of one engine step
+    each are named as such."""
+    multi = pl.col("output_tokens") != pl.col("ticks")
+    reasons = [(multi, "multi-token chunks")]
     if "spec_steps" in columns:
-        cause = cause.when(multi & (pl.col("ticks") - 1 == pl.col("spec_steps"))).then(
-            pl.lit("multi-token chunks, one per speculative step")
-        )
-    return (
-        cause.when(multi)
-        .then(pl.lit("multi-token chunks"))
-        .when(pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns"))
-        .then(pl.lit("stall"))
-        .otherwise(pl.lit(""))
-    )
+        one_per_step = multi & (pl.col("ticks") - 1 == pl.col("spec_steps"))
+        reasons.insert(0, (one_per_step, "multi-token chunks, one per speculative step"))
+    return cause_of(pl.col("output_tokens") > 1, *reasons)
 
 
 def checks(

@@ -46,18 +46,11 @@ class StepFormula:
 
 def _cause() -> pl.Expr:
     """Why a request misses in steps: the evidence in its row."""
-    return (
-        pl.when(pl.col("preemptions") > 0)
-        .then(pl.lit("preempted"))
-        .when(pl.col("itl_mean_ns").is_null() & (pl.col(STEPS) > 0))
-        .then(pl.lit("no tick times"))
-        .when(pl.col("ticks") - 1 < pl.col(STEPS))
-        .then(pl.lit("fewer chunks than steps"))
-        .when(pl.col("ticks") - 1 > pl.col(STEPS))
-        .then(pl.lit("more chunks than steps"))
-        .when(pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns"))
-        .then(pl.lit("stall"))
-        .otherwise(pl.lit(""))
+    chunks, steps = pl.col("ticks") - 1, pl.col(STEPS)
+    return formula.cause_of(
+        steps > 0,
+        (chunks < steps, "fewer chunks than steps"),
+        (chunks > steps, "more chunks than steps"),
     )
 
 
