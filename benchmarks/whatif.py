@@ -61,7 +61,7 @@ def apply(patches: set[str]) -> None:
         from servetrace.analysis import lifecycle
         from servetrace.analysis.lifecycle import KEY, TICK_EVENTS
 
-        original_tick_frame = lifecycle._tick_frame
+        original_tick_frame = lifecycle.tick_frame
 
         def _tick_frame(events: pl.DataFrame) -> pl.DataFrame:
             # time-ordered events => time-ordered ticks: one lazy query, projection first
@@ -87,7 +87,7 @@ def apply(patches: set[str]) -> None:
             ).item()
             return original_tick_frame(events) if misordered else ticks
 
-        lifecycle._tick_frame = _tick_frame
+        lifecycle.tick_frame = _tick_frame
 
     if "describe" in patches:
         import servetrace.stats.describe as stats

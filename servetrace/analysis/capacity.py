@@ -88,10 +88,10 @@ class Capacity:
     achieved: a capacity is never above a rate the server was seen to serve)."""
 
     required: float
-    rate: float | None
-    bound: str | None
-    bracket: tuple[str, str] | None
-    reason: str | None
+    rate: float | None = None
+    bound: str | None = None
+    bracket: tuple[str, str] | None = None
+    reason: str | None = None
     notes: tuple[str, ...] = ()
     # bound "achieved": the run whose achieved rate caps the capacity (it never reached
     # the offered rate the SLO was met at, so the SLO is shown to hold only up to that).
@@ -209,25 +209,15 @@ def capacity(points: Sequence[CurvePoint], required: float) -> Capacity:
         )
     placed.sort(key=lambda p: p.offered_rate or 0.0)
     if not placed:
-        return Capacity(
-            required,
-            None,
-            None,
-            None,
-            "no run has both an offered rate and an SLO attainment",
-            tuple(notes),
-        )
+        why = "no run has both an offered rate and an SLO attainment"
+        return Capacity(required, reason=why, notes=tuple(notes))
     passing = [i for i, p in enumerate(placed) if (p.attainment or 0.0) >= required]
     if not passing:
-        return Capacity(
-            required,
-            None,
-            None,
-            None,
+        why = (
             f"no run meets the SLO at {required:.0%}: capacity is below the lowest offered "
-            f"rate ({placed[0].offered_rate:g} req/s, {placed[0].label})",
-            tuple(notes),
+            f"rate ({placed[0].offered_rate:g} req/s, {placed[0].label})"
         )
+        return Capacity(required, reason=why, notes=tuple(notes))
     top = passing[-1]
     below = [p.label for p in placed[:top] if (p.attainment or 0.0) < required]
     if below:
@@ -252,12 +242,11 @@ def capacity(points: Sequence[CurvePoint], required: float) -> Capacity:
             )
         if _short_of_offered(hit):
             assert hit.requests_per_s is not None
-            return Capacity(
-                required, hit.requests_per_s, "achieved", None, None, tuple(notes), hit.label
-            )
-        return Capacity(required, hit.offered_rate, "lower", None, None, tuple(notes))
+            rate = hit.requests_per_s
+            return Capacity(required, rate, "achieved", notes=tuple(notes), limited_by=hit.label)
+        return Capacity(required, hit.offered_rate, "lower", notes=tuple(notes))
     if hit.attainment == required:
-        return Capacity(required, hit.offered_rate, "exact", None, None, tuple(notes))
+        return Capacity(required, hit.offered_rate, "exact", notes=tuple(notes))
     nxt = placed[top + 1]
     assert nxt.offered_rate is not None and nxt.attainment is not None
     share = (hit.attainment - required) / (hit.attainment - nxt.attainment)
@@ -268,36 +257,24 @@ def capacity(points: Sequence[CurvePoint], required: float) -> Capacity:
             f"the interpolated {rate:.2f} req/s is above what {nxt.label} achieved "
             f"({nxt.requests_per_s:.2f} req/s at {nxt.offered_rate:g} offered)"
         )
-    return Capacity(required, rate, "interpolated", (hit.label, nxt.label), None, tuple(notes))
+    return Capacity(required, rate, "interpolated", (hit.label, nxt.label), notes=tuple(notes))
 
 
 def pareto_frontier(points: Sequence[CurvePoint]) -> tuple[str, ...]:
     """Labels of runs no other run beats on both tok/s per GPU and tok/s per user,
     ordered by tok/s per user."""
     known = [
-        p
+        (p.tokens_per_s_per_gpu, p.tokens_per_s_per_user, p.label)
         for p in points
         if p.tokens_per_s_per_gpu is not None and p.tokens_per_s_per_user is not None
     ]
-
-    def dominated(p: CurvePoint) -> bool:
-        assert p.tokens_per_s_per_gpu is not None and p.tokens_per_s_per_user is not None
-        for q in known:
-            assert q.tokens_per_s_per_gpu is not None and q.tokens_per_s_per_user is not None
-            if (
-                q.tokens_per_s_per_gpu >= p.tokens_per_s_per_gpu
-                and q.tokens_per_s_per_user >= p.tokens_per_s_per_user
-                and (
-                    q.tokens_per_s_per_gpu > p.tokens_per_s_per_gpu
-                    or q.tokens_per_s_per_user > p.tokens_per_s_per_user
-                )
-            ):
-                return True
-        return False
-
-    front = [p for p in known if not dominated(p)]
-    front.sort(key=lambda p: (p.tokens_per_s_per_user or 0.0, p.label))
-    return tuple(p.label for p in front)
+    # A run is dominated when another is at least as good on both and better on one.
+    front = [
+        (user, label)
+        for gpu, user, label in known
+        if not any(g >= gpu and u >= user and (g, u) != (gpu, user) for g, u, _ in known)
+    ]
+    return tuple(label for _, label in sorted(front))
 
 
 def sweep(

@@ -15,7 +15,7 @@ products are summed by Polars over one column in time order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +41,7 @@ def levels(
     transition is at or before ``end`` or the window has no length."""
     if stamps.size == 0 or end <= start:
         return None
-    times, first, reordered = _by_timestamp(stamps, deltas)
+    times, steps = _by_timestamp(stamps, deltas)
     kept = int(np.searchsorted(times, end, side="right"))  # ts <= end
     if kept == 0:
         return None
@@ -53,9 +53,7 @@ def levels(
     del at
     width = float(end - start)
     out: dict[str, tuple[float, int]] = {}
-    for name in CONCURRENCY:
-        level = np.add.reduceat(reordered.pop(name), first, dtype=np.int64)
-        np.cumsum(level, out=level)
+    for name, level in steps:
         level = level[:kept]
         weighted = level.astype(np.float64)
         weighted *= held
@@ -66,9 +64,10 @@ def levels(
 
 def _by_timestamp(
     stamps: npt.NDArray[np.int64], deltas: dict[str, npt.NDArray[np.integer]]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp], dict[str, npt.NDArray[np.integer]]]:
-    """The distinct timestamps in order, where each starts in the sorted transitions, and
-    the deltas in that order: a level is ``cumsum(reduceat(delta, first))``."""
+) -> tuple[npt.NDArray[np.int64], Iterator[tuple[str, npt.NDArray[np.int64]]]]:
+    """The distinct timestamps in order, and each level (``CONCURRENCY`` order) after
+    each of them, one at a time: ``cumsum(reduceat(delta, first))``, ``first`` where each
+    timestamp starts in the sorted transitions."""
     # Each array is freed as soon as the next step no longer needs it, and the deltas are
     # reordered in their own (one-byte, when batched) type: 16 M transitions at 1e9
     # events peaked at +1.2 GB with every step's array alive.
@@ -77,23 +76,56 @@ def _by_timestamp(
     reordered = {name: deltas[name][order] for name in CONCURRENCY}
     del order
     first = np.flatnonzero(np.concatenate(([True], stamps[1:] != stamps[:-1])))
-    return stamps[first], first, reordered
+
+    def steps() -> Iterator[tuple[str, npt.NDArray[np.int64]]]:
+        for name in CONCURRENCY:  # each reordered delta freed once its level is made
+            level = np.add.reduceat(reordered.pop(name), first, dtype=np.int64)
+            yield name, np.cumsum(level, out=level)
+
+    return stamps[first], steps()
+
+
+def _deltas(transitions: pl.DataFrame) -> dict[str, npt.NDArray[np.integer]]:
+    return {name: transitions[f"d_{name}"].to_numpy() for name in CONCURRENCY}
+
+
+def step_function(transitions: pl.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct timestamps of ``transitions`` (at least one) in order, and the level
+    ``name`` after each."""
+    times, steps = _by_timestamp(transitions["ts"].to_numpy(), _deltas(transitions))
+    return times, dict(steps)[name]
 
 
 def levels_at(transitions: pl.DataFrame, instants: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
     """Each level (queued, running, in system) at each instant, after every transition at
     or before it: the value a gauge scraped at that instant reports (0 before the first)."""
-    deltas = {name: transitions[f"d_{name}"].to_numpy() for name in CONCURRENCY}
     stamps = transitions["ts"].to_numpy()
     instants = np.asarray(instants, dtype=np.int64)
     if stamps.size == 0:
         return {name: np.zeros(instants.size, dtype=np.int64) for name in CONCURRENCY}
-    times, first, reordered = _by_timestamp(stamps, deltas)
+    times, steps = _by_timestamp(stamps, _deltas(transitions))
     at = np.searchsorted(times, instants, side="right") - 1
+    return {name: np.where(at >= 0, level[np.maximum(at, 0)], 0) for name, level in steps}
+
+
+def mean_levels(transitions: pl.DataFrame, edges: npt.NDArray[np.int64]) -> dict[str, np.ndarray]:
+    """Each level's time-weighted mean over each interval ``[edges[k], edges[k + 1]]``
+    (0 before the first transition): its integral over the interval's length, the integral
+    exact in Int64 (a cumulative sum that wraps still differences exactly)."""
+    width = np.diff(edges)
+    stamps = transitions["ts"].to_numpy()
+    if stamps.size == 0:
+        return {name: np.zeros(width.size) for name in CONCURRENCY}
+    times, steps = _by_timestamp(stamps, _deltas(transitions))
+    at = np.searchsorted(times, edges, side="right") - 1
+    last = np.maximum(at, 0)
     out = {}
-    for name in CONCURRENCY:
-        level = np.cumsum(np.add.reduceat(reordered[name], first, dtype=np.int64))
-        out[name] = np.where(at >= 0, level[np.maximum(at, 0)], 0)
+    for name, level in steps:
+        area = np.zeros(times.size, dtype=np.int64)
+        np.cumsum(level[:-1] * np.diff(times), out=area[1:])
+        integral = np.where(at >= 0, area[last] + level[last] * (edges - times[last]), 0)
+        with np.errstate(invalid="ignore"):  # an interval of no length has no mean
+            out[name] = np.diff(integral) / width
     return out
 
 
@@ -118,8 +150,7 @@ def concurrency_by_group(
     """Each group's concurrency over its window [start, end] (None: no window, no
     figures); ``transitions`` carry their group (``groups.coded``)."""
     frame, offsets = groups.slices(transitions)
-    stamps = frame["ts"].to_numpy()
-    deltas = {name: frame[f"d_{name}"].to_numpy() for name in CONCURRENCY}
+    stamps, deltas = frame["ts"].to_numpy(), _deltas(frame)
     del frame
     out = []
     for g in groups:

@@ -13,7 +13,6 @@ import polars as pl
 
 ERRORED = "errored"
 UNKNOWN_CODE = "unknown"
-EXAMPLES_SHOWN = 5
 
 
 def error_key(columns: list[str] | tuple[str, ...]) -> pl.Expr:

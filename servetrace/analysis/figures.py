@@ -22,6 +22,7 @@ from servetrace.units import NS_PER_S
 OUTCOMES = ("completed", "cancelled", "in_flight", ERRORED)
 # "unknown": the source dropped the request's partial output (analysis.metrics).
 CANCEL_STAGES = ("queued", "prefill", "decode", "before_first_token", "unknown")
+NAMED = (("outcome", OUTCOMES), ("cancelled_in", CANCEL_STAGES))  # counted by name
 THROUGHPUT_KEYS = (
     "window_s",
     "requests_per_s",
@@ -63,7 +64,7 @@ def known(requests: pl.DataFrame, groups: Groups) -> list[dict[str, Any]]:
     rows = groups.rows(
         requests,
         pl.len().alias("requests"),
-        *[pl.col(c).eq(n).sum().alias(f"{c}:{n}") for c, n in _outcome_names()],
+        *[pl.col(c).eq(n).sum().alias(f"{c}:{n}") for c, names in NAMED for n in names],
         _flag(columns, "arrival_known"),
         _flag(columns, "ticks_available"),
         source.alias("source"),
@@ -90,10 +91,6 @@ def preemptions(row: Mapping[str, Any], admissions: bool) -> dict[str, int] | No
         "events": int(row.get("preemption_events") or 0),
         "requests": int(row.get("preempted") or 0),
     }
-
-
-def _outcome_names() -> list[tuple[str, str]]:
-    return [("outcome", n) for n in OUTCOMES] + [("cancelled_in", n) for n in CANCEL_STAGES]
 
 
 def counted(row: Mapping[str, Any], column: str, names: Sequence[str]) -> dict[str, int]:
@@ -186,11 +183,16 @@ def goodput(completed: pl.DataFrame, groups: Groups, targets: Sequence[Any]) -> 
 
 
 def ended(
-    requests: pl.DataFrame, groups: Groups, outcome: str, age_end: Sequence[int | None] | None
+    requests: pl.DataFrame,
+    groups: Groups,
+    outcome: str,
+    duration: str,
+    age_end: Sequence[int | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per group, its requests of ``outcome`` (cancelled, in flight, errored): count, the
-    cancellations that failed, tokens delivered (None when a count is unknown), examples,
-    and the distribution of their e2e — or, with ``age_end``, of their age at it."""
+    """Per group, the summary's report of its requests of ``outcome`` (cancelled, in
+    flight, errored): count, the cancellations that failed, tokens delivered (None when a
+    count is unknown), the distribution (named ``duration``) of their e2e — or, with
+    ``age_end``, of their age at it — and examples."""
     mine = requests.filter(pl.col("outcome") == outcome)
     tallies = groups.rows(
         mine,
@@ -211,17 +213,15 @@ def ended(
     out = []
     for g in groups:
         row = tallies[g]
-        out.append(
-            {
-                "count": int(row["count"]) if row else 0,
-                "with_error": int(row["with_error"] or 0) if row else 0,
-                "output_tokens_delivered": None
-                if row and row["uncounted"]
-                else (int(row["tokens"] or 0) if row else 0),
-                "distribution": describe_sorted(sample.of(g)),
-                "examples": examples[g],
-            }
+        report: dict[str, Any] = {"count": int(row["count"]) if row else 0}
+        if outcome == "cancelled":
+            report["with_error"] = int(row["with_error"] or 0) if row else 0
+        report["output_tokens_delivered"] = (
+            None if row and row["uncounted"] else (int(row["tokens"] or 0) if row else 0)
         )
+        report[duration] = describe_sorted(sample.of(g))
+        report["examples"] = examples[g]
+        out.append(report)
     return out
 
 

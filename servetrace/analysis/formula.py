@@ -129,20 +129,6 @@ FORMULA_COLUMNS = (
     "formula_residual_ns",
 )
 
-# The fleet-wide mean ITL: Σ decode / Σ (N − 1) over completed requests of 2+ tokens.
-MULTI_TOKEN = pl.col("output_tokens") >= 2
-FLEET_DECODE = pl.col("decode_ns").sum().alias("decode")
-FLEET_STEPS = (pl.col("output_tokens") - 1).sum().alias("steps")
-
-
-def fleet_error(fleet_itl: pl.Expr | float) -> pl.Expr:
-    """Response time minus what the fleet-wide formula predicts for the request."""
-    return (
-        pl.col("response_ns")
-        - pl.col("ttft_ns")
-        - (pl.col("output_tokens") - 1).clip(lower_bound=0) * fleet_itl
-    ).alias("fleet_error_ns")
-
 
 def notes(
     fleet_itl: float | None, unchecked: int, uncounted: int = 0, completed: int = 0
@@ -165,27 +151,31 @@ def notes(
     return tuple(out)
 
 
-def _likely_cause(columns: Sequence[str] = ()) -> pl.Expr:
-    """A short, honest hint at why a request misses: evidence we have in the row. With
-    the server's step count, chunks of one engine step each are named as such."""
-    multi = pl.col("output_tokens") != pl.col("ticks")
+def cause_of(timed: pl.Expr, *reasons: tuple[pl.Expr, str]) -> pl.Expr:
+    """A short, honest hint at why a request misses, from the evidence in its row:
+    preempted; no tick times where the version needs them (``timed``); the version's own
+    ``reasons`` in order; a stall."""
     cause = (
         pl.when(pl.col("preemptions") > 0)
         .then(pl.lit("preempted"))
-        .when(pl.col("itl_mean_ns").is_null() & (pl.col("output_tokens") > 1))
+        .when(pl.col("itl_mean_ns").is_null() & timed)
         .then(pl.lit("no tick times"))
     )
+    for condition, text in reasons:
+        cause = cause.when(condition).then(pl.lit(text))
+    stall = pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns")
+    return cause.when(stall).then(pl.lit("stall")).otherwise(pl.lit(""))
+
+
+def _likely_cause(columns: Sequence[str] = ()) -> pl.Expr:
+    """The token version's cause; with the server's step count, chunks of one engine step
+    each are named as such."""
+    multi = pl.col("output_tokens") != pl.col("ticks")
+    reasons = [(multi, "multi-token chunks")]
     if "spec_steps" in columns:
-        cause = cause.when(multi & (pl.col("ticks") - 1 == pl.col("spec_steps"))).then(
-            pl.lit("multi-token chunks, one per speculative step")
-        )
-    return (
-        cause.when(multi)
-        .then(pl.lit("multi-token chunks"))
-        .when(pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns"))
-        .then(pl.lit("stall"))
-        .otherwise(pl.lit(""))
-    )
+        one_per_step = multi & (pl.col("ticks") - 1 == pl.col("spec_steps"))
+        reasons.insert(0, (one_per_step, "multi-token chunks, one per speculative step"))
+    return cause_of(pl.col("output_tokens") > 1, *reasons)
 
 
 def checks(
@@ -220,6 +210,27 @@ def checks(
     return out
 
 
+def fleet_checks(
+    frame: pl.DataFrame,
+    groups: Groups,
+    steps: pl.Expr,
+    abs_tol_ns: int,
+    rel_tol: float,
+    cause: pl.Expr | None = None,
+    extra: Sequence[str] = (),
+) -> tuple[list[float | None], list[FormulaCheck]]:
+    """The fleet-wide version of the formula (``frame`` coded): one time per step for
+    each group, Σ decode / Σ ``steps`` over its requests of a step or more (None without
+    any), and each group's check of ``response − (ttft + steps · that time)``."""
+    decode = pl.col("decode_ns").sum().alias("decode")
+    sums = groups.rows(frame.filter(steps >= 1), decode, steps.sum().alias("n"))
+    per_step = [r["decode"] / r["n"] if r and r["n"] else None for r in sums]
+    of = pl.Series("_per_step", [v if v is not None else 0.0 for v in per_step], pl.Float64)
+    error = pl.col("response_ns") - pl.col("ttft_ns") - steps * pl.col("_per_step")
+    with_error = frame.with_columns(of.gather(frame[CODE])).with_columns(error.alias("_error"))
+    return per_step, checks(with_error, groups, "_error", abs_tol_ns, rel_tol, cause, extra)
+
+
 def formula_requests(requests: pl.DataFrame) -> pl.DataFrame:
     """The completed requests the checks read (``requests`` coded), with only the columns
     they read: a filter of the whole frame copied every column of every completed request
@@ -239,14 +250,11 @@ def formula_by_group(
     """Check the decomposition on each group's completed requests (``requests`` coded)."""
     completed = formula_requests(requests)
     per_request = checks(completed, groups, "formula_residual_ns", abs_tol_ns, rel_tol)
-    fleet_sums = groups.rows(completed.filter(MULTI_TOKEN), FLEET_DECODE, FLEET_STEPS)
-    fleet_itl = [r["decode"] / r["steps"] if r and r["steps"] else None for r in fleet_sums]
-    tallies = groups.rows(completed, pl.len().alias("n"), pl.col("output_tokens").null_count())
-    itl_of = pl.Series("_fleet_itl", [v if v is not None else 0.0 for v in fleet_itl], pl.Float64)
-    with_error = completed.with_columns(itl_of.gather(completed[CODE])).with_columns(
-        fleet_error(pl.col("_fleet_itl"))
-    )
-    fleet = checks(with_error, groups, "fleet_error_ns", abs_tol_ns, rel_tol)
+    # The fleet-wide mean ITL: Σ decode / Σ (N − 1) over completed requests of 2+ tokens.
+    n = pl.col("output_tokens")
+    steps = (n - 1).clip(lower_bound=0)
+    fleet_itl, fleet = fleet_checks(completed, groups, steps, abs_tol_ns, rel_tol)
+    tallies = groups.rows(completed, pl.len().alias("n"), n.null_count())
     out = []
     for g in groups:
         tally = tallies[g] or {"n": 0, "output_tokens": 0}

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from servetrace.analysis.formula import NO_CHECK, FormulaCheck, checks, formula_requests
-from servetrace.analysis.groups import CODE, Groups
+from servetrace.analysis import formula
+from servetrace.analysis.formula import NO_CHECK, FormulaCheck, checks
+from servetrace.analysis.groups import Groups
 
 STEPS = "spec_steps"
 _STEP_RESIDUAL = "step_residual_ns"
-_FLEET_STEP_ERROR = "fleet_step_error_ns"
 
 
 @dataclass(frozen=True)
@@ -46,18 +46,11 @@ class StepFormula:
 
 def _cause() -> pl.Expr:
     """Why a request misses in steps: the evidence in its row."""
-    return (
-        pl.when(pl.col("preemptions") > 0)
-        .then(pl.lit("preempted"))
-        .when(pl.col("itl_mean_ns").is_null() & (pl.col(STEPS) > 0))
-        .then(pl.lit("no tick times"))
-        .when(pl.col("ticks") - 1 < pl.col(STEPS))
-        .then(pl.lit("fewer chunks than steps"))
-        .when(pl.col("ticks") - 1 > pl.col(STEPS))
-        .then(pl.lit("more chunks than steps"))
-        .when(pl.col("itl_max_ns") > 10 * pl.col("itl_mean_ns"))
-        .then(pl.lit("stall"))
-        .otherwise(pl.lit(""))
+    chunks, steps = pl.col("ticks") - 1, pl.col(STEPS)
+    return formula.cause_of(
+        steps > 0,
+        (chunks < steps, "fewer chunks than steps"),
+        (chunks > steps, "more chunks than steps"),
     )
 
 
@@ -68,28 +61,16 @@ def step_formula_by_group(
     token version checks; None for every group when no request has a step count."""
     if STEPS not in requests.columns or requests[STEPS].is_null().all():
         return [None] * len(groups)
-    completed = formula_requests(requests)
+    completed = formula.formula_requests(requests)
     steps = pl.col(STEPS)
     counted = completed.filter(steps.is_not_null()).with_columns(
         (pl.col("response_ns") - pl.col("ttft_ns") - steps * pl.col("itl_mean_ns")).alias(
             _STEP_RESIDUAL
         )
     )
-    sums = groups.rows(
-        counted.filter((steps >= 1) & pl.col("decode_ns").is_not_null()),
-        pl.col("decode_ns").sum().alias("decode"),
-        steps.sum().alias("steps"),
-    )
-    step_ns = [r["decode"] / r["steps"] if r and r["steps"] else None for r in sums]
-    step_of = pl.Series("_step", [v if v is not None else 0.0 for v in step_ns], pl.Float64)
-    fleet_frame = counted.with_columns(step_of.gather(counted[CODE])).with_columns(
-        (pl.col("response_ns") - pl.col("ttft_ns") - steps * pl.col("_step")).alias(
-            _FLEET_STEP_ERROR
-        )
-    )
-    extra = (STEPS,)
-    per_request = checks(counted, groups, _STEP_RESIDUAL, abs_tol_ns, rel_tol, _cause(), extra)
-    fleet = checks(fleet_frame, groups, _FLEET_STEP_ERROR, abs_tol_ns, rel_tol, _cause(), extra)
+    extra, tolerance = (STEPS,), (abs_tol_ns, rel_tol)
+    per_request = checks(counted, groups, _STEP_RESIDUAL, *tolerance, _cause(), extra)
+    step_ns, fleet = formula.fleet_checks(counted, groups, steps, *tolerance, _cause(), extra)
     sizes = groups.rows(counted, pl.len().alias("n"))
     return [
         StepFormula(

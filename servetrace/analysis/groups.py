@@ -106,17 +106,19 @@ class Groups:
             return Sample(ordered, np.array([0, ordered.size], dtype=np.int64))
         # Sorted by value, then stably by group: half the time of one sort by both keys.
         part = part.sort(column).sort(CODE, maintain_order=True)
-        sizes = np.bincount(part[CODE].to_numpy(), minlength=len(self))
-        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        return Sample(part[column].to_numpy(), offsets)
+        return Sample(part[column].to_numpy(), self._offsets(part))
 
     def slices(self, frame: pl.DataFrame) -> tuple[pl.DataFrame, npt.NDArray[np.int64]]:
         """``frame`` (coded) in group order, rows of a group in their order, and the
         offsets of each group's rows."""
         if len(self) > 1:
             frame = frame.sort(CODE, maintain_order=True)
-        sizes = np.bincount(frame[CODE].to_numpy(), minlength=len(self))
-        return frame, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        return frame, self._offsets(frame)
+
+    def _offsets(self, ordered: pl.DataFrame) -> npt.NDArray[np.int64]:
+        """Where each group's rows start in ``ordered`` (sorted by group), and the end."""
+        sizes = np.bincount(ordered[CODE].to_numpy(), minlength=len(self))
+        return np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
 
     def examples(self, frame: pl.DataFrame, shown: int) -> list[list[Any]]:
         """The first ``shown`` request ids of each group, earliest arrival first."""

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.metric_names import PERCENTILES, Distribution
 from servetrace.stats.describe import describe
 from servetrace.stats.moments import integer_moments, integer_sums
 from servetrace.stats.names import STATISTICS
@@ -42,9 +43,6 @@ RESOLUTION = 4096  # buckets per e-fold of (1 + v): log-width 1/4096
 EXACT_GAPS = 4_000_000  # gaps kept as they are (32 MB of Int64) before the histogram
 # Worst relative error of a percentile read from the histogram (derivation above).
 RELATIVE_BOUND = math.expm1(1 / (2 * RESOLUTION)) * (1 + 1 / (RESOLUTION - 2))
-QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
-
-Distribution = dict[str, float | int | None]
 # The gap frame of an engine (``metrics.gap_frame``): request key, gap.
 GAP_SCHEMA: dict[str, pl.DataType] = {"_key": pl.Int64(), "itl_ns": pl.Int64()}
 
@@ -149,7 +147,7 @@ class LogHistogram:
             "std": std,
             "min": float(lows[0]),
         }
-        for name, q in QUANTILES.items():
+        for name, q in PERCENTILES.items():
             h = q * (n - 1)  # linear interpolation between order statistics, as in memory
             j = math.floor(h)
             fraction = h - j

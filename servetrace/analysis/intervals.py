@@ -17,11 +17,10 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis.groups import Sample
-from servetrace.analysis.metric_names import LATENCY_METRICS
+from servetrace.analysis.metric_names import LATENCY_METRICS, PERCENTILES
 from servetrace.stats.describe import sorted_values
 from servetrace.stats.order_ci import needed_for_bounds, ranks
 
-PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
 CONFIDENCE = 0.95
 
 

@@ -5,10 +5,10 @@ events → state machine (``lifecycle_rules``, with each request's side decided 
 ``lifecycle_side``) → one row per request, the sorted ticks and the state transitions.
 
 The trace is split once into *ticks* (``first_token``/``token`` rows, the bulk of any log)
-and *control* events (everything else, a handful per request). Ticks are gathered by
-request in time order (a group-by of the rows as written, a sort only for a log out of
-time order within a request) and reduced with one ``group_by``; the state machine runs
-over the small control frame plus one synthetic row per request for its first tick.
+and *control* events (everything else, a handful per request). Ticks are put in request
+and time order (``tick_order``: one packed sort, else a group-by of the rows as written)
+and reduced per request; the state machine runs over the small control frame plus one
+synthetic row per request for its first tick.
 
 **Nothing depends on row order.** Events of a request are taken in time order, at equal
 timestamps in lifecycle order (``schema.EVENT_KINDS``). Request attributes (every
@@ -34,7 +34,7 @@ from servetrace.analysis.lifecycle_rules import (
     transitions,
 )
 from servetrace.analysis.lifecycle_side import decide, mixed_admission_warnings, server_side
-from servetrace.analysis.tick_order import packed_ticks
+from servetrace.analysis.tick_order import tick_frame
 from servetrace.dtypes import EVENT_DTYPE
 from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 
@@ -123,72 +123,10 @@ def split_row_quarantine(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFra
     return events.filter(~null_any), bad
 
 
-def _tick_frame(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Output ticks sorted by request, time and lifecycle order, with the gap before each,
-    and their per-request aggregates: by one sort of packed integers where the key, time
-    and token spans fit in 64 bits (``tick_order``), else by grouping the rows."""
-    packed = packed_ticks(events)
-    return packed if packed is not None else grouped_ticks(events)
-
-
 def sorted_ticks(events: pl.DataFrame) -> pl.DataFrame:
     """``Timeline.ticks`` of ``events`` (placeable rows with ``_key``), for a caller that
     no longer has the timeline's own (they are freed after the analysis)."""
-    return _tick_frame(events)[0]
-
-
-def grouped_ticks(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``_tick_frame`` for any keys and times: a hash group-by of the rows as written."""
-    tokens = pl.col("tokens") if "tokens" in events.columns else pl.lit(1, pl.Int64)
-    # Narrow first, then filter: the ticks are most of the trace, so every column not
-    # selected is a large copy saved.
-    ticks = (
-        events.select(
-            KEY,
-            "ts",
-            tokens.fill_null(1).cast(pl.Int64).alias("tokens"),
-            (pl.col("event") == "first_token").alias("is_first"),
-            pl.col("event").is_in(TICK_EVENTS).alias("_tick"),
-        )
-        .filter("_tick")
-        .drop("_tick")
-    )
-    # Logs are written in time order (or by request): grouping the ticks by request keeps
-    # each request's ticks in the order written (Polars keeps row order within a group),
-    # which is then their time order, with no sort of the ticks (a hash group-by costs
-    # about half a stable sort of 10^7 rows). Only the ~10^4 groups are sorted by key.
-    # (One contiguous chunk first: a collected scan comes in ~100 chunks, which costs the
-    # group-by half as much again.)
-    same_request = pl.col(KEY) == pl.col(KEY).shift(1)
-    gap = pl.when(same_request).then(pl.col("ts").diff()).alias("gap_ns")
-    grouped = (
-        ticks.rechunk()
-        .group_by(KEY)
-        .agg("ts", "tokens", "is_first")
-        .sort(KEY)
-        .explode("ts", "tokens", "is_first")
-        .with_columns(gap)
-    )
-    # ...unless a request's ticks were written out of time order, or a first_token after a
-    # token of the same timestamp: then sort them on (request, time, first_token first).
-    misordered = (pl.col("gap_ns") < 0) | (pl.col("is_first") & (pl.col("gap_ns") == 0))
-    if grouped.select(misordered.any()).item():
-        grouped = ticks.sort(KEY, "ts", "is_first", descending=[False, False, True])
-        grouped = grouped.with_columns(gap)
-    return grouped, _tick_aggregates(grouped)
-
-
-def _tick_aggregates(ticks: pl.DataFrame) -> pl.DataFrame:
-    return ticks.group_by(KEY, maintain_order=True).agg(
-        pl.len().alias("ticks"),
-        pl.col("tokens").sum().alias("tokens_sum"),
-        pl.col("tokens").min().alias("min_chunk_tokens"),
-        pl.col("ts").first().alias("first_tick_ns"),
-        pl.col("ts").last().alias("last_tick_ns"),
-        pl.col("gap_ns").max().alias("itl_max_ns"),
-        pl.col("is_first").sum().alias("n_first"),
-        pl.col("is_first").first().alias("first_is_first"),
-    )
+    return tick_frame(events)[0]
 
 
 def _control_frame(others: pl.DataFrame, tick_aggs: pl.DataFrame) -> pl.DataFrame:
@@ -297,7 +235,7 @@ def build_timeline(
     has_releases = facts.has_releases
     trace_start, trace_end = facts.start_ns, facts.end_ns
 
-    ticks, tick_aggs = _tick_frame(events)
+    ticks, tick_aggs = tick_frame(events)
     others = events.filter(~pl.col("event").is_in(TICK_EVENTS))
     control = _control_frame(others, tick_aggs)
 

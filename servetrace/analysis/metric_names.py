@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# One metric's summary statistics (``stats.names.STATISTICS``), None where unknown.
+Distribution = dict[str, float | int | None]
+# The report's percentiles, as fractions.
+PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
+
 
 @dataclass(frozen=True)
 class MetricSpec:

@@ -14,15 +14,12 @@ import polars as pl
 
 from servetrace.analysis.lifecycle import Timeline
 from servetrace.analysis.lifecycle_rules import DECODING, KEY, QUEUED, RUNNING
-from servetrace.analysis.metric_names import LATENCY_METRICS
 from servetrace.analysis.output_counts import known_count
 
 # A request attribute an importer sets to False where the source dropped what a cancelled
 # request delivered; such a request was cancelled in an unknown stage.
 PARTIAL_OUTPUT_KNOWN = "partial_output_known"
 UNKNOWN_STAGE = "unknown"
-
-METRICS_BY_NAME = {m.name: m for m in LATENCY_METRICS}
 
 # Columns of the per-request frame, in output order (attributes follow).
 REQUEST_COLUMNS: tuple[str, ...] = (
@@ -86,26 +83,21 @@ def _cancelled_in(columns: Sequence[str]) -> pl.Expr:
 def request_metrics(timeline: Timeline, attributes: list[str]) -> pl.DataFrame:
     """One row per valid request with every metric of DESIGN §4."""
     valid = timeline.requests.filter(pl.col("rule").is_null())
+
+    def column(name: str, otherwise: pl.Expr) -> pl.Expr:
+        return pl.col(name) if name in valid.columns else otherwise
+
     # Request-level imports (no per-token ticks) carry ticks_available=False and their
     # last-token time, if the tool logged one apart from stream close, as last_token_ns.
-    if "ticks_available" in valid.columns:
-        no_ticks = pl.col("ticks_available").fill_null(True).not_()
-    else:
-        no_ticks = pl.lit(False)
+    no_ticks = column("ticks_available", pl.lit(True)).fill_null(True).not_()
     completed = pl.col("outcome") == "completed"
-    fallback_last = (
-        pl.col("last_token_ns") if "last_token_ns" in valid.columns else pl.lit(None, pl.Int64)
-    )
+    fallback_last = column("last_token_ns", pl.lit(None, pl.Int64))
     last_tick = (
         pl.when(no_ticks)
         .then(pl.coalesce(fallback_last, pl.when(completed).then(pl.col("terminal_ns"))))
         .otherwise(pl.col("last_tick_ns"))
     )
-    reported = (
-        pl.col("reported_output_tokens")
-        if "reported_output_tokens" in valid.columns
-        else pl.lit(None, pl.Int64)
-    )
+    reported = column("reported_output_tokens", pl.lit(None, pl.Int64))
     n_out = pl.coalesce(reported, pl.col("tokens_sum"))
     # A request-level trace's one tick is no count: unknown, not 1 (analysis.output_counts).
     frame = valid.with_columns(

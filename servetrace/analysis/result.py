@@ -17,6 +17,7 @@ import polars as pl
 
 from servetrace.analysis.fluidity import FluidityTargets
 from servetrace.analysis.lifecycle import KEY, Timeline
+from servetrace.analysis.metric_names import Distribution
 from servetrace.analysis.server_findings import ServerComparison
 from servetrace.analysis.server_reported import ServerReported, server_reported
 from servetrace.analysis.summary import GoodputTarget, Summary
@@ -26,7 +27,6 @@ from servetrace.errors import UsageError
 if TYPE_CHECKING:
     from servetrace.analysis.stalls import Stalls
 
-Distribution = dict[str, float | int | None]
 EventsReader = Callable[[], pl.LazyFrame]
 
 
@@ -107,6 +107,14 @@ class Analysis:
                 hint="give the trace itself",
             )
         return self.events_reader()
+
+
+def events_of(events: pl.LazyFrame | pl.DataFrame, requests: pl.DataFrame) -> pl.LazyFrame:
+    """The rows of ``events`` of the requests of ``requests``, matched on their ids as
+    strings (the frame's ids and the re-read events' may differ in type)."""
+    ids = requests.lazy().select(pl.col("request_id").cast(pl.String))
+    text = events.lazy().with_columns(pl.col("request_id").cast(pl.String))
+    return text.join(ids, on="request_id", how="semi")
 
 
 def quarantine_order(rows: pl.DataFrame) -> pl.DataFrame:

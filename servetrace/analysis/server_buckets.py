@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from servetrace.analysis.result import Analysis
-from servetrace.analysis.server_findings import Finding
+from servetrace.analysis.result import Analysis, events_of
+from servetrace.analysis.server_findings import Finding, differences
 from servetrace.analysis.server_histograms import HistogramCheck
 from servetrace.analysis.unavailable import unavailable
 from servetrace.schema import TICK_EVENTS
@@ -35,6 +35,12 @@ def per_interval(edges: np.ndarray, times: np.ndarray, weight: np.ndarray) -> np
     keep = (k >= 0) & (k < out.size)
     np.add.at(out, k[keep], weight[keep])
     return out
+
+
+def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator`` elementwise, NaN where the denominator is not > 0."""
+    out = np.full(denominator.size, np.nan)
+    return np.divide(numerator, denominator, out=out, where=denominator > 0)
 
 
 def observations(
@@ -67,13 +73,9 @@ def _gaps(
     the later one: the server observes each step while a request runs, whatever its end."""
     if events is None:
         return NO_EVENTS
-    kept = requests.filter(pl.col("itl_mean_ns").is_not_null()).select(
-        pl.col("request_id").cast(pl.String)
-    )
+    ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).select("request_id", "ts")
     got = (
-        events.filter(pl.col("event").is_in(TICK_EVENTS))
-        .select(pl.col("request_id").cast(pl.String), "ts")
-        .join(kept.lazy(), on="request_id", how="semi")
+        events_of(ticks, requests.filter(pl.col("itl_mean_ns").is_not_null()))
         .sort("request_id", "ts")
         .with_columns(pl.col("ts").diff().over("request_id").alias("gap_ns"))
         .drop_nulls("gap_ns")
@@ -172,21 +174,19 @@ def histogram_finding(
             check.name, family, unavailable="no scrape interval in the trace", extra=extra
         )
     flat = int(np.argmax(np.abs(diff)))
-    worst_interval, worst_bucket = divmod(flat, les.size)
     inside = (at > edges[0]) & (at <= edges[-1])
     totals_s, cum_t = server.sum(axis=0), trace.sum(axis=0)
-    extra["worst_le_s"] = float(les[worst_bucket]) if diff.flat[flat] else None
+    extra["worst_le_s"] = float(les[flat % les.size]) if diff.flat[flat] else None
     extra["quantiles"] = _quantiles(les, totals_s, np.sort(values_s[inside]))
-    f = Finding(
+    # Per interval (row) and bucket: a cell's instant is its interval's end.
+    f = differences(
         check.name,
         family,
+        diff.ravel(),
+        np.repeat(edges[1:], les.size),
         compared=int(diff.shape[0]),
-        max_abs=float(np.abs(diff).max()),
-        mean_abs=float(np.abs(diff).mean()),
-        mean_signed=float(diff.mean()),
         server_total=float(totals_s[-1]),
         trace_total=float(cum_t[-1]),
-        worst_at_ns=int(edges[worst_interval + 1]) if diff.flat[flat] else None,
         extra=extra,
     )
     if f.max_abs:

@@ -26,7 +26,18 @@ from servetrace.analysis.server_findings import Alignment
 from servetrace.errors import InputError
 from servetrace.sources.server_metrics.series import gauge_at
 
-RUNNING = "vllm:num_requests_running"
+WAITING, RUNNING = "vllm:num_requests_waiting", "vllm:num_requests_running"
+# Gauge family → the trace's level, the finding comparing them, what the two count.
+GAUGES = {
+    WAITING: ("queued", "waiting_gauge", "queued requests"),
+    RUNNING: ("running", "running_gauge", "running requests"),
+}
+
+
+def levels_known(analysis: Analysis) -> bool:
+    """Whether the trace sees its queued and running levels (it has admissions)."""
+    known = analysis.summary.concurrency.get("queued_mean") is not None
+    return analysis.timeline.has_admissions and known
 
 
 def interval_of(instants: np.ndarray) -> int:
@@ -76,8 +87,7 @@ def align(
     overlap = s0 <= t1 and s1 >= t0
     base = 0 if overlap else s0 - t0
     rows = metrics.filter(pl.col("family") == RUNNING)
-    known = tl.has_admissions and analysis.summary.concurrency.get("running_mean") is not None
-    if rows.is_empty() or not known:
+    if rows.is_empty() or not levels_known(analysis):
         if not overlap:
             raise InputError(
                 f"{where}: the server's clock cannot be aligned with the trace's: their "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 
@@ -23,6 +24,25 @@ class Finding:
     cause: str | None = None
     unavailable: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def differences(name: str, family: str, diff: np.ndarray, at: np.ndarray, **more: Any) -> Finding:
+    """The finding of the differences server − trace, ``at[i]`` the instant of ``diff[i]``
+    (trace clock); ``more`` sets the other fields (``compared``: ``diff.size`` unless
+    given)."""
+    if diff.size == 0:
+        return Finding(name, family, unavailable="no scrape falls within the trace")
+    worst = int(np.argmax(np.abs(diff)))
+    fields: dict[str, Any] = {"compared": int(diff.size), **more}
+    return Finding(
+        name,
+        family,
+        max_abs=float(np.abs(diff).max()),
+        mean_abs=float(np.abs(diff).mean()),
+        mean_signed=float(diff.mean()),
+        worst_at_ns=int(at[worst]) if diff[worst] else None,
+        **fields,
+    )
 
 
 @dataclass(frozen=True)

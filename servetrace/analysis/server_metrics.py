@@ -24,17 +24,18 @@ and a likely cause when it is not zero):
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
-from servetrace.analysis.result import Analysis
+from servetrace.analysis.result import Analysis, events_of
 from servetrace.analysis.server_buckets import histogram_finding, observations, per_interval
-from servetrace.analysis.server_clock import align, interval_of
-from servetrace.analysis.server_findings import Finding, ServerComparison
+from servetrace.analysis.server_clock import GAUGES, align, interval_of, levels_known
+from servetrace.analysis.server_findings import Finding, ServerComparison, differences
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
+from servetrace.analysis.tick_order import tick_tokens
 from servetrace.errors import InputError
 from servetrace.schema import TICK_EVENTS
 from servetrace.sources.server_metrics.series import (
@@ -44,13 +45,13 @@ from servetrace.sources.server_metrics.series import (
     total_deltas,
 )
 
-WAITING, RUNNING = "vllm:num_requests_waiting", "vllm:num_requests_running"
 COUNTERS = {
     "success_counter": "vllm:request_success_total",
     "preemption_counter": "vllm:num_preemptions_total",
     "prompt_tokens_counter": "vllm:prompt_tokens_total",
     "generation_tokens_counter": "vllm:generation_tokens_total",
 }
+ABORT = '"finished_reason":"abort"'
 FINDINGS = (
     "clock_offset",
     "waiting_gauge",
@@ -58,25 +59,6 @@ FINDINGS = (
     *COUNTERS,
     *(check.name for check in HISTOGRAM_CHECKS),
 )
-
-
-def _summary(
-    name: str, family: str, server: np.ndarray, trace: np.ndarray, at: np.ndarray, **more: Any
-) -> Finding:
-    diff = server - trace
-    if diff.size == 0:
-        return Finding(name, family, unavailable="no scrape falls within the trace")
-    worst = int(np.argmax(np.abs(diff)))
-    return Finding(
-        name,
-        family,
-        compared=int(diff.size),
-        max_abs=float(np.abs(diff).max()),
-        mean_abs=float(np.abs(diff).mean()),
-        mean_signed=float(diff.mean()),
-        worst_at_ns=int(at[worst]) if diff[worst] else None,
-        **more,
-    )
 
 
 def _gauge_cause(f: Finding, what: str) -> str | None:
@@ -101,12 +83,6 @@ def _counter_cause(f: Finding, resets: int) -> str | None:
             "the server did not count all the trace's work (lost increments, a replica not scraped)"
         )
     return "the totals agree but not per interval: the clocks or scrape times are off"
-
-
-def _with(f: Finding, **changes: Any) -> Finding:
-    from dataclasses import replace
-
-    return replace(f, **changes)
 
 
 def compare(
@@ -144,12 +120,8 @@ def compare(
     }
     shifted = all_instants - off
     inside = (shifted >= t0) & (shifted <= t1)
-    known = tl.has_admissions and analysis.summary.concurrency.get("queued_mean") is not None
-    levels = levels_at(tl.transitions, shifted[inside]) if known else None
-    for name, family, level, what in (
-        ("waiting_gauge", WAITING, "queued", "queued requests"),
-        ("running_gauge", RUNNING, "running", "running requests"),
-    ):
+    levels = levels_at(tl.transitions, shifted[inside]) if levels_known(analysis) else None
+    for family, (level, name, what) in GAUGES.items():
         gauge = gauge_at(metrics, family, all_instants[inside])
         if gauge is None:
             findings[name] = Finding(name, family, unavailable=f"no {family} series")
@@ -157,16 +129,14 @@ def compare(
             findings[name] = Finding(name, family, unavailable="the trace has no admissions")
         else:
             ok = ~np.isnan(gauge)
-            f = _summary(name, family, gauge[ok], levels[level][ok], shifted[inside][ok])
-            findings[name] = _with(f, cause=_gauge_cause(f, what))
+            f = differences(name, family, gauge[ok] - levels[level][ok], shifted[inside][ok])
+            findings[name] = replace(f, cause=_gauge_cause(f, what))
     # Intervals between consecutive scrapes, on the trace clock.
     edges = shifted
     requests = analysis.per_request
     counted = trace_counts(requests, events, edges)
     for name, family in COUNTERS.items():
-        deltas = counter_deltas(metrics, family)
-        if name == "success_counter":
-            deltas = deltas.filter(~pl.col("labels").str.contains('"finished_reason":"abort"'))
+        deltas = finding_deltas(metrics, name)
         if deltas.is_empty() and not metrics.filter(pl.col("family") == family).height:
             findings[name] = Finding(name, family, unavailable=f"no {family} series")
             continue
@@ -176,17 +146,16 @@ def compare(
             continue
         server = total_deltas(deltas, all_instants)
         resets = int(deltas["reset"].sum()) if deltas.height else 0
-        f = _summary(
+        f = differences(
             name,
             family,
-            server,
-            trace,
+            server - trace,
             edges[1:],
             server_total=float(server.sum()),
             trace_total=float(trace.sum()),
             extra={"resets": resets},
         )
-        findings[name] = _with(f, cause=_counter_cause(f, resets))
+        findings[name] = replace(f, cause=_counter_cause(f, resets))
     for check in HISTOGRAM_CHECKS:
         seen = observations(check, analysis, events)
         findings[check.name] = histogram_finding(check, metrics, edges, off, seen, where)
@@ -199,6 +168,15 @@ def compare(
         findings=findings,
         metrics=metrics,
     )
+
+
+def finding_deltas(metrics: pl.DataFrame, name: str) -> pl.DataFrame:
+    """The deltas of the counter of finding ``name`` (``series.counter_deltas``); a finish
+    with ``finished_reason="abort"`` is no success."""
+    deltas = counter_deltas(metrics, COUNTERS[name])
+    if name == "success_counter":
+        deltas = deltas.filter(~pl.col("labels").str.contains(ABORT, literal=True))
+    return deltas
 
 
 def trace_counts(
@@ -216,12 +194,8 @@ def trace_counts(
         out["prompt_tokens_counter"] = per_interval(edges, first, prompt)
     if events is None:
         return out
-    valid = requests.lazy().select(pl.col("request_id").cast(pl.String))
-    lazy = events.with_columns(pl.col("request_id").cast(pl.String)).join(
-        valid, on="request_id", how="semi"
-    )
-    has_tokens = "tokens" in lazy.collect_schema().names()
-    tokens = pl.col("tokens").fill_null(1) if has_tokens else pl.lit(1)
+    lazy = events_of(events, requests)
+    tokens = tick_tokens(lazy.collect_schema().names())
     # One read of the trace for both counters.
     got = (
         lazy.filter(pl.col("event").is_in([*TICK_EVENTS, "preemption"]))

@@ -27,10 +27,9 @@ from typing import Any
 
 import polars as pl
 
+from servetrace.analysis.metric_names import Distribution
 from servetrace.sources.response_body import present
 from servetrace.stats.describe import describe_sorted
-
-Distribution = dict[str, float | int | None]
 
 # Metric id → what it is, for every view.
 DEFINITIONS: dict[str, str] = {
@@ -43,12 +42,8 @@ DEFINITIONS: dict[str, str] = {
     "ttft_outside_engine": "ttft − server_queue_wait − server_prefill: network, HTTP server "
     "and tokenisation the engine does not see",
 }
-_COLUMNS = {
-    "server_queue_wait": "server_queue_wait_ns",
-    "server_prefill": "server_prefill_ns",
-    "server_decode": "server_decode_ns",
-    "server_tpot": "server_tpot_ns",
-}
+# The metrics read from a per-request column of their name (``<metric>_ns``).
+READ = ("server_queue_wait", "server_prefill", "server_decode", "server_tpot")
 
 
 @dataclass(frozen=True)
@@ -79,7 +74,7 @@ def server_reported(requests: pl.DataFrame) -> ServerReported | None:
         - _column(done, "server_prefill_ns")
     )
     values = done.select(
-        *(_column(done, c).alias(m) for m, c in _COLUMNS.items()),
+        *(_column(done, f"{m}_ns").alias(m) for m in READ),
         ttft_outside.alias("ttft_outside_engine"),
     )
     metrics: dict[str, Distribution] = {}

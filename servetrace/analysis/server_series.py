@@ -31,20 +31,19 @@ import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
-from servetrace.analysis.server_buckets import observations, per_interval
+from servetrace.analysis.server_buckets import observations, per_interval, ratio
+from servetrace.analysis.server_clock import GAUGES, levels_known
 from servetrace.analysis.server_findings import ServerComparison
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS, HistogramCheck
-from servetrace.analysis.server_metrics import COUNTERS, RUNNING, WAITING, trace_counts
+from servetrace.analysis.server_metrics import COUNTERS, finding_deltas, trace_counts
 from servetrace.sources.server_metrics.series import counter_deltas, gauge_at, total_deltas
 
-# Gauge family → (the trace's level, the finding comparing them).
-GAUGES = {WAITING: ("queued", "waiting_gauge"), RUNNING: ("running", "running_gauge")}
+# Counter family → the finding comparing it.
 COUNTER_OF = {family: name for name, family in COUNTERS.items()}
 # Histogram family → its check (the trace's metric, when the server observes it).
 HISTOGRAMS: dict[str, HistogramCheck] = {
     family: check for check in HISTOGRAM_CHECKS for family in check.families
 }
-ABORT = '"finished_reason":"abort"'
 # The KV cache's fill: a trace knows no block size nor cache size to set beside it.
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 NO_KV = "a trace does not see the KV cache (its size and block layout are the engine's)"
@@ -69,17 +68,16 @@ def _instants(rows: pl.DataFrame) -> np.ndarray:
     return np.unique(rows["ts"].to_numpy()).astype(np.int64)
 
 
-def _at(instants: np.ndarray, values: np.ndarray) -> pl.DataFrame:
+def _at(start: np.ndarray, values: np.ndarray, end: np.ndarray | None = None) -> pl.DataFrame:
+    """One summed line: a value at each instant, or (``end``) over each interval."""
     return pl.DataFrame(
-        {"t_ns": instants, "end_ns": pl.Series([None] * instants.size, dtype=pl.Int64)}
-    ).with_columns(pl.lit("").alias("labels"), pl.Series("value", values, dtype=pl.Float64))
+        {"t_ns": start, "end_ns": end, "labels": "", "value": values},
+        schema={"t_ns": pl.Int64, "end_ns": pl.Int64, "labels": pl.String, "value": pl.Float64},
+    )
 
 
 def _over(edges: np.ndarray, values: np.ndarray) -> pl.DataFrame:
-    return pl.DataFrame(
-        {"t_ns": edges[:-1], "end_ns": edges[1:]},
-        schema={"t_ns": pl.Int64, "end_ns": pl.Int64},
-    ).with_columns(pl.lit("").alias("labels"), pl.Series("value", values, dtype=pl.Float64))
+    return _at(edges[:-1], values, edges[1:])
 
 
 class _Trace:
@@ -89,19 +87,12 @@ class _Trace:
         self.analysis = analysis
         self.events = events
         self._counts: dict[bytes, dict[str, np.ndarray]] = {}
-        tl = analysis.timeline
-        self.known = tl.has_admissions and (
-            analysis.summary.concurrency.get("queued_mean") is not None
-        )
 
     def counts(self, edges: np.ndarray) -> dict[str, np.ndarray]:
         key = edges.tobytes()
         if key not in self._counts:
             self._counts[key] = trace_counts(self.analysis.per_request, self.events, edges)
         return self._counts[key]
-
-    def levels(self, instants: np.ndarray) -> dict[str, np.ndarray]:
-        return levels_at(self.analysis.timeline.transitions, instants)
 
     def within(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The instants (intervals) of ``frame`` within (overlapping) the trace: outside
@@ -128,18 +119,18 @@ def _gauge(metrics: pl.DataFrame, family: str, kind: str, off: int, trace: _Trac
     total = gauge_at(metrics, family, instants)
     assert total is not None
     server = _at(instants - off, total).filter(pl.col("value").is_not_nan())
+    drawn = (family, kind, "value", series, server)
     if family in KV_USAGE:
-        return FamilySeries(family, kind, "value", series, server, trace_unavailable=NO_KV)
+        return FamilySeries(*drawn, trace_unavailable=NO_KV)
     if family not in GAUGES:
-        return FamilySeries(family, kind, "value", series, server)
-    level, finding = GAUGES[family]
-    if not trace.known:
-        return FamilySeries(
-            family, kind, "value", series, server, None, level, finding, _no_levels(trace)
-        )
+        return FamilySeries(*drawn)
+    level, finding, _ = GAUGES[family]
+    if not levels_known(trace.analysis):
+        return FamilySeries(*drawn, None, level, finding, _no_levels(trace))
     shifted = server["t_ns"].to_numpy()
-    mine = _at(shifted, trace.levels(shifted)[level].astype(np.float64))
-    return FamilySeries(family, kind, "value", series, server, trace.within(mine), level, finding)
+    level_at = levels_at(trace.analysis.timeline.transitions, shifted)[level]
+    mine = _at(shifted, level_at.astype(np.float64))
+    return FamilySeries(*drawn, trace.within(mine), level, finding)
 
 
 def _no_levels(trace: _Trace) -> str:
@@ -151,43 +142,20 @@ def _no_levels(trace: _Trace) -> str:
 
 def _counter(metrics: pl.DataFrame, family: str, off: int, trace: _Trace) -> FamilySeries:
     rows = metrics.filter(pl.col("family") == family, pl.col("le").is_null())
-    deltas = counter_deltas(metrics, family)
     finding = COUNTER_OF.get(family)
-    if finding == "success_counter":
-        deltas = deltas.filter(~pl.col("labels").str.contains(ABORT, literal=True))
+    deltas = finding_deltas(metrics, finding) if finding else counter_deltas(metrics, family)
     instants = _instants(rows)
     edges = instants - off
     seconds = np.diff(edges).astype(np.float64) / 1e9
-    rate = np.divide(
-        total_deltas(deltas, instants),
-        seconds,
-        out=np.full(seconds.size, np.nan),
-        where=seconds > 0,
-    )
-    server = _over(edges, rate)
-    series = rows["labels"].n_unique()
+    server = _over(edges, ratio(total_deltas(deltas, instants), seconds))
+    drawn = (family, "counter", "rate_per_s", rows["labels"].n_unique(), server)
     if finding is None:
-        return FamilySeries(family, "counter", "rate_per_s", series, server)
+        return FamilySeries(*drawn)
     counted = trace.counts(edges).get(finding)
     if counted is None:
-        return FamilySeries(
-            family,
-            "counter",
-            "rate_per_s",
-            series,
-            server,
-            None,
-            finding,
-            finding,
-            "the trace cannot count it",
-        )
-    mine = trace.within(
-        _over(
-            edges,
-            np.divide(counted, seconds, out=np.full(seconds.size, np.nan), where=seconds > 0),
-        )
-    )
-    return FamilySeries(family, "counter", "rate_per_s", series, server, mine, finding, finding)
+        return FamilySeries(*drawn, None, finding, finding, "the trace cannot count it")
+    mine = trace.within(_over(edges, ratio(counted, seconds)))
+    return FamilySeries(*drawn, mine, finding, finding)
 
 
 def _histogram(metrics: pl.DataFrame, family: str, off: int, trace: _Trace) -> FamilySeries:
@@ -201,25 +169,20 @@ def _histogram(metrics: pl.DataFrame, family: str, off: int, trace: _Trace) -> F
     edges = instants - off
     scale = 1e9 if family.endswith("_seconds") else 1.0
     statistic = "mean_ns" if scale != 1.0 else "mean"
-    n = total_deltas(counts, instants)
-    total = total_deltas(sums, instants) * scale
-    mean = np.divide(total, n, out=np.full(n.size, np.nan), where=n > 0)
-    server = _over(edges, mean)
+    mean = ratio(total_deltas(sums, instants) * scale, total_deltas(counts, instants))
+    drawn = (family, "histogram", statistic, series, _over(edges, mean))
     if family not in HISTOGRAMS:
-        return FamilySeries(family, "histogram", statistic, series, server)
+        return FamilySeries(*drawn)
     check = HISTOGRAMS[family]
     metric, finding = check.metric, check.name
     seen = observations(check, trace.analysis, trace.events)
     if isinstance(seen, str) or seen[0].size == 0:
         why = seen if isinstance(seen, str) else f"the trace has no {metric}"
-        return FamilySeries(
-            family, "histogram", statistic, series, server, None, metric, finding, why
-        )
+        return FamilySeries(*drawn, None, metric, finding, why)
     at, values = seen[0], seen[1].astype(np.float64)
     k = per_interval(edges, at, np.ones(at.size))
-    mine = np.divide(per_interval(edges, at, values), k, out=np.full(k.size, np.nan), where=k > 0)
-    drawn = trace.within(_over(edges, mine))
-    return FamilySeries(family, "histogram", statistic, series, server, drawn, metric, finding)
+    mine = trace.within(_over(edges, ratio(per_interval(edges, at, values), k)))
+    return FamilySeries(*drawn, mine, metric, finding)
 
 
 def _drawn(kinds: dict[str, str]) -> list[str]:

@@ -28,10 +28,11 @@ import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.server_buckets import ratio
+from servetrace.analysis.server_clock import GAUGES, RUNNING, WAITING, levels_known
 from servetrace.analysis.server_findings import ServerComparison
-from servetrace.analysis.server_metrics import COUNTERS, RUNNING, WAITING, trace_counts
-from servetrace.analysis.server_series import ABORT, GAUGES
-from servetrace.sources.server_metrics.series import counter_deltas, gauge_at, total_deltas
+from servetrace.analysis.server_metrics import COUNTERS, finding_deltas, trace_counts
+from servetrace.sources.server_metrics.series import gauge_at, total_deltas
 
 # The finding → (server column, trace column) of each counter.
 COUNTER_COLUMNS = {
@@ -54,8 +55,7 @@ COLUMNS = (
 def _mean_by(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     ok = ~np.isnan(values)
     total = np.bincount(index[ok], weights=values[ok], minlength=n)
-    count = np.bincount(index[ok], minlength=n)
-    return np.divide(total, count, out=np.full(n, np.nan), where=count > 0)
+    return ratio(total, np.bincount(index[ok], minlength=n))
 
 
 def server_slice_figures(
@@ -79,9 +79,7 @@ def server_slice_figures(
     inside = (shifted >= edges[0]) & (shifted <= edges[-1])
     index = np.minimum(np.searchsorted(starts, shifted[inside], side="right") - 1, n - 1)
     out["scrapes"] = np.bincount(index, minlength=n).astype(np.float64)
-    known = analysis.timeline.has_admissions and (
-        analysis.summary.concurrency.get("queued_mean") is not None
-    )
+    known = levels_known(analysis)
     at = levels_at(analysis.timeline.transitions, shifted[inside]) if known else None
     for family, (server_col, trace_col) in GAUGE_COLUMNS.items():
         gauge = gauge_at(metrics, family, instants[inside])
@@ -106,9 +104,7 @@ def server_slice_figures(
         server_edges[-1] = shifted[after]
     for name, (server_col, trace_col) in COUNTER_COLUMNS.items():
         family = COUNTERS[name]
-        deltas = counter_deltas(metrics, family)
-        if name == "success_counter":
-            deltas = deltas.filter(~pl.col("labels").str.contains(ABORT, literal=True))
+        deltas = finding_deltas(metrics, name)
         if metrics.filter(pl.col("family") == family).is_empty():
             unavailable[server_col] = f"no {family} series"
         else:

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
-from servetrace.analysis.result import Analysis
+from servetrace.analysis.concurrency import CONCURRENCY, mean_levels
+from servetrace.analysis.result import Analysis, events_of
 from servetrace.analysis.summary import GoodputTarget
 from servetrace.analysis.window import INT64_MAX, TOO_LONG
 from servetrace.errors import UsageError
@@ -30,7 +32,6 @@ from servetrace.schema import TICK_EVENTS
 from servetrace.units import DURATION_UNITS_TEXT, NS_PER_MS, duration_ns
 
 MAX_SLICES = 10_000
-LEVELS = ("queued", "running", "in_system")
 
 
 def slice_count(origin: int, end: int, width: int) -> int:
@@ -47,48 +48,14 @@ def _index(ts: pl.Expr, origin: int, width: int, count: int) -> pl.Expr:
     return pl.min_horizontal((ts - origin) // width, pl.lit(count - 1)).alias("slice")
 
 
-def _levels(analysis: Analysis, origin: int, end: int, width: int, count: int) -> pl.DataFrame:
-    """Time-weighted mean queued/running/in-system level per slice."""
-    steps = (
-        analysis.timeline.transitions.group_by("ts")
-        .agg(pl.col(f"d_{n}").sum() for n in LEVELS)
-        .sort("ts")
-        .select("ts", *[pl.col(f"d_{n}").cum_sum().alias(n) for n in LEVELS])
-    )
-    starts = pl.arange(0, count, eager=True).cast(pl.Int64) * width + origin
-    edges = pl.DataFrame({"ts": starts.append(pl.Series([end], dtype=pl.Int64))})
-    # Each point holds its level until the next point; slice edges cut the segments.
-    points = (
-        pl.concat([steps.select("ts"), edges])
-        .unique()
-        .sort("ts")
-        .join_asof(steps, on="ts", strategy="backward")
-        .with_columns(pl.col(n).fill_null(0) for n in LEVELS)
-        .filter((pl.col("ts") >= origin) & (pl.col("ts") <= end))
-        .with_columns((pl.col("ts").shift(-1) - pl.col("ts")).fill_null(0).alias("held"))
-        .with_columns(_index(pl.col("ts"), origin, width, count))
-    )
-    return points.group_by("slice").agg(
-        ((pl.col(n) * pl.col("held")).sum() / pl.col("held").sum()).alias(f"{n}_mean")
-        for n in LEVELS
-    )
-
-
 def _tokens(
     events: pl.DataFrame | pl.LazyFrame, analysis: Analysis, origin: int, width: int, count: int
 ) -> pl.DataFrame:
-    lazy = events.lazy()
-    valid = analysis.per_request.lazy().select(pl.col("request_id").cast(pl.String))
-    tokens = (
-        pl.col("tokens").fill_null(1).sum()
-        if "tokens" in lazy.collect_schema().names()
-        else pl.len()
-    )
+    ticks = events_of(events.filter(pl.col("event").is_in(TICK_EVENTS)), analysis.per_request)
+    has_tokens = "tokens" in ticks.collect_schema().names()
+    tokens = pl.col("tokens").fill_null(1).sum() if has_tokens else pl.len()
     return (
-        lazy.filter(pl.col("event").is_in(TICK_EVENTS))
-        .with_columns(pl.col("request_id").cast(pl.String))
-        .join(valid, on="request_id", how="semi")
-        .group_by(_index(pl.col("ts"), origin, width, count))
+        ticks.group_by(_index(pl.col("ts"), origin, width, count))
         .agg(tokens.cast(pl.Int64).alias("tokens"))
         .collect()
     )
@@ -134,11 +101,10 @@ def slice_figures(
         .group_by(_index(pl.col("arrival_ns") + pl.col("e2e_ns"), origin, width_ns, count))
         .agg(pl.len().alias("completed"), good.sum().alias("good"))
     )
-    frame = (
-        grid.join(arrived, on="slice", how="left")
-        .join(finished, on="slice", how="left")
-        .join(_levels(analysis, origin, end, width_ns, count), on="slice", how="left")
-    )
+    edges = np.append(grid["start_ns"].to_numpy(), end).astype(np.int64)
+    means = mean_levels(timeline.transitions, edges)
+    grid = grid.with_columns(pl.Series(f"{n}_mean", means[n]) for n in CONCURRENCY)
+    frame = grid.join(arrived, on="slice", how="left").join(finished, on="slice", how="left")
     # A request-level trace's one tick per request is synthetic: it says when the first
     # token came, not how many tokens a slice emitted (analysis.output_counts).
     if events is not None and analysis.summary.ticks_available:

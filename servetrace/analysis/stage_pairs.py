@@ -33,11 +33,11 @@ DIFFERENCES = {
     "client: per output token",
     "e2e": "server: the engine's arrival to its last token; client: its send to the last byte",
 }
-# (name, stat, unit, client (quantity, stat), server (quantity, stat), difference)
+# Each latency pair's name (its difference) and the quantity both sides report it under.
 LATENCIES = (
-    ("ttft", "time_to_first_token", "time_to_first_token"),
-    ("tpot", "time_per_output_token", "time_per_output_token"),
-    ("e2e", "request_latency", "request_latency"),
+    ("ttft", "time_to_first_token"),
+    ("tpot", "time_per_output_token"),
+    ("e2e", "request_latency"),
 )
 SERVER_GAUGES = (
     "kv_cache_usage_percentage",
@@ -111,18 +111,11 @@ def stage_pairs(frame: pl.DataFrame, path: str) -> StagePairs:
             name = "prompt_tokens" if side_name == "prompt_len" else "output_tokens"
             client_tokens = c(f"successes.{side_name}", "mean")
             pairs.append(_pair(name, "mean", "tokens", client_tokens, per_request, "tokens"))
-        for name, client_q, server_q in LATENCIES:
+        for name, quantity in LATENCIES:
             for stat in ("mean", "median", "p90", "p99"):
-                pairs.append(
-                    _pair(
-                        name,
-                        stat,
-                        "s",
-                        c(f"successes.latency.{client_q}", stat),
-                        sv(f"successes.{server_q}", stat),
-                        name,
-                    )
-                )
+                client = c(f"successes.latency.{quantity}", stat)
+                server = sv(f"successes.{quantity}", stat)
+                pairs.append(_pair(name, stat, "s", client, server, name))
         zero = [q for q in SERVER_GAUGES if _all_zero(got, stage, q)]
         out.append(
             {

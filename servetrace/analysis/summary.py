@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from servetrace.analysis import figures
+from servetrace.analysis.accounting import Accounting, Violation, accounting, violations
 from servetrace.analysis.concurrency import concurrency_by_group
 from servetrace.analysis.figures import CANCEL_STAGES, EXAMPLES_SHOWN, OUTCOMES, THROUGHPUT_KEYS
 from servetrace.analysis.formula import FormulaReport, formula_by_group
@@ -26,8 +27,7 @@ from servetrace.analysis.formula_steps import step_formula_by_group
 from servetrace.analysis.groups import CODE, Groups, Sample
 from servetrace.analysis.intervals import intervals_by_group
 from servetrace.analysis.lifecycle import EVENT_TIMES, Timeline
-from servetrace.analysis.lifecycle_rules import RULES
-from servetrace.analysis.metric_names import LATENCY_METRICS
+from servetrace.analysis.metric_names import LATENCY_METRICS, Distribution
 from servetrace.analysis.survival import estimate_by_group
 from servetrace.analysis.unavailable import blank_unavailable
 from servetrace.stats.describe import describe_sorted
@@ -49,25 +49,6 @@ class GoodputTarget:
 
     def text(self) -> str:
         return f"{self.metric}{self.op}{self.limit_ns / 1e6:g}ms"
-
-
-@dataclass(frozen=True)
-class Accounting:
-    rows: int
-    rows_analyzed: int
-    rows_quarantined: int
-    requests: int
-    requests_valid: int
-    requests_invalid: int
-
-
-Distribution = dict[str, float | int | None]
-
-
-class Violation(TypedDict):
-    requests: int
-    rows: int
-    examples: list[Any]
 
 
 class GoodputReport(TypedDict):
@@ -114,49 +95,6 @@ class Summary:
     preemptions: dict[str, int] | None = None
 
 
-def _ids(frame: pl.DataFrame) -> list[Any]:
-    """The first few request ids, earliest arrival first (stable across runs)."""
-    ordered = frame.sort("arrival_ns", "request_id", nulls_last=True)
-    return ordered["request_id"].head(EXAMPLES_SHOWN).to_list()
-
-
-def violations(timeline: Timeline) -> dict[str, Violation]:
-    """Per rule: how many requests (and rows) broke it, with example request ids."""
-    invalid = timeline.requests.filter(pl.col("rule").is_not_null())
-    result: dict[str, Violation] = {}
-    broken = set(invalid["rule"].unique().to_list()) if invalid.height else set()
-    for rule in RULES:
-        if rule not in broken:
-            continue
-        of_rule = invalid.filter(pl.col("rule") == rule)
-        result[rule] = {
-            "requests": of_rule.height,
-            "rows": int(of_rule["rows"].sum()),
-            "examples": _ids(of_rule),
-        }
-    quarantine = timeline.row_quarantine
-    row_rules = dict(quarantine.group_by("rule").len().iter_rows()) if quarantine.height else {}
-    for rule in RULES:
-        if rule in row_rules:
-            result[rule] = {"requests": 0, "rows": row_rules[rule], "examples": []}
-    return result
-
-
-def accounting(timeline: Timeline) -> Accounting:
-    requests = timeline.requests
-    invalid = requests.filter(pl.col("rule").is_not_null())
-    quarantined = int(invalid["rows"].sum()) + timeline.row_quarantine.height
-    total = int(requests["rows"].sum()) + timeline.row_quarantine.height
-    return Accounting(
-        rows=total,
-        rows_analyzed=total - quarantined,
-        rows_quarantined=quarantined,
-        requests=requests.height,
-        requests_valid=requests.height - invalid.height,
-        requests_invalid=invalid.height,
-    )
-
-
 def completed_columns(columns: Sequence[str], targets: Sequence[GoodputTarget]) -> list[str]:
     """What the summary reads of completed requests: outcome, the per-request latency
     columns, the token counts and the goodput targets' metrics (in frame order)."""
@@ -164,9 +102,6 @@ def completed_columns(columns: Sequence[str], targets: Sequence[GoodputTarget]) 
     wanted |= {m.column for m in LATENCY_METRICS if m.per != "gap"}
     wanted |= {f"{t.metric}_ns" for t in targets}
     return [c for c in columns if c in wanted]
-
-
-ItlGiven = Distribution | Mapping[Any, Distribution]
 
 
 def summarize(
@@ -187,17 +122,9 @@ def summarize(
         "admissions": timeline.has_admissions,
         "releases": timeline.has_releases,
     }
-    streamed = None if isinstance(gaps, pl.DataFrame) else [gaps]
-    (summary,) = _summaries(
-        timeline,
-        groups,
-        requests,
-        gaps if isinstance(gaps, pl.DataFrame) else None,
-        streamed,
-        [span],
-        targets,
-        formula_tolerance or (1_000_000, 0.01),
-    )
+    pooled = gaps if isinstance(gaps, pl.DataFrame) else [gaps]
+    tolerance = formula_tolerance or (1_000_000, 0.01)
+    (summary,) = _summaries(timeline, groups, requests, pooled, [span], targets, tolerance)
     notes = [*warnings, *summary.warnings]
     return replace(
         summary,
@@ -220,31 +147,14 @@ def summarize_groups(
     requests of a group are in it (invalid ones are in the trace's summary)."""
     groups = Groups.by(requests, column)
     spans = _spans(timeline, groups)
-    streamed = None
-    if not isinstance(gaps, pl.DataFrame):
-        streamed = [gaps.get(value, describe_sorted(np.zeros(0))) for value in groups.values]
-    found = _summaries(
-        timeline,
-        groups,
-        requests,
-        gaps if isinstance(gaps, pl.DataFrame) else None,
-        streamed,
-        spans,
-        targets,
-        formula_tolerance,
+    pooled = (
+        gaps
+        if isinstance(gaps, pl.DataFrame)
+        else [gaps.get(value, describe_sorted(np.zeros(0))) for value in groups.values]
     )
+    found = _summaries(timeline, groups, requests, pooled, spans, targets, formula_tolerance)
     return {
-        value: replace(
-            summary,
-            accounting=Accounting(
-                rows=int(span["rows"]),
-                rows_analyzed=int(span["rows"]),
-                rows_quarantined=0,
-                requests=int(span["requests"]),
-                requests_valid=int(span["requests"]),
-                requests_invalid=0,
-            ),
-        )
+        value: replace(summary, accounting=Accounting.valid(span["rows"], span["requests"]))
         for value, summary, span in zip(groups.values, found, spans, strict=True)
     }
 
@@ -271,13 +181,14 @@ def _summaries(
     timeline: Timeline,
     groups: Groups,
     requests: pl.DataFrame,
-    gaps: pl.DataFrame | None,
-    streamed: Sequence[Distribution] | None,
+    gaps: pl.DataFrame | Sequence[Distribution],
     spans: Sequence[Mapping[str, Any]],
     targets: Sequence[GoodputTarget],
     tolerance: tuple[int, float],
 ) -> list[Summary]:
-    """Every group's summary, by one pass per figure over all groups."""
+    """Every group's summary, by one pass per figure over all groups; ``gaps`` is the gap
+    frame or, streamed, each group's ITL distribution."""
+    frame, streamed = (gaps, None) if isinstance(gaps, pl.DataFrame) else (None, gaps)
     requests = groups.coded(requests)
     # Only the columns read of completed requests, and dropped before the passes over
     # every request (concurrency, formula, survival): a copy of the whole frame was
@@ -292,7 +203,7 @@ def _summaries(
         for spec in LATENCY_METRICS
         if spec.per != "gap"
     }
-    samples["itl_ns"] = groups.sample(groups.coded(gaps), "itl_ns") if gaps is not None else None
+    samples["itl_ns"] = None if frame is None else groups.sample(groups.coded(frame), "itl_ns")
     tokens = {c: groups.sample(completed, c) for c in ("output_tokens", "prompt_tokens")}
     metrics = [
         {
@@ -319,9 +230,9 @@ def _summaries(
     in_steps = step_formula_by_group(requests, groups, *tolerance)
     formula = [replace(f, steps=s) if s else f for f, s in zip(formula, in_steps, strict=True)]
     ends = [span["end"] for span in spans]
-    cancelled = figures.ended(requests, groups, "cancelled", None)
-    flying = figures.ended(requests, groups, "in_flight", ends)
-    errored = figures.ended(requests, groups, "errored", None)
+    cancelled = figures.ended(requests, groups, "cancelled", "time_to_cancel_ns")
+    flying = figures.ended(requests, groups, "in_flight", "age_at_end_ns", ends)
+    errored = figures.ended(requests, groups, "errored", "time_to_error_ns")
     codes = figures.error_codes(requests, groups)
     leaked = _leaked(timeline, groups, spans)
     survival = estimate_by_group(requests, groups, metrics, ends, admissions, arrival)
@@ -331,25 +242,14 @@ def _summaries(
         rates = figures.rates(windows[g], met) if arrival[g] else dict.fromkeys(THROUGHPUT_KEYS)
         done = int(kind.get("outcome:completed") or 0)
         summary = Summary(
-            accounting=Accounting(0, 0, 0, 0, 0, 0),
+            accounting=Accounting.valid(0, 0),
             outcomes=figures.counted(kind, "outcome", OUTCOMES),
             cancelled_in=figures.counted(kind, "cancelled_in", CANCEL_STAGES),
             violations={},
             metrics=metrics[g],
             tokens={c: describe_sorted(sample.of(g)) for c, sample in tokens.items()},
-            cancelled={
-                "count": cancelled[g]["count"],
-                "with_error": cancelled[g]["with_error"],
-                "output_tokens_delivered": cancelled[g]["output_tokens_delivered"],
-                "time_to_cancel_ns": cancelled[g]["distribution"],
-                "examples": cancelled[g]["examples"],
-            },
-            in_flight={
-                "count": flying[g]["count"],
-                "output_tokens_delivered": flying[g]["output_tokens_delivered"],
-                "age_at_end_ns": flying[g]["distribution"],
-                "examples": flying[g]["examples"],
-            },
+            cancelled=cancelled[g],
+            in_flight=flying[g],
             throughput=rates,
             goodput=good[g],
             concurrency=busy[g],
@@ -363,12 +263,7 @@ def _summaries(
             survival=survival[g],
             intervals=intervals[g],
             errors=codes[g],
-            errored={
-                "count": errored[g]["count"],
-                "output_tokens_delivered": errored[g]["output_tokens_delivered"],
-                "time_to_error_ns": errored[g]["distribution"],
-                "examples": errored[g]["examples"],
-            },
+            errored=errored[g],
             # completed requests without an output count
             output_uncounted=done - int(tokens["output_tokens"].sizes[g]),
             preemptions=figures.preemptions(kind, admissions[g]),

@@ -42,6 +42,8 @@ from datetime import datetime, timezone
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.concurrency import step_function
+from servetrace.analysis.lifecycle import PLACEABLE
 from servetrace.errors import UsageError
 from servetrace.units import (
     DURATION_UNITS_TEXT,
@@ -170,12 +172,7 @@ def resolve(spec: WindowSpec, origin_ns: int) -> Window:
 
 def trace_origin(events: pl.LazyFrame | pl.DataFrame) -> int | None:
     """The trace start: the earliest timestamp of any placeable row (as the lifecycle has it)."""
-    placeable = (
-        pl.col("request_id").is_not_null()
-        & pl.col("event").is_not_null()
-        & pl.col("ts").is_not_null()
-    )
-    value = events.lazy().filter(placeable).select(pl.col("ts").min()).collect().item()
+    value = events.lazy().filter(PLACEABLE).select(pl.col("ts").min()).collect().item()
     return None if value is None else int(value)
 
 
@@ -198,9 +195,8 @@ def restrict(events: pl.LazyFrame, window: Window) -> pl.LazyFrame:
 # --------------------------------------------------------------------------- steady state
 def bin_levels(transitions: pl.DataFrame, start: int, end: int, bins: int) -> np.ndarray:
     """Time-weighted mean in-system level of each of ``bins`` equal bins of [start, end]."""
-    steps = transitions.group_by("ts").agg(pl.col("d_in_system").sum()).sort("ts")
-    ts = steps["ts"].to_numpy().astype(np.float64)
-    level = np.cumsum(steps["d_in_system"].to_numpy()).astype(np.float64)
+    times, in_system = step_function(transitions, "in_system")
+    ts, level = times.astype(np.float64), in_system.astype(np.float64)
     # The integral of a step function is piecewise linear: exact at any edge by interp.
     knots = np.concatenate(([min(start, ts[0] if ts.size else start)], ts, [max(end, 0)]))
     held = np.concatenate(([0.0], level))
@@ -239,10 +235,10 @@ def steady_state(
     if trace_end_ns <= first_arrival_ns or transitions.height == 0:
         raise UsageError("--steady-state: the trace has no span to find a plateau in")
     levels = running_median(bin_levels(transitions, first_arrival_ns, trace_end_ns, BINS), SMOOTH)
-    plateau = float(np.median(levels[BINS // 4 : BINS - BINS // 4]))
+    middle = levels[BINS // 4 : BINS - BINS // 4]
+    plateau = float(np.median(middle))
     if plateau <= 0:
         raise UsageError("--steady-state: no request is in the system mid-trace: no plateau")
-    middle = levels[BINS // 4 : BINS - BINS // 4]
     spread = 1.4826 * float(np.median(np.abs(middle - plateau)))  # robust sd of the plateau
     band = max(BAND * plateau, spread, 1.0)
     first, last = longest_majority_span(np.abs(levels - plateau) <= band)

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from servetrace.analysis.lifecycle import KEY, grouped_ticks, with_request_key
-from servetrace.analysis.tick_order import packed_ticks
+from servetrace.analysis.lifecycle import KEY, with_request_key
+from servetrace.analysis.tick_order import grouped_ticks, packed_ticks
 from servetrace.dtypes import EVENT_DTYPE
 from tests.conftest import MS
 
