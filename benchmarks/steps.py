@@ -9,7 +9,10 @@ as Parquet. It times, in this process, ``servetrace.analyze(trace)`` and
 ``analyze --steps`` make — best of ``--repeat`` runs each (after one warm-up), and prints
 both, their ratio and the join's own phases (reading the steps, the gaps, the join and
 attribution). The goal: at 1e7 events and 1e6 steps, ``--steps`` costs at most 1.5× the
-plain analysis; measure at 1e6 on a shared machine.
+plain analysis. At that size time the whole process, one job at a time (the memory a
+run first touches is most of its cost): ``--requests 50000 --repeat 1 --keep DIR`` writes
+the files, then ``/usr/bin/time -v servetrace analyze DIR/sim_50000_3.parquet [--steps
+DIR/sim_50000_3_steps.parquet] --format json`` (benchmarks/HISTORY.md).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.lifecycle_rules import KEY
+from servetrace.analysis.stalls_cover import BLOCK, replica_runs
 
 
 @dataclass(frozen=True)
@@ -89,16 +90,6 @@ def consistency(
     return tuple(found)
 
 
-def _parts(prepared: pl.DataFrame) -> list[tuple[str, int, int]]:
-    """(replica, first row, end row) of each replica's run in the prepared steps."""
-    runs = prepared.group_by("replica", maintain_order=True).agg(pl.len().alias("n"))
-    out, start = [], 0
-    for replica, count in runs.iter_rows():
-        out.append((replica, start, start + count))
-        start += count
-    return out
-
-
 def _by_replica(frame: pl.DataFrame, replicas: int) -> dict[str, pl.DataFrame]:
     """``frame`` by its ``replica`` (of at most ``replicas`` values): no split for one."""
     if replicas == 1 or frame.is_empty():
@@ -109,22 +100,32 @@ def _by_replica(frame: pl.DataFrame, replicas: int) -> dict[str, pl.DataFrame]:
 def _ticked(prepared: pl.DataFrame, ticks: pl.DataFrame, replicas: int) -> np.ndarray:
     """Per prepared step, the tokens of the token ticks of its replica at its end: each
     tick found among the replica's sorted step ends by one sorted search, and summed
-    there (no group-by of the ticks by instant)."""
+    there (no group-by of the ticks by instant), a block of ticks at a time (10^7 ticks'
+    arrays would be fresh memory, costlier to touch than to search)."""
     out = np.zeros(prepared.height, dtype=np.int64)
-    parts = _parts(prepared)
-    tokens = _by_replica(ticks.filter(pl.col("is_token")), replicas)
     ends_all = prepared["ts_end"].to_numpy()
-    for replica, lo, hi in parts:
-        own = tokens.get(replica)
-        if own is None or own.is_empty() or hi == lo:
-            continue
+    parts = replica_runs(prepared)
+    for first in range(0, ticks.height, BLOCK):
+        block = ticks.slice(first, BLOCK)
+        # A first token counts no output token here: its tick weighs nothing.
+        weighed = block.select(
+            "replica", "ts", tokens=pl.when("is_token").then(pl.col("tokens")).otherwise(0)
+        )
+        tokens = _by_replica(weighed, replicas)
+        for replica, lo, hi in parts:
+            own = tokens.get(replica)
+            if own is None or own.is_empty() or hi == lo:
+                continue
+            ends = ends_all[lo:hi]
+            ts = own["ts"].to_numpy()
+            at = np.minimum(np.searchsorted(ends, ts, side="left"), hi - lo - 1)
+            hit = ends[at] == ts
+            weights = own["tokens"].to_numpy()[hit]
+            out[lo:hi] += np.bincount(at[hit], weights=weights, minlength=hi - lo).astype(np.int64)
+    # Steps ending at one instant each carry the instant's ticks (the first's sum).
+    for _, lo, hi in parts:
         ends = ends_all[lo:hi]
-        ts = own["ts"].to_numpy()
-        at = np.minimum(np.searchsorted(ends, ts, side="left"), hi - lo - 1)
-        hit = ends[at] == ts
-        sums = np.bincount(at[hit], weights=own["tokens"].to_numpy()[hit], minlength=hi - lo)
-        # Steps ending at one instant each carry the instant's ticks (the first's sum).
-        out[lo:hi] = sums[np.searchsorted(ends, ends, side="left")].astype(np.int64)
+        out[lo:hi] = out[lo:hi][np.searchsorted(ends, ends, side="left")]
     return out
 
 
@@ -135,7 +136,7 @@ def _above_running(prepared: pl.DataFrame, running: Running) -> int:
         return 0
     larger = 0
     moves = _by_replica(running.transitions, running.replicas)
-    for replica, lo, hi in _parts(prepared):
+    for replica, lo, hi in replica_runs(prepared):
         part = prepared.slice(lo, hi - lo)
         mid = ((part["ts_start"] + part["ts_end"]) // 2).to_numpy()
         own = moves.get(replica)

@@ -2,30 +2,34 @@
 (`stalls_join`) and their excess over the decode-step baseline split by cause
 (`stalls_attribution`); with the consistency findings between the two streams.
 
-`tick_gaps` turns the trace's events into the gaps the join reads (the gaps of the ITL
-metric: completed requests, consecutive output ticks); `stall_analysis` builds the one
-`Stalls` every view reads (design §10).
+`stall_analysis` builds the one `Stalls` every view reads (design §10). What the default
+views read (the shares overall and in the tail, the worst stalls, the tail stalls per
+request, the unjoined gaps) is summed a block of gaps at a time from the attribution's
+own columns (`stalls_summary`); the per-gap frame with every column (``--stalls-out``,
+the report's chart, `Stalls.gaps`) is made when first asked for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-import numpy as np
 import polars as pl
 
-from servetrace.analysis.lifecycle_rules import KEY
 from servetrace.analysis.stall_causes import CAUSES, UNJOINED_REASONS
 from servetrace.analysis.stall_findings import Finding, Running, consistency
 from servetrace.analysis.stalls_attribution import (
     Baseline,
     attribute,
     fit_baseline,
-    shares,
+    shares_of,
+    with_cause,
     with_step_baseline,
 )
-from servetrace.analysis.stalls_join import join_gaps, prepare_steps
+from servetrace.analysis.stalls_gaps import by_code, members, tick_gaps, ticks_of
+from servetrace.analysis.stalls_join import composition, join_gaps, membership, prepare_steps
+from servetrace.analysis.stalls_summary import StallSums, in_tail, largest, summarize_gaps
 from servetrace.errors import InputError
 from servetrace.sources.steps.formats import StepFile
 from servetrace.sources.steps.validate import OVERLAP_NOTE
@@ -42,6 +46,31 @@ GAP_COLUMNS = (
     "cause",
 )
 WORST = 10
+_members = members  # the tests' name for it
+
+
+@dataclass(frozen=True)
+class Joined:
+    """What the stall join was made of: enough to make the per-gap frame again."""
+
+    gaps: pl.DataFrame  # `tick_gaps`' gaps, with ``preempted``
+    steps: pl.DataFrame  # the timed steps, with their fitted time
+    prepared: pl.DataFrame  # `stalls_join.prepare_steps` of them
+    codes: pl.DataFrame  # ``_rk, request_id, _pos``
+    fit: Baseline
+
+    def ids(self, rk: pl.Series) -> pl.Series:
+        return self.codes["request_id"].cast(pl.String).gather(rk).alias("request_id")
+
+    def every_column(self) -> pl.DataFrame:
+        """One row per gap, in the per-request frame's order: `GAP_COLUMNS` first, then
+        the join's and the causes'."""
+        gaps = by_code(self.gaps, self.codes["_pos"].to_numpy())
+        pairs = members(self.steps, self.codes)
+        joined = attribute(join_gaps(gaps, self.steps, pairs, self.prepared), self.fit)
+        joined = joined.drop("_rk").with_columns(self.ids(joined["_rk"]))
+        rest = [c for c in joined.columns if c not in GAP_COLUMNS]
+        return joined.select(*GAP_COLUMNS, *rest)
 
 
 @dataclass(frozen=True)
@@ -52,12 +81,27 @@ class Stalls:
     steps_format: str
     steps: int
     replicas: int
-    gaps: pl.DataFrame  # one row per gap: GAP_COLUMNS first, then the join's and causes'
+    sums: StallSums = field(repr=False)  # what the default views read
     fit: Baseline
     tail_threshold_ns: int | None  # the pooled ITL p99
+    source: Joined = field(repr=False, compare=False)
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
     alignment_error_ns: int | None = None
+
+    @cached_property
+    def gaps(self) -> pl.DataFrame:
+        """One row per gap: `GAP_COLUMNS` first, then the join's and causes' (made when
+        first asked for)."""
+        return self.source.every_column()
+
+    @property
+    def gap_count(self) -> int:
+        return self.sums.gaps
+
+    @property
+    def joined_count(self) -> int:
+        return self.sums.joined
 
     @property
     def joined(self) -> pl.DataFrame:
@@ -65,61 +109,38 @@ class Stalls:
 
     @property
     def unjoined(self) -> dict[str, int]:
-        """Unjoined gaps by reason (`stalls_join.UNJOINED_REASONS`)."""
-        counts = self.gaps["unjoined"].drop_nulls().value_counts(sort=True)
-        return {str(r): int(n) for r, n in counts.iter_rows()}
+        """Unjoined gaps by reason (`stalls_join.UNJOINED_REASONS`), most first."""
+        return dict(self.sums.unjoined)
 
     @property
     def tail(self) -> pl.DataFrame:
         """Joined gaps at or above the pooled ITL p99."""
-        if self.tail_threshold_ns is None:
-            return self.joined.clear()
-        gap = pl.col("gap_end_ns") - pl.col("gap_start_ns")
-        return self.joined.filter(gap >= self.tail_threshold_ns)
+        return self.gaps.filter(in_tail(self.tail_threshold_ns))
 
     def shares(self) -> dict[str, float | int | None]:
-        return shares(self.joined)
+        return shares_of(self.sums.overall)
 
     def tail_shares(self) -> dict[str, Any]:
-        tail = self.tail
-        out: dict[str, Any] = {"threshold_ns": self.tail_threshold_ns, "tail_gaps": tail.height}
-        with_prefill = int((tail["steps_with_prefill"].fill_null(0) > 0).sum())
-        out["prefill_fraction"] = with_prefill / tail.height if tail.height else None
-        return {**out, **shares(tail)}
+        height = self.sums.tail_gaps
+        out: dict[str, Any] = {"threshold_ns": self.tail_threshold_ns, "tail_gaps": height}
+        out["prefill_fraction"] = self.sums.tail_with_prefill / height if height else None
+        return {**out, **shares_of(self.sums.tail)}
 
     def worst(self, n: int = WORST) -> pl.DataFrame:
         """The ``n`` joined gaps of largest excess, with their covering steps."""
-        return (
-            self.joined.filter(pl.col("excess_ns").is_not_null())
-            .sort(
-                ["excess_ns", "request_id", "gap_start_ns"],
-                descending=[True, False, False],
-                maintain_order=True,
-            )
-            .head(n)
-            .select(
-                "request_id",
-                "gap_start_ns",
-                "gap_end_ns",
-                (pl.col("gap_end_ns") - pl.col("gap_start_ns")).alias("gap_ns"),
-                "excess_ns",
-                "cause",
-                "steps",
-                "first_step",
-                "last_step",
-                "prefill_tokens",
-                "decode_requests",
-            )
-        )
+        if n > self.sums.kept:
+            return _ranked(self.gaps, n)
+        few = largest(self.sums.candidates, n)
+        few = with_cause(composition(few, self.source.prepared))
+        return _ranked(few.with_columns(self.source.ids(few["_rk"])), n)
 
     def per_request(self, n: int = 5) -> dict[str, Any]:
         """Tail stalls per request: how many requests have any, the most, the worst few."""
         if self.tail_threshold_ns is None:
             return {"requests_with_tail_stalls": None, "max_tail_stalls": None, "top": []}
-        per = (
-            self.tail.group_by("request_id")
-            .agg(pl.len().alias("tail_stalls"), pl.col("excess_ns").sum().alias("excess_ns"))
-            .sort(["tail_stalls", "excess_ns", "request_id"], descending=[True, True, False])
+        per = self.sums.per_request
+        per = per.select(self.source.ids(per["_rk"]), "tail_stalls", "excess_ns").sort(
+            ["tail_stalls", "excess_ns", "request_id"], descending=[True, True, False]
         )
         return {
             "requests_with_tail_stalls": per.height,
@@ -128,107 +149,36 @@ class Stalls:
         }
 
 
-def tick_gaps(
-    ticks: pl.DataFrame, per_request: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(gaps, ticks, codes) of the trace, every request by an integer key ``_rk``
-    (its row in ``codes``: ``_rk, request_id, replica``), from the lifecycle's ``ticks``
-    (``Timeline.ticks``: sorted by request and time, with ``gap_ns``; keyed as
-    ``per_request``):
-
-    - gaps: the ITL gaps of completed requests (``_rk``, ``replica``, ``gap_start_ns``,
-      ``gap_end_ns``, ``tokens`` of the later tick), sorted by request and time;
-    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``).
-    """
-    replica = (
-        pl.col("replica").cast(pl.String).fill_null("")
-        if "replica" in per_request.columns
-        else pl.lit("", pl.String)
-    )
-    done = (pl.col("outcome") == "completed") & pl.col("itl_mean_ns").is_not_null()
-    codes = per_request.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("_rk"),
-        KEY,
-        "request_id",
-        replica.alias("replica"),
-        done.alias("_done"),
-    )
-    # The ticks are the lifecycle's, already in request and time order: an integer join
-    # of the few request rows keeps that order, and no tick is sorted again.
-    keyed = ticks.join(
-        codes.select(KEY, "_rk", "replica", "_done"), on=KEY, how="inner", maintain_order="left"
-    )
-    gaps = keyed.filter(pl.col("_done") & pl.col("gap_ns").is_not_null()).select(
-        "_rk",
-        "replica",
-        (pl.col("ts") - pl.col("gap_ns")).alias("gap_start_ns"),
-        pl.col("ts").alias("gap_end_ns"),
-        "tokens",
-    )
-    out = keyed.select("replica", "ts", "tokens", (~pl.col("is_first")).alias("is_token"))
-    return _by_code(gaps), out, codes.select("_rk", "request_id", "replica")
-
-
-def ticks_of(events: pl.LazyFrame, per_request: pl.DataFrame) -> pl.DataFrame:
-    """The lifecycle's sorted ticks of ``events`` keyed as ``per_request`` (whose keys
-    another call made, perhaps renumbered: matched by request id)."""
-    from servetrace.analysis.lifecycle import PLACEABLE, sorted_ticks, with_request_key
-
-    names = events.collect_schema().names()
-    wanted = ["request_id", "event", "ts", *(["tokens"] if "tokens" in names else [])]
-    keyed = with_request_key(events.select(wanted).filter(PLACEABLE).collect())
-    ticks = sorted_ticks(keyed)
-    ids = keyed.group_by(KEY).agg(pl.col("request_id").first())
-    dtype = per_request.schema["request_id"]
-    own = ids.with_columns(pl.col("request_id").cast(dtype)).join(
-        per_request.select("request_id", pl.col(KEY).alias("_own")), on="request_id"
-    )
+def _ranked(frame: pl.DataFrame, n: int) -> pl.DataFrame:
+    """The ``n`` gaps of ``frame`` (`Stalls.gaps`' columns) of largest excess, in order."""
     return (
-        ticks.join(own.select(KEY, "_own"), on=KEY, how="inner", maintain_order="left")
-        .drop(KEY)
-        .rename({"_own": KEY})
+        frame.filter(pl.col("excess_ns").is_not_null())
+        .sort(
+            ["excess_ns", "request_id", "gap_start_ns"],
+            descending=[True, False, False],
+            maintain_order=True,
+        )
+        .head(n)
+        .select(
+            "request_id",
+            "gap_start_ns",
+            "gap_end_ns",
+            (pl.col("gap_end_ns") - pl.col("gap_start_ns")).alias("gap_ns"),
+            "excess_ns",
+            "cause",
+            "steps",
+            "first_step",
+            "last_step",
+            "prefill_tokens",
+            "decode_requests",
+        )
     )
-
-
-def _by_code(gaps: pl.DataFrame) -> pl.DataFrame:
-    """``gaps`` (each request's in one run, in time order) with the runs in the order of
-    the request codes ``_rk`` (the per-request frame's, which the per-gap file keeps):
-    one gather of whole runs, no sort of the gaps."""
-    rk = gaps["_rk"].to_numpy()
-    if rk.shape[0] < 2 or bool(np.all(rk[1:] >= rk[:-1])):
-        return gaps
-    starts = np.flatnonzero(np.concatenate(([True], rk[1:] != rk[:-1])))
-    lengths = np.diff(np.append(starts, rk.shape[0]))
-    order = np.argsort(rk[starts], kind="stable")  # one per request
-    first = np.repeat(starts[order], lengths[order])
-    before = np.repeat(np.cumsum(lengths[order]) - lengths[order], lengths[order])
-    return gaps[first + np.arange(rk.shape[0]) - before]
-
-
-def _members(steps: pl.DataFrame, codes: pl.DataFrame) -> pl.DataFrame | None:
-    """Every (request key, step row) pair of the steps' membership; None unless every
-    step gives its requests."""
-    ids = steps["request_ids"]
-    if ids.null_count() or steps.is_empty():
-        return None
-    dtype = codes.schema["request_id"]
-    pairs = (
-        steps.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "request_ids")
-        .explode("request_ids")
-        .rename({"request_ids": "request_id"})
-    )
-    if dtype.is_integer():
-        pairs = pairs.with_columns(pl.col("request_id").cast(dtype, strict=False))
-        on = codes
-    else:
-        on = codes.with_columns(pl.col("request_id").cast(pl.String))
-    return pairs.join(on.select("request_id", "_rk"), on="request_id").select("_rk", "_row")
 
 
 def _replicas(steps: pl.DataFrame, gaps: pl.DataFrame, path: str) -> pl.DataFrame:
     """Steps on the trace's replicas: with one replica on each side, the names need not match."""
     named = steps["replica"].drop_nulls().unique()
-    traced = gaps["replica"].unique()
+    traced = gaps.select(pl.col("replica").unique()).to_series()  # no copy of a constant
     if traced.to_list() in ([""], []):
         if named.len() > 1:
             raise InputError(
@@ -287,10 +237,16 @@ def stall_analysis(
     fit = fit_baseline(steps)
     steps = with_step_baseline(steps, fit)
     prepared = prepare_steps(steps)
-    joined = attribute(join_gaps(gaps, steps, _members(steps, codes), prepared), fit)
-    ids = codes["request_id"].cast(pl.String).gather(joined["_rk"])
-    joined = joined.drop("_rk").with_columns(request_id=ids)
-    ordered = joined.select(*GAP_COLUMNS, *[c for c in joined.columns if c not in GAP_COLUMNS])
+    sums = summarize_gaps(
+        gaps,
+        steps,
+        prepared,
+        membership(gaps, steps, members(steps, codes)),
+        fit,
+        tail_threshold_ns=tail_threshold_ns,
+        requests=codes.height,
+        keep=WORST,
+    )
     findings = consistency(steps, prepared, ticks, running)
     if any(f.name == "overlapping_steps" for f in findings):  # said once, as a finding
         notes = tuple(note for note in notes if OVERLAP_NOTE not in note)
@@ -299,9 +255,10 @@ def stall_analysis(
         steps_format=fmt,
         steps=steps.height,
         replicas=steps["replica"].n_unique(),
-        gaps=ordered,
+        sums=sums,
         fit=fit,
         tail_threshold_ns=tail_threshold_ns,
+        source=Joined(gaps, steps, prepared, codes.select("_rk", "request_id", "_pos"), fit),
         findings=findings,
         notes=notes,
         alignment_error_ns=step_file.alignment_error_ns,

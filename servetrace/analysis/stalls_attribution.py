@@ -60,7 +60,9 @@ class Baseline:
 
 def fit_baseline(steps: pl.DataFrame) -> Baseline:
     """Least squares of decode-only steps' duration on batch size (and KV tokens)."""
-    decode = steps.filter(
+    # Only the columns fitted: the steps' membership lists are most of their memory.
+    decode = steps.select("ts_start", "ts_end", "prefill_tokens", "decode_requests", "kv_tokens")
+    decode = decode.filter(
         (pl.col("prefill_tokens") == 0)
         & (pl.col("decode_requests") > 0)
         & (pl.col("ts_end") > pl.col("ts_start"))
@@ -102,32 +104,42 @@ def with_step_baseline(steps: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
 def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
     """The joined gaps with ``baseline_ns``, ``excess_ns``, each cause's component (ns) and
     ``cause``; null for unjoined gaps or without a fit."""
+    return with_cause(excess_by_cause(joined, fit))
+
+
+def excess_by_cause(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
+    """`attribute` without ``cause``. ``joined``: `stalls_join.join_gaps` or `join_core`
+    (whose membership, where known, says which steps were the request's own, and whose
+    steps carry their fitted time)."""
+    if fit.unavailable is not None:
+        nulls = {name: pl.lit(None, pl.Int64) for name in ("baseline_ns", "excess_ns")}
+        return joined.with_columns(
+            **nulls, **{c: pl.lit(None, pl.Int64) for c in COMPONENT.values()}
+        )
     gap = pl.col("gap_end_ns") - pl.col("gap_start_ns")
+    last = "last_ns" in joined.columns  # else the membership says it
     own_steps = pl.coalesce(
         pl.col("member_steps"), pl.min_horizontal(pl.col("tokens"), pl.col("steps"))
     )
-    own_ns = pl.coalesce(
-        pl.col("member_ns"),
-        pl.min_horizontal(pl.col("step_ns"), pl.col("tokens") * pl.col("last_ns")),
+    own_ns = (
+        pl.coalesce(
+            pl.col("member_ns"),
+            pl.min_horizontal(pl.col("step_ns"), pl.col("tokens") * pl.col("last_ns")),
+        )
+        if last
+        else pl.col("member_ns")
     )
     frame = joined.with_columns(
-        _own=own_steps, _own_in_gap=pl.min_horizontal(pl.col("covered_ns"), own_ns)
+        _own=own_steps if last else pl.col("member_steps"),
+        _own_in_gap=pl.min_horizontal(pl.col("covered_ns"), own_ns),
     )
     frame = frame.with_columns(_paused=_paused(frame))
-    if fit.unavailable is not None:
-        nulls = {name: pl.lit(None, pl.Int64) for name in ("baseline_ns", "excess_ns")}
-        return frame.drop("_own", "_own_in_gap", "_paused").with_columns(
-            **nulls,
-            **{c: pl.lit(None, pl.Int64) for c in COMPONENT.values()},
-            cause=pl.when(pl.col("unjoined").is_not_null())
-            .then(pl.lit("unjoined:") + pl.col("unjoined"))
-            .cast(pl.Enum(CAUSE_LABELS)),
-        )
     usual = fit.at(pl.lit(fit.usual_batch), pl.lit(fit.usual_kv_tokens))
-    own_fit = pl.coalesce(
-        pl.col("last_baseline_ns").cast(pl.Float64),
-        fit.at(pl.col("last_decode_requests"), pl.col("last_kv_tokens")),
-    )
+    own_fit = pl.col("last_baseline_ns").cast(pl.Float64)
+    if "last_decode_requests" in joined.columns:  # steps without their fitted time
+        own_fit = pl.coalesce(
+            own_fit, fit.at(pl.col("last_decode_requests"), pl.col("last_kv_tokens"))
+        )
     # The shared parts as columns first, each computed once.
     frame = frame.with_columns(
         _baseline=(pl.col("_own") * usual).round().cast(pl.Int64),
@@ -153,6 +165,12 @@ def attribute(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
             name: pl.when(joined_row).then(expr.cast(pl.Int64)) for name, expr in components.items()
         },
     ).drop("_own", "_own_in_gap", "_paused", "_baseline", "_own_baseline", "_prefill", "_joined")
+    return frame
+
+
+def with_cause(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (`excess_by_cause`) with each gap's ``cause``: its largest component
+    (``none`` without excess, ``unjoined:REASON`` for a gap no step covers)."""
     largest = pl.max_horizontal([pl.col(COMPONENT[c]) for c in CAUSES])
     # The cause as a code into `CAUSE_LABELS`, then one gather into an enum: no string is
     # built per gap.
@@ -174,9 +192,13 @@ def _paused(frame: pl.DataFrame) -> pl.Expr:
     that prefill-only steps took while the request was running: their covered time less
     the request's own prefill-only steps (membership; else the last step's, where the
     request is taken to have run), none when it was preempted in the gap."""
-    own = pl.coalesce(
-        pl.col("member_prefill_only_ns"),
-        pl.min_horizontal(pl.col("_own_in_gap"), pl.col("last_prefill_only_ns").fill_null(0)),
+    own = (
+        pl.coalesce(
+            pl.col("member_prefill_only_ns"),
+            pl.min_horizontal(pl.col("_own_in_gap"), pl.col("last_prefill_only_ns").fill_null(0)),
+        )
+        if "last_prefill_only_ns" in frame.columns
+        else pl.col("member_prefill_only_ns")
     )
     others = (pl.col("prefill_only_ns") - own).clip(lower_bound=0)
     paused = pl.min_horizontal(others, pl.col("covered_ns") - pl.col("_own_in_gap"))
@@ -188,13 +210,32 @@ def _labels() -> pl.Series:
     return pl.Series("cause", CAUSE_LABELS, dtype=pl.Enum(CAUSE_LABELS))
 
 
-def shares(gaps: pl.DataFrame) -> dict[str, float | int | None]:
-    """Each cause's share of the total excess of the stalled gaps (excess > 0), with that
-    total (ns) and their count; shares are None when no gap stalled."""
-    stalled = gaps.filter(pl.col("excess_ns") > 0)
-    total = int(stalled["excess_ns"].sum()) if stalled.height else 0
-    out: dict[str, float | int | None] = {"gaps": stalled.height, "excess_ns": total}
+def share_sums(gaps: pl.DataFrame, *within: pl.Expr | None) -> tuple[dict[str, int], ...]:
+    """The count and total excess (ns) of the stalled gaps (excess > 0) of ``gaps`` (those
+    in each of ``within``; None: all), and each cause's part of it: what `shares_of`
+    divides, and what adds up over parts of the gaps. One pass for every ``within``."""
+    names = ("gaps", "excess_ns", *CAUSES)
+    exprs = []
+    for i, part in enumerate(within or (None,)):
+        stalled = pl.col("excess_ns") > 0
+        if part is not None:
+            stalled = stalled & part
+        exprs += [
+            stalled.sum().alias(f"{i}:gaps"),
+            pl.col("excess_ns").filter(stalled).sum().alias(f"{i}:excess_ns"),
+            *[pl.col(COMPONENT[c]).filter(stalled).sum().alias(f"{i}:{c}") for c in CAUSES],
+        ]
+    row = gaps.select(exprs).row(0, named=True)
+    return tuple(
+        {name: int(row[f"{i}:{name}"] or 0) for name in names} for i in range(len(within) or 1)
+    )
+
+
+def shares_of(sums: dict[str, int]) -> dict[str, float | int | None]:
+    """Each cause's share of the total excess of the stalled gaps (`share_sums`), with
+    that total (ns) and their count; shares are None when no gap stalled."""
+    total = sums["excess_ns"]
+    out: dict[str, float | int | None] = {"gaps": sums["gaps"], "excess_ns": total}
     for cause in CAUSES:
-        part = int(stalled[COMPONENT[cause]].sum()) if stalled.height else 0
-        out[f"{cause}_share"] = part / total if total else None
+        out[f"{cause}_share"] = sums[cause] / total if total else None
     return out

@@ -27,6 +27,9 @@ def with_stalls(
         analysis.per_request,
         lambda: analysis.events("--steps reads the trace's preemptions"),
     )
+    # The preemptions' requests by their row in the per-request frame: keyed as the gaps.
+    code_of = codes.sort("_pos")["_rk"]
+    preempted = preempted.with_columns(_rk=code_of.gather(preempted["_rk"]))
     gaps = gaps.with_columns(preempted_gaps(gaps, preempted))
     records = read_step_records(analysis, steps, steps_from, ticks["ts"])
     p99 = analysis.summary.metrics.get("itl", {}).get("p99")

@@ -47,8 +47,8 @@ def stalls_dict(stalls: Stalls, origin_ns: int | None) -> dict[str, Any]:
             "replicas": stalls.replicas,
             "alignment_error_ms": _ms(stalls.alignment_error_ns),
             "gaps": {
-                "total": stalls.gaps.height,
-                "joined": stalls.joined.height,
+                "total": stalls.gap_count,
+                "joined": stalls.joined_count,
                 "unjoined": stalls.unjoined,
                 "unjoined_reasons": {r: UNJOINED_REASONS[r] for r in stalls.unjoined},
             },
