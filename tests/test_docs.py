@@ -17,7 +17,8 @@ import typer.main
 from typer.testing import CliRunner
 
 from servetrace.analysis.lifecycle_rules import RULES
-from servetrace.analysis.metrics import LATENCY_METRICS, REQUEST_COLUMNS
+from servetrace.analysis.metric_names import LATENCY_METRICS
+from servetrace.analysis.metrics import REQUEST_COLUMNS
 from servetrace.cli import app
 from servetrace.errors import ExitCode
 from servetrace.render.naming import Naming
