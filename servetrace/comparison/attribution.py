@@ -148,7 +148,9 @@ def length_buckets(base: pl.DataFrame, cand: pl.DataFrame) -> pl.DataFrame:
             .fill_nan(None)
             .drop_nulls("bucket")
         )
-        aggs = [pl.col(name).mean() for name in deltas]
+        # Summed in sorted order: a mean split across threads changes its last digit
+        # from run to run, and a comparison's JSON must be the same every time.
+        aggs = [pl.col(name).sort().mean() for name in deltas]
         aggs.append((pl.col("delta_e2e_ns") < 0).mean().alias("faster_fraction"))
         grouped = (
             frame.group_by("bucket")

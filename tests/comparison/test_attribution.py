@@ -58,3 +58,31 @@ def test_decompose_share_is_unknown_when_e2e_does_not_change() -> None:
     table = {row["component"]: row for row in decompose(same, shifted).iter_rows(named=True)}
     assert table["queue_wait"]["delta_mean_ns"] == pytest.approx(-5.0 * MS)
     assert table["queue_wait"]["share"] is None and table["e2e"]["share"] is None
+
+
+def test_length_buckets_are_the_same_bits_every_time() -> None:
+    """A mean summed across threads in whatever order they finish changes its last digit
+    from run to run; the buckets' means must not, or two runs of compare differ."""
+    import numpy as np
+
+    from servetrace.comparison.attribution import length_buckets
+
+    rng = np.random.default_rng(7)
+    n = 200_000
+
+    def side() -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "ttft_ns": rng.integers(1, 10**9, n),
+                "itl_mean_ns": rng.random(n) * 1e8,
+                "tpot_ns": rng.random(n) * 1e8,
+                "e2e_ns": rng.integers(1, 10**10, n),
+                "prompt_tokens": rng.integers(1, 4000, n),
+                "output_tokens": rng.integers(1, 1000, n),
+            }
+        )
+
+    base, cand = side(), side()
+    first = length_buckets(base, cand)
+    for _ in range(15):
+        assert length_buckets(base, cand).equals(first)
