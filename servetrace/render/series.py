@@ -236,7 +236,9 @@ def slowest_requests(
             control, chosen.select(KEY, "request_id"), trace_end
         ).with_columns(pl.lit("requeued").alias("phase"))
         phases = pl.concat([phases, requeued.select(KEY, "phase", "lo", "hi")])
-    slices = phases.join(chosen.select(KEY, "request_id", "start", "e2e_ns"), on=KEY).select(
+    slices = phases.join(
+        chosen.select(KEY, "request_id", "start", "e2e_ns"), on=KEY, maintain_order="left"
+    ).select(
         "request_id",
         "phase",
         (pl.col("lo") - pl.col("start")).alias("from_ns"),

@@ -124,7 +124,8 @@ def assign_lanes(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 def phase_slices(bounds: pl.DataFrame, has_admissions: bool) -> pl.DataFrame:
-    """One row per lifecycle phase of each request: name, start, end (ns)."""
+    """One row per lifecycle phase of each request: name, start, end (ns), the requests in
+    the order of ``bounds`` (their keys are category codes, which differ run to run)."""
     s, e = pl.col("start"), pl.col("end")
     adm, first, last = pl.col("admitted"), pl.col("first"), pl.col("last")
     # After the last token (or, client-side, from the send when no token came): the
@@ -148,27 +149,29 @@ def phase_slices(bounds: pl.DataFrame, has_admissions: bool) -> pl.DataFrame:
         (pl.lit("decode"), first, last),
         (after, last, e),
     ]
+    ordered = bounds.with_row_index("_row")
     frames = []
     for label, lo, hi in (p for p in parts if p is not None):
         frames.append(
-            bounds.select(KEY, label.alias("name"), lo.alias("lo"), hi.alias("hi")).filter(
+            ordered.select("_row", KEY, label.alias("name"), lo.alias("lo"), hi.alias("hi")).filter(
                 pl.col("lo").is_not_null()
                 & pl.col("hi").is_not_null()
                 & (pl.col("hi") > pl.col("lo"))
             )
         )
-    return pl.concat(frames).sort(KEY, "lo")
+    return pl.concat(frames).sort("_row", "lo").drop("_row")
 
 
 def requeued_slices(control: pl.DataFrame, keys: pl.DataFrame, trace_end: int) -> pl.DataFrame:
     """Preemption → next control event (re-admission or cancellation), as the lifecycle
-    measures ``requeued_ns``; a request still waiting at the end is requeued until then."""
+    measures ``requeued_ns``; a request still waiting at the end is requeued until then.
+    The requests come in the order of ``keys``."""
     if control.height == 0:
         return pl.DataFrame(schema={KEY: pl.Int64, "lo": pl.Int64, "hi": pl.Int64})
     events = (
-        control.join(keys, on="request_id", how="inner")
+        control.join(keys.with_row_index("_row"), on="request_id", how="inner")
         .filter(~pl.col("event").is_in(TICK_EVENTS))
-        .sort(KEY, "ts", "event")
+        .sort("_row", "ts", "event")
         .with_columns(pl.col("ts").shift(-1).over(KEY).alias("next_ts"))
     )
     return events.filter(pl.col("event") == "preemption").select(

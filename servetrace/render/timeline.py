@@ -171,7 +171,7 @@ def build_trace(
     events = events.with_columns(pl.col("request_id").cast(pl.String))
 
     def complete(frame: pl.DataFrame, name: pl.Expr, args: pl.Expr, cat: str) -> list[str]:
-        out = frame.join(lane_of, on=KEY).select(
+        out = frame.join(lane_of, on=KEY, maintain_order="left").select(
             name.alias("name"),
             pl.lit(cat).alias("cat"),
             pl.lit("X").alias("ph"),
@@ -244,13 +244,17 @@ def build_trace(
     )
     lines += instant(chosen, _marker_name(), "lifecycle", "end", pl.struct("request_id", "outcome"))
     ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).join(
-        analysis.per_request.select(pl.col("request_id").cast(pl.String)), on="request_id"
+        analysis.per_request.select(pl.col("request_id").cast(pl.String)),
+        on="request_id",
+        maintain_order="left",
     )
     tokens = pl.col("tokens") if "tokens" in ticks.columns else pl.lit(1, pl.Int64)
     ticks = ticks.select("request_id", "ts", tokens.fill_null(1).cast(pl.Int64).alias("tokens"))
     n_ticks = 0
     if options.ticks:
-        laid = ticks.join(lane_of.select("request_id", "tid"), on="request_id")
+        laid = ticks.join(
+            lane_of.select("request_id", "tid"), on="request_id", maintain_order="left"
+        )
         n_ticks = laid.height
         lines += instant(laid, pl.lit("token"), "tick", "ts", pl.struct("request_id", "tokens"))
     lo_ns, hi_ns = origin, trace_end
