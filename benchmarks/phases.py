@@ -102,12 +102,12 @@ def _memory_report(tag: str) -> None:
 
 def main() -> None:
     threading.Thread(target=_sample, daemon=True).start()
-    from servetrace.analysis import stream_state, streaming, summary
+    from servetrace.analysis import memory, pieces, summary
     from servetrace.sources import normalise
 
-    wrap(normalise, "_prescan")
-    wrap(streaming, "whole_trace_facts")
-    loop_end = stream_state.KeptRequests.timeline
+    wrap(normalise, "prescan")
+    wrap(pieces, "whole_trace_facts")
+    loop_end = pieces.Pieces.timeline
 
     def timeline(self: Any, *args: Any, **kwargs: Any) -> Any:
         _memory_report("batch loop ends")
@@ -116,13 +116,13 @@ def main() -> None:
             _memory_report("after sleeping")
         return loop_end(self, *args, **kwargs)
 
-    stream_state.KeptRequests.timeline = timeline  # type: ignore[method-assign]
-    wrap(stream_state.KeptRequests, "timeline", "kept rows: timeline")
-    wrap(stream_state.KeptRequests, "requests", "kept rows: requests")
-    wrap(streaming, "summarize", "summary (all of it)")
-    for name in ("goodput", "latency_distributions", "concurrency", "check_formula"):
+    pieces.Pieces.timeline = timeline  # type: ignore[method-assign]
+    wrap(pieces.Pieces, "timeline", "kept rows: timeline")
+    wrap(pieces.Pieces, "requests", "kept rows: requests")
+    wrap(memory, "summarize", "summary (all of it)")
+    for name in ("accounting", "violations", "concurrency_by_group", "formula_by_group"):
         wrap(summary, name)
-    wrap(summary.survival, "estimate", "survival")
+    wrap(summary, "estimate_by_group", "survival")
     sys.argv = ["servetrace", *sys.argv[1:]]
     try:
         runpy.run_module("servetrace", run_name="__main__")

@@ -21,7 +21,7 @@ from servetrace.analysis.lifecycle import (
 )
 from servetrace.analysis.metrics import gap_frame, request_metrics
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.summary import Summary, summarize, summarize_groups
+from servetrace.analysis.summary import Distribution, Summary, summarize, summarize_groups
 from servetrace.errors import InputError, UsageError, first_line
 from servetrace.schema import CANONICAL_COLUMNS
 from servetrace.sources.canonical import IngestOptions, normalise
@@ -87,6 +87,31 @@ def unreadable(trace: Trace, error: pl.exceptions.PolarsError) -> InputError:
     )
 
 
+def no_event_rows(inputs: Sequence[str]) -> InputError:
+    return InputError(
+        f"{', '.join(inputs)}: the trace has no event rows",
+        hint="a trace needs at least one row: request_id, event, ts",
+    )
+
+
+def summary_of(
+    timeline: Timeline,
+    requests: pl.DataFrame,
+    gaps: pl.DataFrame | Distribution,
+    options: AnalysisOptions,
+    warnings: Sequence[str] = (),
+) -> Summary:
+    """``summarize`` with the options and the warnings every engine gives."""
+    return summarize(
+        timeline,
+        requests,
+        gaps,
+        targets=options.goodput,
+        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
+        warnings=[*span_warnings(timeline), *admission_warnings(timeline), *warnings],
+    )
+
+
 def analyze_trace(trace: Trace, options: AnalysisOptions | None = None) -> Analysis:
     try:
         collected = trace.events.collect()
@@ -97,10 +122,7 @@ def analyze_trace(trace: Trace, options: AnalysisOptions | None = None) -> Analy
 
 def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, ...]) -> Analysis:
     if events.height == 0:
-        raise InputError(
-            f"{', '.join(inputs)}: the trace has no event rows",
-            hint="a trace needs at least one row: request_id, event, ts",
-        )
+        raise no_event_rows(inputs)
     attributes = attribute_columns(events.columns)
     timeline = build_timeline(events, attributes)
     requests = request_metrics(timeline, attributes)
@@ -112,14 +134,7 @@ def _analyze(events: pl.DataFrame, options: AnalysisOptions, inputs: tuple[str, 
     quarantine = quarantine_of(events, timeline)
     if not options.keep_ticks:
         timeline = replace(timeline, ticks=timeline.ticks.clear())
-    summary = summarize(
-        timeline,
-        requests,
-        gaps,
-        targets=options.goodput,
-        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        warnings=[*span_warnings(timeline), *admission_warnings(timeline)],
-    )
+    summary = summary_of(timeline, requests, gaps, options)
     return Analysis(
         inputs=inputs,
         timeline=timeline,

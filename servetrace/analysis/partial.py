@@ -36,7 +36,6 @@ from servetrace.analysis.lifecycle import (
     EVENT_TIMES,
     KEY,
     PLACEABLE,
-    Timeline,
     TraceFacts,
     build_timeline,
     key_renumbering,
@@ -115,22 +114,6 @@ def deferred_ids(events: pl.DataFrame) -> pl.Series:
     return status.filter(pl.col("deferred"))["request_id"]
 
 
-def _kernel(
-    events: pl.DataFrame,
-    attributes: list[str],
-    facts: TraceFacts,
-    unadmitted_queued: bool | None,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """The local engines' per-request kernel on ``events``: timeline, metrics and gaps
-    (dense keys), transitions, and the quarantined rows with their rule."""
-    timeline = build_timeline(events, attributes, facts, unadmitted_queued)
-    metrics = request_metrics(timeline, attributes)
-    gaps = gap_frame(timeline, metrics)
-    quarantine = quarantine_of(events, timeline)
-    requests_tl, metrics, transitions, gaps = _dense_keys(timeline, metrics, gaps)
-    return requests_tl, metrics, transitions, gaps, quarantine
-
-
 def kernel_partial(
     events: pl.DataFrame,
     attributes: list[str],
@@ -138,34 +121,26 @@ def kernel_partial(
     unadmitted_queued: bool | None,
     deferred: pl.DataFrame,
 ) -> Partial:
-    """``_kernel`` on ``events`` as a partial (no inputs, exact gaps), ``deferred`` held."""
-    requests_tl, metrics, transitions, gaps, quarantine = _kernel(
-        events, attributes, facts, unadmitted_queued
-    )
+    """The local engines' per-request kernel on ``events`` as a partial (no inputs,
+    exact gaps, keys renumbered 0..n-1: string ids' keys are category codes), with
+    ``deferred`` held."""
+    timeline = build_timeline(events, attributes, facts, unadmitted_queued)
+    metrics = request_metrics(timeline, attributes)
+    gaps = gap_frame(timeline, metrics)
+    rekey = key_renumbering(timeline.requests)
     return Partial(
         inputs=(),
         start_ns=facts.start_ns,
         end_ns=facts.end_ns,
         has_releases=facts.has_releases,
-        timeline=requests_tl,
-        requests=metrics,
-        transitions=transitions,
-        gaps=gaps,
+        timeline=rekey(timeline.requests.select(TIMELINE_COLUMNS)).select(TIMELINE_COLUMNS),
+        requests=rekey(metrics).select(metrics.columns),
+        transitions=rekey(timeline.transitions).select(timeline.transitions.columns),
+        gaps=rekey(gaps).select(KEY, "itl_ns"),
         histogram=None,
         deferred=deferred,
-        quarantine=quarantine,
+        quarantine=quarantine_of(events, timeline),
         attributes=tuple(attributes),
-    )
-
-
-def _dense_keys(timeline: Timeline, metrics: pl.DataFrame, gaps: pl.DataFrame) -> tuple:
-    """Renumber a kernel's keys 0..n-1 (string ids' keys are category codes)."""
-    rekey = key_renumbering(timeline.requests)
-    return (
-        rekey(timeline.requests.select(TIMELINE_COLUMNS)).select(TIMELINE_COLUMNS),
-        rekey(metrics).select(metrics.columns),
-        rekey(timeline.transitions).select(timeline.transitions.columns),
-        rekey(gaps).select(KEY, "itl_ns"),
     )
 
 

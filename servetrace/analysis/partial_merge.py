@@ -14,12 +14,11 @@ from dataclasses import replace
 import polars as pl
 
 from servetrace.analysis.histogram import EXACT_GAPS, RELATIVE_BOUND, LogHistogram
-from servetrace.analysis.lifecycle import KEY, Timeline, TraceFacts, admission_warnings
+from servetrace.analysis.lifecycle import KEY, Timeline, TraceFacts
 from servetrace.analysis.lifecycle_rules import ROW_RULES
-from servetrace.analysis.memory import span_warnings
+from servetrace.analysis.memory import summary_of
 from servetrace.analysis.partial import Partial, empty_gaps, kernel_partial
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.summary import summarize
 from servetrace.dtypes import EVENT_DTYPE
 from servetrace.errors import InputError, UsageError
 
@@ -227,18 +226,7 @@ def finish(part: Partial, options: AnalysisOptions | None = None) -> Analysis:
     )
     requests = part.requests.sort("arrival_ns", "request_id", nulls_last=True)
     gaps = part.gaps if part.histogram is None else part.histogram.describe()
-    summary = summarize(
-        timeline,
-        requests,
-        gaps,
-        targets=options.goodput,
-        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        warnings=[
-            *span_warnings(timeline),
-            *admission_warnings(timeline),
-            *histogram_warning(part),
-        ],
-    )
+    summary = summary_of(timeline, requests, gaps, options, histogram_warning(part))
     return Analysis(
         inputs=part.inputs,
         timeline=timeline,

@@ -9,14 +9,13 @@ unsorted breaks that. This engine makes no assumption about row order:
    partition, in their original order. With K = 1 (the trace fits one batch) the rows stay
    in memory; otherwise each partition is appended, batch by batch, to its own Parquet
    file in a temporary directory (spilled: the trace never has to fit in memory).
-2. **Analyse.** Each partition is read back on its own and goes through exactly the
-   per-request kernel of the other engines (``build_timeline``, ``request_metrics``,
-   ``gap_frame``) with the facts of the whole trace (``trace_facts``: its span, whether it
-   logs admissions and releases), so every per-request value equals the in-memory one.
-3. **Merge.** Per-request rows and concurrency transitions are concatenated (exact); ITL
-   gaps are pooled in ``histogram.PooledGaps``: exact while they fit its budget, beyond it
-   a log histogram within ``histogram.RELATIVE_BOUND`` (±0.0123 %) of the in-memory
-   percentiles. The summary is then computed once over the merged frames, as in memory.
+2. **Analyse.** Each partition is read back on its own and handed to ``pieces.Pieces``:
+   the kernel of the other engines with the facts of the whole trace, so every
+   per-request value equals the in-memory one; ITL gaps pooled exactly within their
+   budget, else within ``histogram.RELATIVE_BOUND``; one summary at the end. The few
+   requests with neither an admission nor an output tick are analysed last, once the
+   trace is known to have admitted requests or not (``lifecycle_side``), as the batched
+   engine does.
 
 K is ``ceil(events / batch_rows)``, so a partition holds about ``batch_rows`` rows (hash
 skew aside) and peak memory follows the batch size, not the trace. The spill costs one
@@ -33,38 +32,20 @@ from typing import Any
 
 import polars as pl
 
-from servetrace.analysis.histogram import (
-    EXACT_GAPS,
-    GAP_SCHEMA,
-    GapBudget,
-    PooledGaps,
-    add_by_group,
-)
-from servetrace.analysis.known_facts import whole_trace_facts
-from servetrace.analysis.lifecycle import (
-    KEY,
-    TraceFacts,
-    admission_warnings,
-    build_timeline,
-    has_invalid,
-    key_renumbering,
-    quarantined_rows,
-)
-from servetrace.analysis.memory import (
-    attribute_columns,
-    span_warnings,
-    unreadable,
-)
-from servetrace.analysis.metrics import gap_frame, request_metrics
+from servetrace.analysis.histogram import EXACT_GAPS
+from servetrace.analysis.lifecycle import PLACEABLE
+from servetrace.analysis.pieces import pieces_of
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.stream_state import KeptRequests, spill_directory
-from servetrace.analysis.streaming import _histogram_warning
-from servetrace.analysis.summary import summarize
-from servetrace.errors import InputError, UsageError
+from servetrace.errors import InputError
+from servetrace.schema import TICK_EVENTS
 from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.trace import Trace
 
 PART = "_partition"
+# Rows of a request with neither an admission nor an output tick: whether it waited in a
+# queue depends on the whole trace (``lifecycle_side``), so they are analysed last.
+_PLACED = (PLACEABLE & pl.col("event").is_in(["admission", *TICK_EVENTS])).any()
+UNPLACED = PLACEABLE & ~_PLACED.over("request_id")
 
 
 def partition_count(events: int, batch_rows: int) -> int:
@@ -90,65 +71,27 @@ def analyze_partitioned(
 
     ``partitions`` overrides K (tests use it to force a spill of a small trace).
     """
-    try:
-        with spill_directory() as kept:
-            return _analyze_partitioned(
-                trace,
-                options or AnalysisOptions(),
-                batch_rows,
-                by,
-                exact_gaps,
-                partitions,
-                spill_dir,
-                kept,
-            )
-    except pl.exceptions.PolarsError as error:
-        raise unreadable(trace, error) from None
-
-
-class _Merged:
-    """What is kept of each analysed partition (small: one row per request)."""
-
-    def __init__(
-        self, facts: TraceFacts, attributes: list[str], by: str | None, exact_gaps: int, kept: Path
-    ) -> None:
-        self.facts = facts
-        self.attributes = attributes
-        self.by = by
-        self.kept = KeptRequests(grouped=by is not None, spill=kept)
-        self.empty_ticks: pl.DataFrame | None = None
-        self.quarantine: list[pl.DataFrame] = []
-        self.itl = PooledGaps(GapBudget(exact_gaps))
-        self.by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded
-        self.itl_by: dict[object, PooledGaps] = {}
-        self.next_key = 0
-
-    def add(self, frame: pl.DataFrame) -> None:
-        """One partition: every row of each of its requests."""
-        if frame.height == 0:
-            return
-        timeline = build_timeline(frame, self.attributes, self.facts)
-        metrics = request_metrics(timeline, self.attributes)
-        gaps = gap_frame(timeline, metrics)
-        if self.by is not None:
-            grouped = gaps.join(metrics.select(KEY, self.by), on=KEY, how="left")
-            add_by_group(self.itl_by, grouped, self.by, self.by_budget)
-        # Keys are unique within one partition only: renumber them trace-wide.
-        rekey = key_renumbering(timeline.requests, self.next_key)
-        self.next_key += timeline.requests.height
-        # Exact gaps are kept with their trace-wide keys: the in-memory gap frame.
-        if self.itl.exact:
-            self.itl.add_frame(rekey(gaps))
+    with pieces_of(trace, options, by, exact_gaps) as pieces:
+        if partitions is None:
+            rows = int(trace.events.select(pl.len()).collect().item())
+            partitions = partition_count(rows, batch_rows)
+        if partitions <= 1:
+            pieces.add(trace.events.collect())
         else:
-            self.itl.add(gaps["itl_ns"])
-
-        # Only what is read after the kernel (stream_state); not the ticks, the bulk of
-        # a partition, whose gaps are counted.
-        if self.empty_ticks is None:
-            self.empty_ticks = timeline.ticks.clear()
-        self.kept.add(timeline, metrics, rekey)
-        if has_invalid(timeline):
-            self.quarantine.append(quarantined_rows(frame, timeline))
+            deferred: list[pl.DataFrame] = []
+            with tempfile.TemporaryDirectory(prefix="servetrace-partitions-", dir=spill_dir) as tmp:
+                for path in _spill(trace, partitions, batch_rows, Path(tmp)):
+                    frame = pl.read_parquet(path)
+                    unplaced = frame.select(UNPLACED).to_series()
+                    if unplaced.any():
+                        deferred.append(frame.filter(unplaced))
+                        frame = frame.filter(~unplaced)
+                    pieces.add(frame)
+            # Queued if any valid request of the trace was admitted (as in memory).
+            queued = True if pieces.has_admissions else None
+            if deferred:
+                pieces.add(pl.concat(deferred, how="vertical_relaxed"), queued)
+        return pieces.analysis(trace.inputs)
 
 
 def _spill(trace: Trace, partitions: int, batch_rows: int, directory: Path) -> list[Path]:
@@ -181,68 +124,3 @@ def _spill(trace: Trace, partitions: int, batch_rows: int, directory: Path) -> l
         for writer in writers.values():
             writer.close()
     return [directory / f"part-{index:06d}.parquet" for index in sorted(writers)]
-
-
-def _analyze_partitioned(
-    trace: Trace,
-    options: AnalysisOptions,
-    batch_rows: int,
-    by: str | None,
-    exact_gaps: int,
-    partitions: int | None,
-    spill_dir: str | Path | None,
-    kept: Path,
-) -> Analysis:
-    facts = whole_trace_facts(trace)
-    schema = trace.events.collect_schema()
-    attributes = attribute_columns(list(schema.names()))
-    if by is not None and by not in attributes:
-        raise UsageError(
-            f"--by {by}: no such request column",
-            hint="columns: " + ", ".join(attributes) if attributes else "the trace has none",
-        )
-    merged = _Merged(facts, attributes, by, exact_gaps, kept)
-    if partitions is None:
-        rows = int(trace.events.select(pl.len()).collect().item())
-        partitions = partition_count(rows, batch_rows)
-    if partitions <= 1:
-        merged.add(trace.events.collect())
-    else:
-        with tempfile.TemporaryDirectory(prefix="servetrace-partitions-", dir=spill_dir) as tmp:
-            for path in _spill(trace, partitions, batch_rows, Path(tmp)):
-                merged.add(pl.read_parquet(path))
-    if not len(merged.kept) or merged.empty_ticks is None:
-        raise InputError(
-            f"{', '.join(trace.inputs)}: the trace has no event rows",
-            hint="a trace needs at least one row: request_id, event, ts",
-        )
-    timeline = merged.kept.timeline(facts, merged.empty_ticks)
-    requests = merged.kept.requests()
-    exact = merged.itl.frame(GAP_SCHEMA)
-    summary = summarize(
-        timeline,
-        requests,
-        exact if exact is not None else merged.itl.describe(),
-        targets=options.goodput,
-        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        warnings=[
-            *span_warnings(timeline),
-            *admission_warnings(timeline),
-            *_histogram_warning(merged.itl, merged.itl_by.values()),
-        ],
-    )
-    rows_out = (
-        pl.concat(merged.quarantine, how="diagonal_relaxed")
-        if merged.quarantine
-        else pl.DataFrame(schema={**schema, "rule": pl.String})
-    )
-    return Analysis(
-        inputs=trace.inputs,
-        timeline=timeline,
-        per_request=requests,
-        gaps=exact if exact is not None else pl.DataFrame(schema=GAP_SCHEMA),
-        summary=summary,
-        quarantine_rows=rows_out,
-        attributes=tuple(attributes),
-        itl_by=(by, {value: h.describe() for value, h in merged.itl_by.items()}) if by else None,
-    )

@@ -32,7 +32,7 @@ from servetrace.analysis.histogram import EXACT_GAPS
 from servetrace.analysis.partial import partial_of
 from servetrace.analysis.partial_io import from_record, to_record
 from servetrace.analysis.partial_merge import combine, finish
-from servetrace.analysis.partitioned import partition_count
+from servetrace.analysis.partitioned import PART, partition_count
 from servetrace.analysis.result import Analysis, AnalysisOptions
 from servetrace.dtypes import EVENT_DTYPE
 from servetrace.errors import ExitCode, InputError, ServetraceError, UsageError, first_line
@@ -41,7 +41,6 @@ from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.canonical import IngestOptions, normalise
 from servetrace.sources.objectstore import is_uri, named, resolve_all
 
-PART = "_partition"
 PARQUET_SUFFIXES = (".parquet", ".pq")
 MARK = "servetrace-error"  # how a worker's ServetraceError crosses Ray's exception wrapping
 
@@ -52,11 +51,6 @@ def _is_uri(text: str) -> bool:
 
 def _parquet_object(relative: str) -> bool:
     return relative.lower().endswith(PARQUET_SUFFIXES)
-
-
-def parquet_inputs(texts: Sequence[str]) -> list[str]:
-    """The local dataset paths Ray reads; anything that is not Parquet is a usage error."""
-    return dataset_inputs(texts)[0]
 
 
 def dataset_inputs(texts: Sequence[str]) -> tuple[list[str], Any]:

@@ -26,7 +26,7 @@ memory in proportion to the whole trace:
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from servetrace.analysis.lifecycle import EVENT_TIMES, KEY, Timeline, TraceFacts
+from servetrace.analysis.lifecycle import EVENT_TIMES, KEY
 from servetrace.errors import InputError
 from servetrace.schema import TERMINAL_EVENTS, TICK_EVENTS
 
@@ -225,66 +225,6 @@ def sort_in_place(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     for i, column in enumerate(columns):
         columns[i] = column.gather(order)  # the unsorted column is freed here
     return pl.DataFrame(columns, schema=dict(zip(names, [c.dtype for c in columns], strict=True)))
-
-
-class KeptRequests:
-    """What a batched or partitioned engine keeps of every finished request (in
-    ``spill``, a temporary directory the caller removes, between compactions).
-
-    ``add`` takes one batch's (re-keyed) timeline and per-request metrics; ``timeline``
-    and ``requests`` give them back for the summary, as the in-memory engine has them
-    (requests in arrival order), with only the columns read after the kernel.
-    """
-
-    def __init__(self, grouped: bool, spill: Path | None = None) -> None:
-        self.grouped = grouped
-        self._timeline = Retained(spill, "timeline")
-        self._transitions = Retained(spill, "transitions")
-        self._row_quarantine = Retained(spill, "row-quarantine")
-        self._requests = Retained(spill, "requests")
-        self.has_admissions = False  # of valid requests, as in memory (lifecycle docstring)
-        self._no_rows: pl.DataFrame | None = None  # the row quarantine's schema, empty
-
-    def __len__(self) -> int:
-        return len(self._timeline)
-
-    def add(
-        self,
-        timeline: Timeline,
-        metrics: pl.DataFrame,
-        rekey: Callable[[pl.DataFrame], pl.DataFrame],
-    ) -> None:
-        """One batch: ``rekey`` renumbers its request keys trace-wide."""
-        self._timeline.append(rekey(retained_timeline(timeline.requests, self.grouped)))
-        moves = retained_transitions(rekey(timeline.transitions), self.grouped)
-        self._transitions.append(moves)
-        if self._no_rows is None:
-            self._no_rows = timeline.row_quarantine.clear()
-        if timeline.row_quarantine.height:
-            self._row_quarantine.append(timeline.row_quarantine)
-        self._requests.append(rekey(metrics))
-        self.has_admissions = self.has_admissions or timeline.has_admissions
-
-    def timeline(self, facts: TraceFacts, ticks: pl.DataFrame) -> Timeline:
-        if len(self._row_quarantine):
-            quarantined = self._row_quarantine.frame()
-        else:
-            assert self._no_rows is not None, "timeline() before any add()"
-            quarantined = self._no_rows
-        return Timeline(
-            requests=self._timeline.frame(),
-            ticks=ticks,
-            transitions=self._transitions.frame(),
-            row_quarantine=quarantined,
-            trace_start_ns=facts.start_ns,
-            trace_end_ns=facts.end_ns,
-            has_admissions=self.has_admissions,
-            has_releases=facts.has_releases,
-        )
-
-    def requests(self) -> pl.DataFrame:
-        """Every finished request's metrics, sorted as in memory (arrival, id)."""
-        return sort_in_place(self._requests.frame(), ["arrival_ns", "request_id"])
 
 
 @contextmanager

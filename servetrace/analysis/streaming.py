@@ -3,15 +3,9 @@
 The Polars streaming engine reads the trace in batches (``collect_batches``). Each batch
 is joined to the rows of requests still open from earlier batches; every request whose
 terminal event (and, when the trace logs them, its release) has been seen is *finished*
-and goes through exactly the same lifecycle and metric code as an in-memory trace. Open
-requests are carried on. What is kept between batches is small and mergeable:
-
-- one row per request (exact per-request metrics, invalid requests with their rule) and
-  its concurrency transitions, only the columns read after the kernel, spilled to
-  ``TMPDIR`` every few dozen batches and read back once for the summary
-  (``stream_state``);
-- pooled ITL gaps (``histogram.PooledGaps``): exact up to ``EXACT_GAPS`` gaps, so the
-  percentiles equal the in-memory ones, then a log histogram within ±0.0123 %.
+and goes to ``pieces.Pieces``: the in-memory kernel, one row per request kept (spilled
+to ``TMPDIR`` every few dozen batches, ``stream_state``), ITL gaps pooled exactly up to
+``EXACT_GAPS``, then within ±0.0123 %. Open requests are carried on.
 
 Memory during the pass therefore follows the batch size and the number of requests open
 at once; the summary then holds one row per request (``docs/scale.md``). The trace must
@@ -30,45 +24,14 @@ on the whole trace (``lifecycle`` docstring).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
-
 import polars as pl
 
-from servetrace.analysis.fluidity import fluidity_columns
-from servetrace.analysis.histogram import (
-    EXACT_GAPS,
-    GAP_SCHEMA,
-    RELATIVE_BOUND,
-    GapBudget,
-    PooledGaps,
-    add_by_group,
-)
-from servetrace.analysis.known_facts import whole_trace_facts
-from servetrace.analysis.lifecycle import (
-    KEY,
-    PLACEABLE,
-    admission_warnings,
-    build_timeline,
-    has_invalid,
-    key_renumbering,
-    quarantined_rows,
-)
-from servetrace.analysis.memory import (
-    attribute_columns,
-    span_warnings,
-    unreadable,
-)
-from servetrace.analysis.metrics import gap_frame, request_metrics
+from servetrace.analysis.histogram import EXACT_GAPS
+from servetrace.analysis.lifecycle import PLACEABLE
+from servetrace.analysis.pieces import Pieces, pieces_of
 from servetrace.analysis.result import Analysis, AnalysisOptions
-from servetrace.analysis.stream_state import (
-    FinishedIds,
-    KeptRequests,
-    finished_and_unplaced,
-    spill_directory,
-)
-from servetrace.analysis.summary import summarize
-from servetrace.errors import InputError, UsageError
+from servetrace.analysis.stream_state import FinishedIds, finished_and_unplaced
+from servetrace.errors import InputError
 from servetrace.settings import DEFAULT_BATCH_ROWS
 from servetrace.sources.trace import Trace
 
@@ -106,81 +69,18 @@ def analyze_streaming(
     ``histogram.RELATIVE_BOUND`` of them beyond.
 
     Raises ``NotTimeOrdered`` when a row of an already finished request turns up: the
-    batched path would then split the request, so the caller must analyse in memory.
+    batched path would then split the request, so ``dispatch`` partitions the log.
     """
-    try:
-        with spill_directory() as spill:
-            return _analyze_streaming(
-                trace, options or AnalysisOptions(), batch_rows, by, exact_gaps, spill
-            )
-    except pl.exceptions.PolarsError as error:
-        raise unreadable(trace, error) from None
+    with pieces_of(trace, options, by, exact_gaps) as pieces:
+        return _analyze_streaming(trace, pieces, batch_rows)
 
 
 class NotTimeOrdered(InputError):
     """A row arrived after its request had finished: the log is not in time order."""
 
 
-def _analyze_streaming(
-    trace: Trace,
-    options: AnalysisOptions,
-    batch_rows: int,
-    by: str | None,
-    exact_gaps: int,
-    spill: Path,
-) -> Analysis:
-    # The span and whether the trace logs admissions and releases: from ingest, or one
-    # scan of the whole trace (known_facts).
-    facts = whole_trace_facts(trace)
-    schema = trace.events.collect_schema()
-    attributes = attribute_columns(list(schema.names()))
-
-    kept = KeptRequests(grouped=by is not None, spill=spill)
-    quarantine: list[pl.DataFrame] = []
-    itl = PooledGaps(GapBudget(exact_gaps))
-    by_budget = GapBudget(exact_gaps)  # shared by the groups: their sum stays bounded
-    itl_by: dict[object, PooledGaps] = {}
-    if by is not None and by not in attributes:
-        raise UsageError(
-            f"--by {by}: no such request column",
-            hint="columns: " + ", ".join(attributes) if attributes else "the trace has none",
-        )
+def _analyze_streaming(trace: Trace, pieces: Pieces, batch_rows: int) -> Analysis:
     finished_ids = FinishedIds()  # every request finished so far
-
-    next_key = 0
-    empty_ticks: pl.DataFrame | None = None
-
-    def process(frame: pl.DataFrame, unadmitted_queued: bool | None = None) -> None:
-        nonlocal next_key, empty_ticks
-        if frame.height == 0:
-            return
-        timeline = build_timeline(frame, attributes, facts, unadmitted_queued)
-        metrics = request_metrics(timeline, attributes)
-        if options.fluidity is not None:
-            metrics = fluidity_columns(timeline, metrics, options.fluidity)
-        gaps = gap_frame(timeline, metrics)
-        if by is not None:
-            grouped = gaps.join(metrics.select(KEY, by), on=KEY, how="left")
-            add_by_group(itl_by, grouped, by, by_budget)
-        # Keys are only unique within one batch: renumber them trace-wide before keeping
-        # anything.
-        rekey = key_renumbering(timeline.requests, next_key)
-        next_key += timeline.requests.height
-        # While every gap fits the exact budget keep them with their (trace-wide) keys:
-        # the result then carries the in-memory gap frame (intervals, --by, the CDF).
-        if itl.exact:
-            itl.add_frame(rekey(gaps))
-        else:
-            itl.add(gaps["itl_ns"])
-
-        # The tick frame is the bulk of a batch: drop it once its gaps are counted.
-        # Only what is read after the kernel is kept of each request (stream_state); the
-        # tick frame, the bulk of a batch, is dropped once its gaps are counted.
-        if empty_ticks is None:
-            empty_ticks = timeline.ticks.clear()
-        kept.add(timeline, metrics, rekey)
-        if has_invalid(timeline):
-            quarantine.append(quarantined_rows(frame, timeline))
 
     carry: pl.DataFrame | None = None
     deferred: list[pl.DataFrame] = []
@@ -205,7 +105,7 @@ def _analyze_streaming(
         if late_ids.len():
             late = batch.filter(pl.col("request_id").is_in(late_ids.implode()))
             raise _late_row_error(trace, late, in_time_order)
-        done, unplaced_ids = finished_and_unplaced(buffer, facts.has_releases, frontier)
+        done, unplaced_ids = finished_and_unplaced(buffer, pieces.facts.has_releases, frontier)
         finished_ids.add(done)
         is_done = pl.col("request_id").is_in(done.implode())
         finished, carry = buffer.filter(is_done), buffer.filter(~is_done)
@@ -215,7 +115,9 @@ def _analyze_streaming(
             unplaced = pl.col("request_id").is_in(unplaced_ids.implode())
             deferred.append(finished.filter(unplaced))
             finished = finished.filter(~unplaced)
-        process(pl.concat([finished, loose], how="vertical_relaxed") if loose.height else finished)
+        if loose.height:
+            finished = pl.concat([finished, loose], how="vertical_relaxed")
+        pieces.add(finished)
     # In flight at the end, never released, or invalid; and the deferred requests, queued
     # if any valid request of the trace was admitted.
     rest = [*deferred, *([carry] if carry is not None else [])]
@@ -223,52 +125,7 @@ def _analyze_streaming(
     batch = buffer = finished = loose = stamps = carry = None  # type: ignore[assignment]
     deferred = []
     if rest:
-        queued = True if kept.has_admissions else None
-        process(pl.concat(rest, how="vertical_relaxed"), queued)
+        queued = True if pieces.has_admissions else None
+        pieces.add(pl.concat(rest, how="vertical_relaxed"), queued)
     del rest
-
-    if not len(kept) or empty_ticks is None:
-        raise InputError(
-            f"{', '.join(trace.inputs)}: the trace has no event rows",
-            hint="a trace needs at least one row: request_id, event, ts",
-        )
-    timeline = kept.timeline(facts, empty_ticks)
-    merged = kept.requests()
-    exact = itl.frame(GAP_SCHEMA)
-    summary = summarize(
-        timeline,
-        merged,
-        exact if exact is not None else itl.describe(),
-        targets=options.goodput,
-        formula_tolerance=(options.formula_abs_tol_ns, options.formula_rel_tol),
-        warnings=[
-            *span_warnings(timeline),
-            *admission_warnings(timeline),
-            *_histogram_warning(itl, itl_by.values()),
-        ],
-    )
-    rows_out = (
-        pl.concat(quarantine, how="diagonal_relaxed")
-        if quarantine
-        else pl.DataFrame(schema={**schema, "rule": pl.String})
-    )
-    return Analysis(
-        inputs=trace.inputs,
-        timeline=timeline,
-        per_request=merged,
-        gaps=exact if exact is not None else pl.DataFrame(schema=GAP_SCHEMA),
-        summary=summary,
-        quarantine_rows=rows_out,
-        attributes=tuple(attributes),
-        itl_by=(by, {value: h.describe() for value, h in itl_by.items()}) if by else None,
-    )
-
-
-def _histogram_warning(itl: PooledGaps, groups: Iterable[PooledGaps]) -> list[str]:
-    """Say so when some ITL percentiles are not exact, with their proven bound."""
-    if itl.exact and all(group.exact for group in groups):
-        return []
-    return [
-        f"streamed: more ITL gaps than the {itl.budget.limit:,} kept exactly, so ITL "
-        f"percentiles come from a log histogram (within ±{RELATIVE_BOUND:.4%})"
-    ]
+    return pieces.analysis(trace.inputs)

@@ -17,9 +17,9 @@ from typing import Any
 
 from servetrace.api._analyze import PathsLike, analyze
 from servetrace.errors import UsageError
-from servetrace.sim.config import Policy
+from servetrace.sim.config import LIMITS, Policy
 from servetrace.whatif.calibration import Calibration
-from servetrace.whatif.model import LIMITS, WhatIf
+from servetrace.whatif.model import WhatIf
 from servetrace.whatif.model import whatif as run_whatif
 
 

@@ -20,7 +20,7 @@ os.environ.setdefault(
 )
 
 # Importing a command module registers its commands, in the order the help lists them.
-from servetrace.cli import (
+from servetrace.cli import (  # noqa: F401
     analyze,
     capacity,
     check,
@@ -34,20 +34,6 @@ from servetrace.cli import (
     whatif,
 )
 from servetrace.cli._app import app
-
-COMMAND_MODULES = (
-    analyze,
-    capacity,
-    check,
-    compare,
-    imports,
-    merge,
-    record_steps,
-    report,
-    simulate,
-    timeline,
-    whatif,
-)
 
 __all__ = ["app", "main"]
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from servetrace.cli._app import F, with_parameters
+from servetrace.errors import UsageError
 from servetrace.render._csv import write_text_raw
 from servetrace.render.naming import Naming
 from servetrace.settings import IMPORT_FORMATS
@@ -263,6 +264,22 @@ def reading(
         "event_map": parse_mapping(event_map or [], "--event-map"),
         "from_format": from_format,
     }
+
+
+def ns_of_ms(ms: float | None) -> int | None:
+    """A duration option given in ms, as the library takes it: Int64 ns (None stays None)."""
+    return None if ms is None else round(ms * NS_PER_MS)
+
+
+SAME_RUN_STEPS = "give the engine's step records of the same run: --steps STEPS"
+
+
+def steps_needed(steps: object, *given: tuple[str, object], hint: str = SAME_RUN_STEPS) -> None:
+    """Options about the step records (``--steps-from``, ``--stalls-out``) need ``--steps``."""
+    if steps is None:
+        for flag, value in given:
+            if value is not None:
+                raise UsageError(f"{flag} needs --steps", hint=hint)
 
 
 def goodput_targets(texts: list[str] | None) -> tuple[GoodputTarget, ...]:

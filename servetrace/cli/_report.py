@@ -10,10 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from servetrace.cli._app import emit, out_console
+from servetrace.render.formats import SummaryFormat
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+# -f/--format of every command that prints a report; the choices are the command's enum.
+REPORT_FORMAT = typer.Option("--format", "-f", help="Report format.")
+SummaryFormatOpt = Annotated[SummaryFormat, REPORT_FORMAT]
 ReportOutOpt = Annotated[
     Path | None,
     typer.Option("--output", "-o", metavar="FILE", help="Also write the report to this file."),

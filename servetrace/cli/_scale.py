@@ -66,11 +66,12 @@ def output_path(text: str | Path | None) -> Path | str | None:
     return text if is_uri(text) else Path(text)
 
 
-def refuse_uri(flag: str, text: str | Path | None, why: str) -> None:
+def refuse_uri(text: str | Path | None, why: str, flag: str = "") -> None:
+    """An object-store URI where only a path on this machine will do: a usage error."""
     from servetrace.sources.objectstore import is_uri
 
     if isinstance(text, str) and is_uri(text):
-        raise UsageError(f"{flag} {text}: {why}", hint=STORE_HINT)
+        raise UsageError(f"{flag} {text}: {why}".lstrip(), hint=STORE_HINT)
 
 
 STORE_HINT = (
@@ -93,7 +94,7 @@ def check_outputs(
 
     if engine is Engine.ray and partial_out is not None:
         raise UsageError("--partial-out is for one shard on this machine, not --engine ray")
-    refuse_uri("--partial-out", partial_out, "partials are directories on this machine")
+    refuse_uri(partial_out, "partials are directories on this machine", "--partial-out")
     partial_out = None if partial_out is None else Path(partial_out)
     if isinstance(requests_out, str) and requests_out == quarantine_out and is_uri(requests_out):
         raise UsageError(f"--requests-out and --quarantine-out name the same object {requests_out}")

@@ -26,9 +26,18 @@ from servetrace.cli._options import (
     TracesArg,
     goodput_targets,
     in_range,
+    ns_of_ms,
     reading_options,
+    steps_needed,
 )
-from servetrace.cli._report import ReportOutOpt, check_report_output, deliver, terminal_width
+from servetrace.cli._report import (
+    REPORT_FORMAT,
+    ReportOutOpt,
+    SummaryFormatOpt,
+    check_report_output,
+    deliver,
+    terminal_width,
+)
 from servetrace.cli._scale import (
     EngineOpt,
     PartialOutOpt,
@@ -45,7 +54,6 @@ from servetrace.render.formats import SummaryFormat, ValidateFormat
 from servetrace.render.naming import Naming
 from servetrace.schema import EVENT_ALIASES, EVENT_KINDS
 from servetrace.settings import DEFAULT_BATCH_ROWS, Engine
-from servetrace.units import NS_PER_MS
 
 if TYPE_CHECKING:
     from servetrace.analysis.result import Analysis
@@ -73,9 +81,7 @@ def _report_warnings(analysis: Analysis) -> None:
 @reading_options
 def analyze(
     traces: TracesArg,
-    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
-        SummaryFormat.table
-    ),
+    fmt: SummaryFormatOpt = SummaryFormat.table,
     output: ReportOutOpt = None,
     requests_out: RequestsOutUriOpt = None,
     quarantine_out: QuarantineOutUriOpt = None,
@@ -190,9 +196,7 @@ def analyze(
     options: dict[str, Any] = {
         "by": by,
         "goodput": goodput_targets(goodput),
-        "formula_abs_tol_ns": None
-        if formula_abs_tol_ms is None
-        else round(formula_abs_tol_ms * NS_PER_MS),
+        "formula_abs_tol_ns": ns_of_ms(formula_abs_tol_ms),
         "formula_rel_tol": formula_rel_tol,
         **(reading or {}),
     }
@@ -240,7 +244,7 @@ def analyze(
             return
         analysis = runs[0].analysis
     if server_metrics is not None:
-        offset = None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS)
+        offset = ns_of_ms(clock_offset_ms)
         analysis = api.with_server_metrics(analysis, server_metrics, server_metrics_from, offset)
     _report_warnings(analysis)
     if requests_target:
@@ -269,13 +273,8 @@ def check_steps_options(
     """--steps-from and --stalls-out need --steps; outputs are checked before any read."""
     from servetrace.outputs import check_frame_output, refuse_overwriting_inputs
 
+    steps_needed(steps, ("--steps-from", steps_from), ("--stalls-out", stalls_out))
     if steps is None:
-        for flag, value in (("--steps-from", steps_from), ("--stalls-out", stalls_out)):
-            if value is not None:
-                raise UsageError(
-                    f"{flag} needs --steps",
-                    hint="give the engine's step records of the same run: --steps STEPS",
-                )
         return
     check_frame_output(stalls_out, "--stalls-out")
     refuse_overwriting_inputs([("--stalls-out", stalls_out)], [*traces, steps])
@@ -301,28 +300,15 @@ def _runs_output(
     plots: Path | None,
 ) -> None:
     """Several runs: one row each (``render/runs``); frames get a ``run`` column."""
-    import polars as pl
-
     from servetrace.render import runs as render
+    from servetrace.render.warnings import grouped_warnings
 
     if plots:
         raise UsageError(
             "--plots draws one trace; these inputs are several runs",
             hint="name one run, or --pool them",
         )
-    from servetrace.render.warnings import grouped_warnings
-
-    notes = []
-    for run in runs:
-        files = [str(path) for path in run.source.paths]
-        notes += [("", message, files) for message in run.notes]
-        if run.analysis is not None:
-            notes += [
-                (run.label, message, files)
-                for message in run.analysis.warnings
-                if message not in run.notes
-            ]
-    for line in grouped_warnings(notes):
+    for line in grouped_warnings(runs.notes()):
         warn(line)
     for flag, path, frame_of in (
         ("--requests-out", requests_out, lambda a: a.requests),
@@ -330,14 +316,10 @@ def _runs_output(
     ):
         if path is None:
             continue
-        frames = [
-            frame_of(run.analysis).with_columns(pl.lit(run.label).alias("run"))
-            for run in runs
-            if run.analysis is not None
-        ]
-        if not frames:
+        frame = runs.frame(frame_of)
+        if frame is None:
             raise UsageError(f"{flag}: no run has per-request rows (summaries only)")
-        write_requests(pl.concat(frames, how="diagonal_relaxed"), path, Engine.local, None, flag)
+        write_requests(frame, path, Engine.local, None, flag)
     if fmt is SummaryFormat.json:
         report = render.render_runs_json(runs) + "\n"
     elif fmt is SummaryFormat.csv:
@@ -356,9 +338,7 @@ def validate(
     traces: TracesArg,
     quarantine_out: QuarantineOutUriOpt = None,
     csv_raw_text: CsvRawTextOpt = False,
-    fmt: Annotated[
-        ValidateFormat, typer.Option("--format", "-f", help="Report format.")
-    ] = ValidateFormat.table,
+    fmt: Annotated[ValidateFormat, REPORT_FORMAT] = ValidateFormat.table,
     output: ReportOutOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:

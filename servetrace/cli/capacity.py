@@ -19,6 +19,7 @@ from servetrace.cli._options import (
 from servetrace.cli._report import (
     FILE_WIDTH,
     ReportOutOpt,
+    SummaryFormatOpt,
     check_report_output,
     deliver,
     terminal_width,
@@ -68,9 +69,7 @@ def capacity(
             callback=in_range(1, 2**31),
         ),
     ] = None,
-    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
-        SummaryFormat.table
-    ),
+    fmt: SummaryFormatOpt = SummaryFormat.table,
     csv_raw_text: CsvRawTextOpt = False,
     output: ReportOutOpt = None,
     reading: dict[str, Any] | None = None,

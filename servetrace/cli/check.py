@@ -18,7 +18,7 @@ from servetrace.cli._options import (
     in_range,
     reading_options,
 )
-from servetrace.cli._report import ReportOutOpt, check_report_output
+from servetrace.cli._report import REPORT_FORMAT, ReportOutOpt, check_report_output
 from servetrace.errors import ExitCode
 from servetrace.render.formats import CheckFormat
 from servetrace.settings import PercentileGate
@@ -77,9 +77,7 @@ def check_command(
         int | None,
         typer.Option(help="Bootstrap resamples.", callback=RESAMPLES),
     ] = None,
-    fmt: Annotated[
-        CheckFormat, typer.Option("--format", "-f", help="Report format.")
-    ] = CheckFormat.table,
+    fmt: Annotated[CheckFormat, REPORT_FORMAT] = CheckFormat.table,
     output: ReportOutOpt = None,
     fluidity: Annotated[
         str | None,

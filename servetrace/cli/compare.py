@@ -18,8 +18,9 @@ from servetrace.cli._options import (
     goodput_targets,
     in_range,
     reading_options,
+    steps_needed,
 )
-from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
+from servetrace.cli._report import REPORT_FORMAT, ReportOutOpt, check_report_output, deliver
 from servetrace.errors import UsageError
 from servetrace.render.formats import CompareFormat
 from servetrace.settings import DEFAULT_ARRIVAL_TOLERANCE_NS, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
@@ -56,9 +57,7 @@ def _metric_help() -> str:
 def compare_command(
     baseline: Annotated[str, typer.Argument(help="The reference trace (file or directory).")],
     candidates: Annotated[list[str], typer.Argument(help="One or more traces to compare.")],
-    fmt: Annotated[
-        CompareFormat, typer.Option("--format", "-f", help="Report format.")
-    ] = CompareFormat.table,
+    fmt: Annotated[CompareFormat, REPORT_FORMAT] = CompareFormat.table,
     output: ReportOutOpt = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show non-significant rows too.")
@@ -126,21 +125,17 @@ def compare_command(
     # An unknown metric or statistic is a usage error before any trace is read.
     resolve(metric or DEFAULT_COMPARE_METRICS, stat or DEFAULT_COMPARE_STATS)
 
-    if label is not None and len(label) != 1 + len(candidates):
-        raise UsageError(
-            f"{len(label)} --label for {1 + len(candidates)} traces: give one per trace",
-            hint="the baseline's label first, then one per candidate, in order",
-        )
-    if steps is not None and len(steps) != 1 + len(candidates):
-        raise UsageError(
-            f"{len(steps)} --steps for {1 + len(candidates)} traces: give one per trace",
-            hint="the baseline's steps first, then one per candidate, in order",
-        )
-    if steps is None and steps_from is not None:
-        raise UsageError(
-            "--steps-from needs --steps",
-            hint="give the engine's step records of each run: --steps STEPS, once per trace",
-        )
+    for flag, given, what in (("--label", label, "label"), ("--steps", steps, "steps")):
+        if given is not None and len(given) != 1 + len(candidates):
+            raise UsageError(
+                f"{len(given)} {flag} for {1 + len(candidates)} traces: give one per trace",
+                hint=f"the baseline's {what} first, then one per candidate, in order",
+            )
+    steps_needed(
+        steps,
+        ("--steps-from", steps_from),
+        hint="give the engine's step records of each run: --steps STEPS, once per trace",
+    )
     check_report_output(output, [baseline, *candidates, *(steps or [])])
     check_plots_dir(plots, [baseline, *candidates])
     targets = goodput_targets(goodput)

@@ -17,8 +17,8 @@ from servetrace.cli._options import (
     NamingOpt,
     StrictOpt,
 )
-from servetrace.cli._scale import STORE_HINT, QuarantineOutUriOpt, RequestsOutUriOpt
-from servetrace.errors import InputError, UsageError
+from servetrace.cli._report import SummaryFormatOpt
+from servetrace.cli._scale import QuarantineOutUriOpt, RequestsOutUriOpt, refuse_uri
 from servetrace.render.formats import SummaryFormat
 from servetrace.render.naming import Naming
 
@@ -35,9 +35,7 @@ def merge(
         list[str],
         typer.Argument(help="Partial directories (or globs) written by analyze --partial-out."),
     ],
-    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
-        SummaryFormat.table
-    ),
+    fmt: SummaryFormatOpt = SummaryFormat.table,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -66,39 +64,12 @@ def merge(
     The report equals one analysis of all shards (per-request values exactly; pooled ITL
     exactly up to 4,000,000 gaps, then within ±0.0123 %). A request id in two partials
     is an input error (exit 3): the shards were not split by request."""
-    from servetrace.analysis.partial_io import write_partial
     from servetrace.cli.analyze import analyze
-    from servetrace.outputs import refuse_overwriting_inputs
-    from servetrace.runs.load import merged_partial
-    from servetrace.sources.inputs import is_partial, resolve
-    from servetrace.sources.objectstore import is_uri
-    from servetrace.sources.paths import has_magic
+    from servetrace.runs.load import merge_partials
 
     for text in partials:
-        if is_uri(text):
-            raise UsageError(
-                f"{text}: merge reads partials on this machine, not on an object store",
-                hint=STORE_HINT,
-            )
-    from servetrace.analysis.partial_io import read_partial
-
-    for text in partials:  # name the first input that is not a partial, and why
-        if not has_magic(text) and not is_partial(text):
-            read_partial(text)
-    sources = resolve(partials)
-    if not sources[0].partials:
-        raise InputError(f"{', '.join(partials)}: no partial found")
-    found = list(sources[0].paths)
-    traces = [str(p) for p in found]
-    if output is not None:
-        from servetrace.analysis.partial_io import check_partial_output
-
-        check_partial_output(output, "--output")
-        refuse_overwriting_inputs([("--output", output)], traces)
-        if any(Path(output).resolve() == p.resolve() for p in found):
-            raise UsageError(f"--output {output}: is one of the partials merged")
-        write_partial(merged_partial(found), output)
-        traces = [str(output)]
+        refuse_uri(text, "merge reads partials on this machine, not on an object store")
+    traces = merge_partials(partials, output)
     analyze(
         traces,
         fmt=fmt,

@@ -17,10 +17,12 @@ from servetrace.cli._options import (
     StepsOpt,
     goodput_targets,
     in_range,
+    ns_of_ms,
     reading_options,
+    steps_needed,
 )
+from servetrace.cli._report import check_report_output
 from servetrace.errors import UsageError
-from servetrace.units import NS_PER_MS
 
 
 @app.command(
@@ -75,19 +77,13 @@ def report(
     Also the formula residuals; with two or more traces, the comparison of each with the
     first. A sweep (a folder of runs, or --sweep): its latency curve and SLO attainment by load."""
     from servetrace.analysis.slices import parse_slice
-    from servetrace.outputs import refuse_overwriting_inputs, write_text
+    from servetrace.outputs import write_text
     from servetrace.render.report_build import build_report
 
     if output.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"--output {output}: use an .html file name")
-    if not output.parent.is_dir():
-        raise UsageError(f"--output {output}: directory {output.parent} does not exist")
-    if steps is None and steps_from is not None:
-        raise UsageError(
-            "--steps-from needs --steps",
-            hint="give the engine's step records of the same run: --steps STEPS",
-        )
-    refuse_overwriting_inputs([("--output", output)], [*traces, *([steps] if steps else [])])
+    steps_needed(steps, ("--steps-from", steps_from))
+    check_report_output(output, [*traces, *([steps] if steps else [])])
     page = build_report(
         traces,
         seed=seed,
@@ -99,11 +95,7 @@ def report(
         reading=reading,
         server_metrics=None
         if server_metrics is None
-        else (
-            str(server_metrics),
-            server_metrics_from,
-            None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS),
-        ),
+        else (str(server_metrics), server_metrics_from, ns_of_ms(clock_offset_ms)),
         steps=None if steps is None else (str(steps), steps_from),
     )
     for message in page.warnings:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -12,9 +12,6 @@ from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED
 from servetrace.render.formats import SimulateFormat
 from servetrace.sim.config import EngineConfig, Policy
 from servetrace.units import NS_PER_MS as MS
-
-if TYPE_CHECKING:
-    import polars as pl
 
 
 @app.command(
@@ -123,11 +120,8 @@ def simulate_command(
     from servetrace.outputs import check_frame_output, refuse_overwriting_inputs, write_frame
     from servetrace.render.simulate import saturation_warning, simulate_json
     from servetrace.sim.capacity import offered_load
-    from servetrace.sim.readers import read_workload
-    from servetrace.sim.simulate import run_simulation
-    from servetrace.sim.steps_record import canonical_steps
-    from servetrace.sim.synthetic import synthetic_workload
-    from servetrace.sim.workloads import head, scale_rate
+    from servetrace.sim.simulate import run_simulation, workload_for
+    from servetrace.sim.steps_record import step_file
 
     check_frame_output(output, "--output")
     check_frame_output(steps_out, "--steps-out")
@@ -135,14 +129,7 @@ def simulate_command(
     if metrics_out is not None:
         outputs.append(("--metrics-out", metrics_out))
     refuse_overwriting_inputs(outputs, [workload] if workload else [])
-    if workload is not None:
-        load = read_workload(workload)
-    else:
-        load = synthetic_workload(requests, rate, seed=seed, burstiness=burstiness)
-    if limit is not None:
-        load = head(load, limit)
-    if speed != 1.0:
-        load = scale_rate(load, speed)
+    load = workload_for(workload, requests, rate, seed, burstiness, limit, speed)
     config = EngineConfig(
         policy=policy.value,
         max_batch_tokens=max_batch_tokens,
@@ -163,7 +150,7 @@ def simulate_command(
     events = sim.events
     write_frame(events, output)
     if steps_out is not None:
-        write_frame(step_file_frame(canonical_steps(sim), steps_out), steps_out)
+        write_frame(step_file(sim, steps_out), steps_out)
     if metrics_out is not None:
         from servetrace.outputs import write_text
         from servetrace.sim.metrics import exposition
@@ -186,13 +173,3 @@ def simulate_command(
             ),
             end="",
         )
-
-
-def step_file_frame(steps: pl.DataFrame, path: Path) -> pl.DataFrame:
-    """CSV holds no list: there ``request_ids`` is the ids joined by ``;`` (as the canonical
-    step reader reads them)."""
-    import polars as pl
-
-    if path.suffix.lower() != ".csv":
-        return steps
-    return steps.with_columns(pl.col("request_ids").list.join(";"))

@@ -14,11 +14,13 @@ from servetrace.cli._options import (
     ServerMetricsOpt,
     StepsFromOpt,
     TimelineStepsOpt,
+    ns_of_ms,
     reading_options,
+    steps_needed,
 )
+from servetrace.cli._report import check_report_output
 from servetrace.errors import UsageError
 from servetrace.render.format import counted
-from servetrace.units import NS_PER_MS
 
 
 @app.command(
@@ -57,20 +59,14 @@ def timeline(
 ) -> None:
     """Write one slice per request (queued, prefill, decode, requeued) packed into lanes."""
     from servetrace.api import analyze
-    from servetrace.outputs import refuse_overwriting_inputs, write_bytes
+    from servetrace.outputs import write_bytes
     from servetrace.render.timeline import TimelineOptions, build_trace, parse_ids, parse_window
 
     name = output.name.lower()
     if not (name.endswith(".json") or name.endswith(".json.gz")):
         raise UsageError(f"--output {output}: use a .json or .json.gz file name")
-    if not output.parent.is_dir():
-        raise UsageError(f"--output {output}: directory {output.parent} does not exist")
-    if steps is None and steps_from is not None:
-        raise UsageError(
-            "--steps-from needs --steps",
-            hint="give the engine's step records of the same run: --steps STEPS",
-        )
-    refuse_overwriting_inputs([("--output", output)], [*traces, *([steps] if steps else [])])
+    steps_needed(steps, ("--steps-from", steps_from))
+    check_report_output(output, [*traces, *([steps] if steps else [])])
     options = TimelineOptions(
         requests=parse_ids(requests),
         window_ns=parse_window(window) if window else None,
@@ -81,7 +77,7 @@ def timeline(
     if server_metrics is not None:  # counter tracks of its series, on the trace's clock
         from servetrace.api import with_server_metrics
 
-        offset = None if clock_offset_ms is None else round(clock_offset_ms * NS_PER_MS)
+        offset = ns_of_ms(clock_offset_ms)
         analysis = with_server_metrics(analysis, server_metrics, server_metrics_from, offset)
     records = None
     if steps is not None:  # a lane and counters per replica, on the trace's clock

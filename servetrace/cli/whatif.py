@@ -9,13 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from servetrace.cli._app import app, examples, guarded
-from servetrace.cli._options import COUNT, reading_options
-from servetrace.cli._report import ReportOutOpt, check_report_output, deliver
+from servetrace.cli._options import COUNT, StepsFromOpt, reading_options
+from servetrace.cli._report import ReportOutOpt, SummaryFormatOpt, check_report_output, deliver
 from servetrace.errors import ExitCode, UsageError
 from servetrace.render.formats import SummaryFormat
-from servetrace.sim.config import Policy
-
-KNOBS = ("max_batch_tokens", "max_running", "kv_tokens")
+from servetrace.sim.config import LIMITS, Policy
 
 
 def _pairs(texts: list[str], flag: str) -> dict[str, list[int]]:
@@ -24,10 +22,10 @@ def _pairs(texts: list[str], flag: str) -> dict[str, list[int]]:
     for text in texts:
         name, sep, values = text.partition("=")
         key = name.strip().replace("-", "_")
-        if not sep or key not in KNOBS:
+        if not sep or key not in LIMITS:
             raise UsageError(
                 f"{flag} {text!r}: give NAME=VALUE with NAME one of "
-                + ", ".join(k.replace("_", "-") for k in KNOBS)
+                + ", ".join(k.replace("_", "-") for k in LIMITS)
             )
         try:
             out[key] = [int(v) for v in values.split(",")]
@@ -84,9 +82,7 @@ def whatif(
     steps: Annotated[
         Path | None, typer.Option(help="Engine step records of the trace, to fit on.")
     ] = None,
-    steps_from: Annotated[
-        str | None, typer.Option(help="Format of --steps (default: detected, as analyze does).")
-    ] = None,
+    steps_from: StepsFromOpt = None,
     calibration: Annotated[
         Path | None, typer.Option(help="Use this calibration file instead of fitting.")
     ] = None,
@@ -109,9 +105,7 @@ def whatif(
     extrapolate: Annotated[
         bool, typer.Option(help="Predict outside the calibrated range.")
     ] = False,
-    fmt: Annotated[SummaryFormat, typer.Option("--format", "-f", help="Report format.")] = (
-        SummaryFormat.table
-    ),
+    fmt: SummaryFormatOpt = SummaryFormat.table,
     output: ReportOutOpt = None,
     reading: dict[str, Any] | None = None,
 ) -> None:
@@ -137,8 +131,7 @@ def whatif(
         check_report_output(report, traces)
     if calibration_out is not None:
         check_directory(calibration_out, "--calibration-out")
-    knobs = {"max_batch_tokens": max_batch_tokens, "max_running": max_running}
-    knobs["kv_tokens"] = kv_tokens
+    knobs = dict(max_batch_tokens=max_batch_tokens, max_running=max_running, kv_tokens=kv_tokens)
     chosen = [(policy.value, knobs)]
     if sweep is not None:
         ((name, values),) = _pairs([sweep], "--sweep").items()

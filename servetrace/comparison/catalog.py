@@ -75,10 +75,6 @@ class MetricSpec:
     description: str = ""
     stat_units: Mapping[str, str] = field(default_factory=dict)
 
-    @property
-    def is_time(self) -> bool:
-        return self.kind == "latency"
-
     def unit_of(self, stat: str) -> str:
         """Unit of the values of ``self.stat``: ``ns`` for latency stats, ``""`` for counts."""
         if self.kind == "latency":

@@ -54,7 +54,6 @@ from servetrace.units import TIME_UNIT_SPELLINGS as TIME_UNITS_NS
 Expect = Literal["slo", "regression", "goodput"]
 # The longest time a trace can hold: its timestamps are Int64 nanoseconds.
 MAX_TIME_NS = float(2**63 - 1)
-_TIME_UNITS_TEXT = DURATION_UNITS_TEXT
 GOODPUT_HINT = "goodput targets look like ttft<=200ms, tpot<=50ms (per request, no statistic)"
 RULE_HINT = (
     "rules look like ttft.p99<=500ms (an SLO) or ttft.p99:+10% (a regression budget); "
@@ -283,13 +282,13 @@ def _check_unit(
                 after_number,
                 1,
                 f"{spec.name}{'.' + stat if stat else ''} is a time: "
-                f"add a unit ({_TIME_UNITS_TEXT}{' or %' if budget else ''})",
+                f"add a unit ({DURATION_UNITS_TEXT}{' or %' if budget else ''})",
             )
         if unit not in TIME_UNITS_NS:
             raise _Fail(
                 at,
                 len(unit),
-                f"unknown unit {unit!r} (use {_TIME_UNITS_TEXT}{' or %' if budget else ''})",
+                f"unknown unit {unit!r} (use {DURATION_UNITS_TEXT}{' or %' if budget else ''})",
             )
         return unit
     if unit == "%" and (budget or is_fraction_stat(stat)):

@@ -26,7 +26,8 @@ from servetrace.sources.reading import load_json, sibling, strip_suffixes
 
 _TP_PP = re.compile(r"(?:^|[_\-.])tp(\d+)[_\-]pp(\d+)(?:[_\-.]|$)", re.IGNORECASE)
 _DATASET_FLAG = re.compile(r"--dataset[-_]name[= ]+['\"]?([\w\-./]+)")
-# The offered load as GenAI-Perf spells it (stimulus, or the top of input_config).
+# The offered load as AIPerf and GenAI-Perf spell it (GenAI-Perf: stimulus, or the top of
+# input_config; AIPerf: a profiling phase or the loadgen, beside its request count).
 _LOAD: list[tuple[str, str, Kind]] = [
     ("max_concurrency", "concurrency", "positive_count"),
     ("request_rate_per_s", "request_rate", "rate"),
@@ -152,19 +153,11 @@ def aiperf(summary_file: Path | None) -> dict[str, Any]:
         facts.set("model", str(models[0]), here)
     for phase in config.get("phases") or []:
         if isinstance(phase, Mapping) and phase.get("kind", "profiling") == "profiling":
-            wanted: list[tuple[str, str, Kind]] = [
-                ("max_concurrency", "concurrency", "positive_count"),
-                ("request_rate_per_s", "request_rate", "rate"),
-                ("num_prompts", "requests", "count"),
-            ]
+            wanted = [*_LOAD, ("num_prompts", "requests", "count")]
             facts.set_checked(phase, wanted, summary_file, here, "input_config.phases[].")
     loadgen = config.get("loadgen")
     if isinstance(loadgen, Mapping):
-        loads: list[tuple[str, str, Kind]] = [
-            ("max_concurrency", "concurrency", "positive_count"),
-            ("request_rate_per_s", "request_rate", "rate"),
-            ("num_prompts", "request_count", "count"),
-        ]
+        loads = [*_LOAD, ("num_prompts", "request_count", "count")]
         facts.set_checked(loadgen, loads, summary_file, here, "input_config.loadgen.")
     datasets = config.get("datasets")
     if isinstance(datasets, list) and datasets and isinstance(datasets[0], Mapping):
@@ -314,16 +307,12 @@ def declared_for(
 ) -> dict[str, Any]:
     """The declared facts of one run read with importer ``fmt`` from ``path``."""
     if fmt is None or path is None:
-        facts = empty_declared()
-        facts["tool"] = "servetrace" if fmt is None else fmt
-        return facts
+        return Facts("servetrace" if fmt is None else fmt).finish()
     if fmt == "vllm-bench":
         return vllm_bench(path, tool_summary)
     if fmt == "aiperf":
-        main = path
-        name = strip_suffixes(main, ".gz", ".jsonl")
-        name = name.removesuffix("_raw")
-        return aiperf(sibling(main, name + "_aiperf.json"))
+        name = strip_suffixes(path, ".gz", ".jsonl").removesuffix("_raw")
+        return aiperf(sibling(path, name + "_aiperf.json"))
     if fmt == "genai-perf":
         return genai_perf(sibling(path, strip_suffixes(path, ".gz", ".json") + "_genai_perf.json"))
     if fmt == "guidellm":
@@ -332,9 +321,7 @@ def declared_for(
         return llmperf(path, tool_summary)
     if fmt == "blis":
         return blis(path, tool_summary)
-    facts = empty_declared()
-    facts["tool"] = fmt
-    return facts
+    return Facts(fmt).finish()
 
 
 def dumps(declared: Mapping[str, Any]) -> str:

@@ -10,6 +10,7 @@ prefix they all share (at a ``_``/``-`` boundary, keeping the name of a bare val
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,21 +30,11 @@ def _stem(name: str) -> str:
     return name
 
 
-def _common_prefix(names: Sequence[str]) -> str:
-    if not names:
-        return ""
-    first, last = min(names), max(names)
-    size = 0
-    while size < min(len(first), len(last)) and first[size] == last[size]:
-        size += 1
-    return first[:size]
-
-
 def _trim_names(names: list[str]) -> list[str]:
     """Drop the prefix every name shares, at a separator boundary."""
     if len(set(names)) <= 1:
         return names
-    prefix = _common_prefix(names)
+    prefix = os.path.commonprefix(names)  # noqa: RUF071  (file names, by character)
     cuts = [i + 1 for i, ch in enumerate(prefix) if ch in "_-"]
     if not cuts:
         return names

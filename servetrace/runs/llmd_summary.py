@@ -69,6 +69,11 @@ def _get(doc: Any, dotted: str) -> Any:
     return doc
 
 
+def _number(doc: Any, dotted: str, kind: Kind, path: Path) -> float | int | None:
+    """The field at ``dotted`` checked as ``kind`` (an error names the file and the field)."""
+    return checked(_get(doc, dotted), kind, path, dotted)
+
+
 def _latency(entry: Any, path: Path, field: str) -> dict[str, float | None] | None:
     """One latency statistics block in ms (``InputError`` on a unit that is not a time)."""
     if not isinstance(entry, Mapping):
@@ -108,10 +113,9 @@ def reported(version: str, doc: Mapping[str, Any], path: Path) -> dict[str, Any]
         if stats is not None and any(v is not None for v in stats.values()):
             metrics[ours] = {"unit": "ms", "tool_name": theirs, **stats}
     requests = f"{base}.requests"
-    total = checked(_get(doc, f"{requests}.total"), "count", path, f"{requests}.total")
-    failures = checked(_get(doc, f"{requests}.failures"), "count", path, f"{requests}.failures")
-    incomplete_field = f"{requests}.incomplete"
-    incomplete = checked(_get(doc, incomplete_field), "count", path, incomplete_field)
+    total = _number(doc, f"{requests}.total", "count", path)
+    failures = _number(doc, f"{requests}.failures", "count", path)
+    incomplete = _number(doc, f"{requests}.incomplete", "count", path)
     completed = None
     if total is not None and (failures is not None or incomplete is not None):
         completed = int(total) - int(failures or 0) - int(incomplete or 0)
@@ -127,8 +131,8 @@ def reported(version: str, doc: Mapping[str, Any], path: Path) -> dict[str, Any]
     return {
         "metrics": metrics,
         "throughput": {
-            "requests_per_s": checked(_get(doc, rate[0]), "per_s", path, rate[0]),
-            "output_tokens_per_s": checked(_get(doc, rate[1]), "per_s", path, rate[1]),
+            "requests_per_s": _number(doc, rate[0], "per_s", path),
+            "output_tokens_per_s": _number(doc, rate[1], "per_s", path),
         },
         "completed": completed,
         "errored": failures,
@@ -154,6 +158,9 @@ def declared(version: str, doc: Mapping[str, Any], path: Path) -> dict[str, Any]
     def put(key: str, value: Any, field: str) -> None:
         facts.set(key, value, f"{name} {field}")
 
+    def put_checked(key: str, dotted: str, kind: Kind) -> None:
+        put(key, _number(doc, dotted, kind, path), dotted)
+
     if version == "0.1":
         put("model", _get(doc, "scenario.model.name"), "scenario.model.name")
         if _harness(doc, version) in _VLLM_ARGS:
@@ -164,10 +171,8 @@ def declared(version: str, doc: Mapping[str, Any], path: Path) -> dict[str, Any]
                 ("num_prompts", "num_prompts", "count"),
             )
             for key, field, kind in loads:
-                dotted = f"{args}.{field}"
-                put(key, checked(_get(doc, dotted), kind, path, dotted), dotted)
-        duration = "metrics.time.duration"
-        put("duration_s", checked(_get(doc, duration), "duration_s", path, duration), duration)
+                put_checked(key, f"{args}.{field}", kind)
+        put_checked("duration_s", "metrics.time.duration", "duration_s")
         accelerators = _get(doc, "scenario.host.accelerator")
         if isinstance(accelerators, list) and accelerators:
             field = "scenario.host.accelerator[].count"
@@ -178,15 +183,10 @@ def declared(version: str, doc: Mapping[str, Any], path: Path) -> dict[str, Any]
                 _parallelism(facts, accelerators[0], path, name, "scenario.host.accelerator[0]")
         return facts.finish()
     load = "scenario.load.standardized"
-    put(
-        "request_rate_per_s",
-        checked(_get(doc, f"{load}.rate_qps"), "rate", path, f"{load}.rate_qps"),
-        f"{load}.rate_qps",
-    )
+    put_checked("request_rate_per_s", f"{load}.rate_qps", "rate")
     concurrency = _get(doc, f"{load}.concurrency")
     if not (isinstance(concurrency, float) and math.isinf(concurrency)):  # .inf: no limit
-        field = f"{load}.concurrency"
-        put("max_concurrency", checked(concurrency, "positive_count", path, field), field)
+        put_checked("max_concurrency", f"{load}.concurrency", "positive_count")
     put("duration_s", _seconds(_get(doc, "run.time.duration")), "run.time.duration")
     stack = _get(doc, "scenario.stack")
     engines = [

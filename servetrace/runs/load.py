@@ -55,16 +55,6 @@ class Settings:
         return self.window is not None or self.steady_state or self.slice_ns is not None
 
 
-@dataclass(frozen=True)
-class Events:
-    """A run's canonical events: how to scan them, and what reading them said."""
-
-    scan: Callable[[], pl.LazyFrame]
-    notes: tuple[str, ...] = ()
-    # Imported events are in memory already; a canonical log is read by its engine.
-    frame: pl.DataFrame | None = None
-
-
 def import_events(
     source: RunSource, ingest: IngestOptions
 ) -> tuple[pl.DataFrame, tuple[str, ...], dict[str, Any] | None]:
@@ -260,6 +250,32 @@ def _partials(source: RunSource, settings: Settings) -> Analysis:
 def merged_partial(paths: Sequence[Path]) -> Partial:
     """Partial results of request-split shards, read and combined into one."""
     return combine([read_partial(path) for path in paths])
+
+
+def merge_partials(texts: Sequence[str], output: Path | None) -> list[str]:
+    """``servetrace merge``: the partials ``texts`` name (paths or globs on this machine),
+    merged into ``output`` when given; returns what to analyse as the whole trace."""
+    from servetrace.analysis.partial_io import check_partial_output, write_partial
+    from servetrace.errors import InputError
+    from servetrace.outputs import refuse_overwriting_inputs
+    from servetrace.sources.inputs import is_partial, resolve
+    from servetrace.sources.paths import has_magic
+
+    for text in texts:  # name the first input that is not a partial, and why
+        if not has_magic(text) and not is_partial(text):
+            read_partial(text)
+    sources = resolve(list(texts))
+    if not sources[0].partials:
+        raise InputError(f"{', '.join(texts)}: no partial found")
+    found = list(sources[0].paths)
+    if output is None:
+        return [str(p) for p in found]
+    check_partial_output(output, "--output")
+    refuse_overwriting_inputs([("--output", output)], [str(p) for p in found])
+    if any(Path(output).resolve() == p.resolve() for p in found):
+        raise UsageError(f"--output {output}: is one of the partials merged")
+    write_partial(merged_partial(found), output)
+    return [str(output)]
 
 
 def load(source: RunSource, settings: Settings) -> list[Loaded]:

@@ -26,12 +26,15 @@ and there are no per-request statistics.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servetrace.analysis.result import Analysis
 from servetrace.sources.inputs import RunSource
+
+if TYPE_CHECKING:
+    import polars as pl
 
 DECLARED_KEYS = (
     "tool",
@@ -97,6 +100,30 @@ class Runs(Sequence["Run"]):
 
     def __getitem__(self, index: int) -> Run:  # type: ignore[override]
         return self.runs[index]
+
+    def notes(self) -> list[tuple[str, str, list[str]]]:
+        """``(run label, message, files)`` of every run's notes (label "": about the files
+        read) and of its analysis warnings not already among them."""
+        out: list[tuple[str, str, list[str]]] = []
+        for run in self.runs:
+            files = [str(path) for path in run.source.paths]
+            out += [("", message, files) for message in run.notes]
+            if run.analysis is not None:
+                warnings = run.analysis.warnings
+                out += [(run.label, m, files) for m in warnings if m not in run.notes]
+        return out
+
+    def frame(self, of: Callable[[Analysis], pl.DataFrame]) -> pl.DataFrame | None:
+        """``of`` each analysed run's analysis, with a ``run`` column; None when every run
+        is a summary only."""
+        import polars as pl
+
+        frames = [
+            of(run.analysis).with_columns(pl.lit(run.label).alias("run"))
+            for run in self.runs
+            if run.analysis is not None
+        ]
+        return pl.concat(frames, how="diagonal_relaxed") if frames else None
 
     def by_label(self, label: str) -> Run:
         for run in self.runs:

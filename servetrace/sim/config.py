@@ -18,7 +18,10 @@ from enum import Enum
 
 from servetrace.errors import UsageError
 
-__all__ = ["EngineConfig", "Policy"]
+__all__ = ["LIMITS", "EngineConfig", "Policy"]
+
+# The scheduler limits a what-if may set or sweep, and a trace may be told it ran with.
+LIMITS = ("max_batch_tokens", "max_running", "kv_tokens")
 
 
 class Policy(str, Enum):
@@ -103,30 +106,25 @@ class EngineConfig:
                 hint="choose one of: " + ", ".join(p.value for p in Policy),
             ) from None
         object.__setattr__(self, "policy", policy)
-        positive = (
-            "max_batch_tokens",
-            "max_running",
-            "kv_blocks",
-            "block_size",
-            "stream_chunk",
+        # Capacities count something (at least one); costs and delays are at least zero.
+        counts = ("max_batch_tokens", "max_running", "kv_blocks", "block_size", "stream_chunk")
+        costs = (
+            "step_base_ns",
+            "step_prefill_token_ns",
+            "step_decode_seq_ns",
+            "step_context_token_ns",
         )
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise UsageError(f"engine setting {name} must be >= 1 (got {getattr(self, name)})")
+        delays = ("release_delay_ns", "horizon_ns")
+        for name, least in [(name, 1) for name in counts] + [(n, 0) for n in costs + delays]:
+            value = getattr(self, name)
+            if value is not None and value < least:
+                raise UsageError(f"engine setting {name} must be >= {least} (got {value})")
         if self.max_running > self.max_batch_tokens:
             raise UsageError(
                 f"max_running ({self.max_running}) exceeds max_batch_tokens "
                 f"({self.max_batch_tokens})",
                 hint="every running request decodes one token per step within the budget",
             )
-        for name in (
-            "step_base_ns",
-            "step_prefill_token_ns",
-            "step_decode_seq_ns",
-            "step_context_token_ns",
-        ):
-            if getattr(self, name) < 0:
-                raise UsageError(f"engine setting {name} must be >= 0 (got {getattr(self, name)})")
         if self.step_base_ns + self.step_prefill_token_ns + self.step_decode_seq_ns < 1:
             raise UsageError("the step-time model must make every step take at least 1 ns")
         for name in ("watermark", "bundle_prob", "cancel_fraction", "leak_fraction"):
@@ -140,10 +138,6 @@ class EngineConfig:
             raise UsageError(
                 f"cancel_after_ns must be (low, high) with 0 < low <= high (got {low}, {high})"
             )
-        if self.release_delay_ns is not None and self.release_delay_ns < 0:
-            raise UsageError(f"release_delay_ns must be >= 0 (got {self.release_delay_ns})")
-        if self.horizon_ns is not None and self.horizon_ns < 0:
-            raise UsageError(f"horizon_ns must be >= 0 (got {self.horizon_ns})")
 
     @property
     def watermark_blocks(self) -> int:

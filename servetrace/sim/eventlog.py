@@ -35,18 +35,18 @@ EVENT_COLUMNS: dict[str, pl.DataType] = {
 #: A time that never comes (a request still in flight, a client without a deadline).
 NEVER = np.iinfo(np.int64).max
 # Event kinds as the small integer codes the engine logs (their index in EVENT_KINDS).
-_K = {name: code for code, name in enumerate(EVENT_KINDS)}
-ARRIVAL, ADMISSION, FIRST, TOKEN = (
-    _K["arrival"],
-    _K["admission"],
-    _K["first_token"],
-    _K["token"],
-)
-PREEMPTION, COMPLETION, CANCEL, RELEASE = (
-    _K["preemption"],
-    _K["completion"],
-    _K["cancellation"],
-    _K["release"],
+ARRIVAL, ADMISSION, FIRST, TOKEN, PREEMPTION, COMPLETION, CANCEL, RELEASE = (
+    EVENT_KINDS.index(name)
+    for name in (
+        "arrival",
+        "admission",
+        "first_token",
+        "token",
+        "preemption",
+        "completion",
+        "cancellation",
+        "release",
+    )
 )
 
 

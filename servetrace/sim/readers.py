@@ -34,7 +34,6 @@ WORKLOAD_FORMATS: dict[str, str] = {
 
 AZURE_COLUMNS: tuple[str, str, str] = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 MOONCAKE_FIELDS: tuple[str, str, str] = ("timestamp", "input_length", "output_length")
-MOONCAKE_BLOCK_TOKENS = 512  # tokens per entry of `hash_ids` (the Mooncake trace README)
 
 # `YYYY-MM-DD HH:MM:SS[.fffffffff]`, the Azure trace's naive timestamps (7 digits there).
 _TIMESTAMP_RE = r"^\s*(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s*$"
@@ -288,15 +287,7 @@ def _read_workload_table(p: Path) -> pl.DataFrame:
         if p.suffix.lower() == ".parquet" or p.read_bytes()[:4] == b"PAR1":
             raw = pl.read_parquet(p)
         else:
-            raw = pl.read_csv(
-                p,
-                schema_overrides={
-                    "request_id": pl.String,
-                    "arrival_ns": pl.Int64,
-                    "prompt_tokens": pl.Int64,
-                    "output_tokens": pl.Int64,
-                },
-            )
+            raw = pl.read_csv(p, schema_overrides=WORKLOAD_SCHEMA)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
         raise InputError(
             f"{p}: not a readable workload table ({first_line(exc)})",

@@ -7,14 +7,18 @@ several schedulers), not to predict production latencies.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
 from servetrace.sim.config import EngineConfig
 from servetrace.sim.engine import _Engine
 from servetrace.sim.eventlog import Simulation
-from servetrace.sim.workloads import validate_workload
+from servetrace.sim.readers import read_workload
+from servetrace.sim.synthetic import synthetic_workload
+from servetrace.sim.workloads import head, scale_rate, validate_workload
 
-__all__ = ["run_simulation", "simulate"]
+__all__ = ["run_simulation", "simulate", "workload_for"]
 
 
 def simulate(workload: pl.DataFrame, config: EngineConfig | None = None) -> pl.DataFrame:
@@ -37,3 +41,23 @@ def run_simulation(workload: pl.DataFrame, config: EngineConfig | None = None) -
     cfg = config if config is not None else EngineConfig()
     wl = validate_workload(workload)
     return _Engine(wl, cfg).run()
+
+
+def workload_for(
+    path: Path | None,
+    requests: int,
+    rate: float,
+    seed: int,
+    burstiness: float = 1.0,
+    limit: int | None = None,
+    speed: float = 1.0,
+) -> pl.DataFrame:
+    """What ``servetrace simulate`` replays: the workload file at ``path``, else ``requests``
+    seeded synthetic ones at ``rate``; its first ``limit`` requests, ``speed`` times as fast."""
+    if path is not None:
+        load = read_workload(path)
+    else:
+        load = synthetic_workload(requests, rate, seed=seed, burstiness=burstiness)
+    if limit is not None:
+        load = head(load, limit)
+    return load if speed == 1.0 else scale_rate(load, speed)

@@ -9,6 +9,7 @@ simulated trace comes with the oracle the stall join is tested against.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -126,3 +127,12 @@ def canonical_steps(sim: RecordedRun) -> pl.DataFrame:
         "preempted",
     ).join(members.rename({"request_id": "request_ids"}), on="step", how="left")
     return conform(frame.sort("step"))
+
+
+def step_file(sim: RecordedRun, path: Path) -> pl.DataFrame:
+    """`canonical_steps` as a file at ``path`` holds them: CSV holds no list, so there
+    ``request_ids`` is the ids joined by ``;`` (as the canonical step reader reads them)."""
+    steps = canonical_steps(sim)
+    if path.suffix.lower() != ".csv":
+        return steps
+    return steps.with_columns(pl.col("request_ids").list.join(";"))

@@ -14,7 +14,7 @@ except an optional numeric `priority` (lower first, null: after every level), wh
 ``priority`` policy orders its queue by and the event log carries on each arrival.
 
 This module defines the table: its schema, `validate_workload` (every workload the
-simulator runs passes through it), and small pure transformations (`head`, `window`,
+simulator runs passes through it), and small pure transformations (`head`,
 `scale_rate`). Workloads are made by the seeded generator (`servetrace.sim.synthetic`)
 or read from public real traces (`servetrace.sim.readers`).
 """
@@ -59,18 +59,6 @@ def head(workload: pl.DataFrame, n: int) -> pl.DataFrame:
     if n < 0:
         raise UsageError(f"number of requests must be >= 0 (got {n})")
     return workload.head(n)
-
-
-def window(
-    workload: pl.DataFrame, start_ns: int, end_ns: int, *, rebase: bool = True
-) -> pl.DataFrame:
-    """The requests arriving in ``[start_ns, end_ns)``; with ``rebase`` the first is at 0."""
-    if end_ns < start_ns:
-        raise UsageError(f"time window ends before it starts ({start_ns} .. {end_ns} ns)")
-    out = workload.filter(pl.col("arrival_ns").is_between(start_ns, end_ns, closed="left"))
-    if rebase and out.height:
-        out = out.with_columns(pl.col("arrival_ns") - pl.col("arrival_ns").min())
-    return out
 
 
 def scale_rate(workload: pl.DataFrame, factor: float) -> pl.DataFrame:

@@ -14,10 +14,8 @@ importer does not know as request attributes (never silently dropped).
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import re
-import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,9 +31,7 @@ from servetrace.sources.events import (
     Notes,
     import_result,
 )
-
-NS_PER_S = 1_000_000_000
-NS_PER_US = 1_000
+from servetrace.sources.sniff import read_head
 
 # Columns an importer's request frame may use besides REQUEST_COLUMNS.
 ADMISSION = "admission_ns"
@@ -159,44 +155,33 @@ def iter_json_values(text: str, path: Path) -> Iterator[tuple[int, Any]]:
         yield line, value
 
 
-def folder_files(path: Path, accept: Callable[[Path], bool]) -> list[Path]:
-    """The files of a folder (recursively, sorted, hidden ones skipped) that ``accept``
-    takes; an error naming the folder when there is none."""
-    files = sorted(
+def visible_files(path: Path) -> list[Path]:
+    """The files of a folder, recursively and sorted, hidden ones skipped."""
+    return sorted(
         p
         for p in path.rglob("*")
         if p.is_file() and not any(s.startswith(".") for s in p.relative_to(path).parts)
     )
-    chosen = [p for p in files if accept(p)]
+
+
+def folder_files(path: Path, accept: Callable[[Path], bool]) -> list[Path]:
+    """The ``visible_files`` of a folder that ``accept`` takes; an error naming the
+    folder when there is none."""
+    chosen = [p for p in visible_files(path) if accept(p)]
     if not chosen:
         raise InputError(f"{path}: the folder holds no file of this format")
     return chosen
 
 
-_HEAD_BYTES = 1 << 20
-
-
-def head_text(path: Path, limit: int = _HEAD_BYTES) -> str:
-    """The first ``limit`` bytes of a file (gunzipped when gzip) as text, for recognising
-    a format in a folder without reading every part whole; "" when unreadable."""
-    try:
-        with path.open("rb") as handle:
-            magic = handle.read(2)
-            handle.seek(0)
-            if magic == b"\x1f\x8b":
-                with gzip.GzipFile(fileobj=handle) as unpacked:
-                    data = unpacked.read(limit)
-            else:
-                data = handle.read(limit)
-    except (OSError, EOFError, zlib.error):
-        return ""
-    return data.decode("utf-8-sig", errors="ignore")
-
-
 def sniff_head(path: Path, sniff: Callable[[Any], bool], starts: str) -> bool:
     """True when the file's first JSON value satisfies ``sniff``; when that value is longer
-    than the head, when its text matches the ``starts`` pattern."""
-    head = head_text(path)
+    than the head (its first MiB, gunzipped when gzip), when its text matches the
+    ``starts`` pattern. Reads only the head, so a folder's parts are never read whole
+    just to recognise them; an unreadable file is no such file."""
+    try:
+        head = read_head(path, 1 << 20).decode("utf-8-sig", errors="ignore")
+    except InputError:
+        return False
     value = first_json_value(head)
     if value is not None:
         return sniff(value)
@@ -218,13 +203,6 @@ def first_json_value(text: str) -> Any:
             return json.loads(first_line)
         except json.JSONDecodeError:
             return None
-
-
-def describe_keys(obj: Any) -> str:
-    if isinstance(obj, Mapping):
-        keys = list(obj)[:8]
-        return "found keys: " + ", ".join(map(str, keys)) + (", ..." if len(obj) > 8 else "")
-    return f"found a JSON {type(obj).__name__}"
 
 
 def agree(count: int, singular: str = "has", plural: str = "have") -> str:

@@ -14,8 +14,9 @@ from typing import Any
 import polars as pl
 
 from servetrace.sources import aiperf_metadata as meta
+from servetrace.sources import chunks
 from servetrace.sources import response_body as body
-from servetrace.sources.chunks import chunk_columns, sse_payload
+from servetrace.sources.chunks import sse_payload
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import FormatMismatch, describe_json, iter_json_lines
 
@@ -25,6 +26,17 @@ def sniff_raw_record(obj: Any) -> bool:
     return isinstance(obj, dict) and "start_perf_ns" in obj and "responses" in obj
 
 
+# One row per record: what the export's metadata says of the request.
+_ROW = {
+    "request_id": pl.Utf8,
+    "start_ns": pl.Int64,
+    "start_perf_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "cancel_ns": pl.Int64,
+    "was_cancelled": pl.Boolean,
+    "error_code": pl.Int64,
+    "error": pl.Utf8,
+}
 _RESPONSES = pl.List(
     pl.Struct(
         {
@@ -40,17 +52,8 @@ def read_raw(path: Path) -> pl.DataFrame:
     """One row per raw record: ids, clocks and the content chunks' wall times (``ticks_raw``),
     plus usage counts from the stream."""
     fields = Fields(path, "AIPerf raw")
-    columns: dict[str, list[Any]] = {
-        "request_id": [],
-        "start_ns": [],
-        "start_perf_ns": [],
-        "end_ns": [],
-        "cancel_ns": [],
-        "was_cancelled": [],
-        "error_code": [],
-        "error": [],
-        "responses": [],
-    }
+    columns: dict[str, list[Any]] = {name: [] for name in _ROW}
+    responses: list[list[Any] | None] = []
     wheres: list[str] = []
     for index, (line, obj) in enumerate(iter_json_lines(path)):
         where = f"record {index} (line {line})"
@@ -68,36 +71,25 @@ def read_raw(path: Path) -> pl.DataFrame:
         columns["was_cancelled"].append(meta.was_cancelled(fields, obj, code))
         columns["error_code"].append(code)
         columns["error"].append(error)
-        columns["responses"].append(fields.array(obj, "responses", where))
+        responses.append(fields.array(obj, "responses", where))
         wheres.append(where)
     if None in columns["start_ns"]:
         index = columns["start_ns"].index(None)
         raise fields.error(f"record {index}", "missing field 'metadata.request_start_ns'")
 
-    frame = pl.DataFrame(
-        {key: value for key, value in columns.items() if key != "responses"},
-        schema_overrides={
-            "start_ns": pl.Int64,
-            "start_perf_ns": pl.Int64,
-            "end_ns": pl.Int64,
-            "cancel_ns": pl.Int64,
-            "error_code": pl.Int64,
-            "error": pl.Utf8,
-        },
-    ).with_columns(
+    frame = pl.DataFrame(columns, schema=_ROW).with_columns(
         fields.struct_lists(
-            columns["responses"],
-            _RESPONSES,
-            "responses",
-            wheres.__getitem__,
-            time_fields=("perf_ns",),
+            responses, _RESPONSES, "responses", wheres.__getitem__, time_fields=("perf_ns",)
         )
     )
-    chunks = (
+    parts = (
         frame.select("request_id", "start_ns", "start_perf_ns", "responses")
         .explode("responses", keep_nulls=False)
         .unnest("responses")
-        .with_columns(pl.int_range(pl.len()).over("request_id").alias("_chunk"))
+        .with_columns(
+            _chunk=pl.int_range(pl.len()).over("request_id"),
+            time_ns=pl.col("start_ns") + (pl.col("perf_ns") - pl.col("start_perf_ns")),
+        )
         .explode("packets", keep_nulls=True)
         .with_columns(
             payload=pl.coalesce(
@@ -107,26 +99,15 @@ def read_raw(path: Path) -> pl.DataFrame:
                 pl.col("text"),
             )
         )
-        .with_columns(*body.chunk_fields(pl.col("payload")), **chunk_columns(pl.col("payload")))
-        .group_by("request_id", "_chunk", maintain_order=True)
-        .agg(
-            pl.col("start_ns", "start_perf_ns", "perf_ns").first(),
-            pl.col("content").any(),
-            pl.col("completion_tokens", "prompt_tokens").drop_nulls().last(),
-            *body.last_fields(),
-        )
     )
-    per_request = chunks.group_by("request_id", maintain_order=True).agg(
-        *body.last_fields(),
-        ticks_raw=(pl.col("start_ns") + (pl.col("perf_ns") - pl.col("start_perf_ns"))).filter(
-            pl.col("content")
-        ),
-        raw_completion_tokens=pl.col("completion_tokens").drop_nulls().last(),
-        raw_prompt_tokens=pl.col("prompt_tokens").drop_nulls().last(),
+    per_request = chunks.per_request(parts).rename(
+        {
+            "ticks_ns": "ticks_raw",
+            "completion_tokens": "raw_completion_tokens",
+            "prompt_tokens": "raw_prompt_tokens",
+        }
     )
-    joined = (
-        frame.drop("responses")
-        .join(per_request, on="request_id", how="left", maintain_order="left")
-        .with_columns(pl.col("ticks_raw").list.sort())
+    joined = frame.drop("responses").join(
+        per_request, on="request_id", how="left", maintain_order="left"
     )
     return body.typed(joined, lambda row: f"{path}: {wheres[row]}")

@@ -135,14 +135,14 @@ def read_records(path: Path, lines: list[tuple[int, Any]]) -> pl.DataFrame:
         )
         columns["error_code"].append(error_code)
         columns["error"].append(error_text)
-        columns["conversation_id"].append(_text(fields.get(obj, "metadata.conversation_id")))
+        columns["conversation_id"].append(fields.text(obj, "metadata.conversation_id"))
         columns["turn_index"].append(
             fields.integer(obj, "metadata.turn_index", where, required=False)
         )
-        columns["worker_id"].append(_text(fields.get(obj, "metadata.worker_id")))
+        columns["worker_id"].append(fields.text(obj, "metadata.worker_id"))
         columns["phase"].append(
-            _text(fields.get(obj, "metadata.benchmark_phase"))
-            or _text(fields.get(obj, "metadata.credit_phase"))
+            fields.text(obj, "metadata.benchmark_phase")
+            or fields.text(obj, "metadata.credit_phase")
         )
 
     frame = pl.DataFrame(columns, schema=ROW_SCHEMA, strict=False)
@@ -211,7 +211,3 @@ def _count(fields: Fields, metrics: Mapping[str, Any], name: str, where: str) ->
     if entry is None:
         return None
     return fields.integer(entry, "value", f"{where}: metrics.{name}")
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)

@@ -3,7 +3,8 @@
 This is the only module that reads trace files into a ``Trace``. It resolves paths (a file,
 a glob or a directory of parts: ``sources/paths.py``), scans each with the matching Polars
 reader (``sources/file_scan.py``), and normalises the columns (``sources/normalise.py``);
-inputs that name object-store URIs are read object by object (``sources/uri_trace.py``).
+inputs that name object-store URIs are read object by object through pyarrow
+(``sources/objectstore.py``), local paths beside them as locally, one trace of all.
 
 Every reader sees every row before it decides a column's type (``infer_schema_length=
 None``): a key that first appears on line 10,501 of a JSON Lines log, or an id that turns
@@ -21,7 +22,15 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import UsageError
-from servetrace.sources.file_scan import guarded, raw_scan, resolve_parts, row_count, sniff_format
+from servetrace.sources import objectstore
+from servetrace.sources.file_scan import (
+    format_of,
+    guarded,
+    raw_scan,
+    resolve_parts,
+    row_count,
+    sniff_format,
+)
 from servetrace.sources.footer_facts import FileFacts, combined, file_facts
 from servetrace.sources.normalise import (
     COUNT_COLUMNS,
@@ -33,7 +42,6 @@ from servetrace.sources.objectstore import is_uri
 from servetrace.sources.parquet_stats import IntegerRange, integer_ranges
 from servetrace.sources.paths import hive_values
 from servetrace.sources.trace import Trace, assemble, canonical_events
-from servetrace.sources.uri_trace import read_uri_events
 
 __all__ = [
     "COUNT_COLUMNS",
@@ -117,7 +125,7 @@ def read_events(
     """
     options = options or IngestOptions()
     if any(is_uri(text) for text in inputs):  # s3://, gs://…: read through pyarrow.fs
-        return read_uri_events(inputs, options, load_below)
+        return _read_uri_events(inputs, options, load_below)
     parts = resolve_parts(inputs)
     files = [path for path, _ in parts]
     # A list, not a dict by path: a file named twice is read twice, as before.
@@ -128,3 +136,34 @@ def read_events(
     read = [guarded(path, partial(_canonical, raw, path, options, load)) for path, raw in raws]
     footer = combined([facts for _, facts in read])
     return assemble(inputs, [str(f) for f in files], [frame for frame, _ in read], load, footer)
+
+
+def _read_uri_events(
+    inputs: Sequence[str], options: IngestOptions, load_below: int | None = None
+) -> Trace:
+    """One trace of every object (and local file) the inputs name: the steps of a local
+    read, object by object; rows are counted from the footers."""
+    sources: list[tuple[str, pl.LazyFrame, int]] = []
+    for text in inputs:
+        if is_uri(text):
+            parts = objectstore.resolve_parts(text, lambda key: format_of(Path(key)) is not None)
+            sources += [(part.uri, *objectstore.scan(part)) for part in parts]
+            continue
+        for path, hive in resolve_parts([text]):
+            raw = guarded(path, partial(raw_scan, path, options, hive))
+            sources.append((str(path), raw, guarded(path, partial(row_count, raw))))
+    load = load_below is not None and sum(rows for _, _, rows in sources) < load_below
+    frames = [_uri_canonical(name, raw, options, load) for name, raw, _ in sources]
+    return assemble(inputs, [name for name, _, _ in sources], frames, load)
+
+
+def _uri_canonical(
+    name: str, raw: pl.LazyFrame, options: IngestOptions, load: bool
+) -> pl.LazyFrame:
+    """One source's canonical events, its failures named by the URI (or the local path)."""
+    label = objectstore.named(name)
+
+    def work() -> pl.LazyFrame:
+        return canonical_events(raw, label, options, load)[0]
+
+    return objectstore.guarded(name, work) if is_uri(name) else guarded(label, work)

@@ -78,6 +78,15 @@ REQUEST_COLUMNS: dict[str, pl.DataType] = {
     "error_code": pl.Int64(),
     "error": pl.Utf8(),
 }
+# The request columns an importer may leave out: a count or an error it cannot know is
+# null, and a terminal without ``terminal_known`` is known.
+OPTIONAL_REQUEST_COLUMNS = (
+    "prompt_tokens",
+    "output_tokens",
+    "terminal_known",
+    "error_code",
+    "error",
+)
 
 
 @dataclass
@@ -155,19 +164,24 @@ def build_events(
 
     ``requests`` has the columns of ``REQUEST_COLUMNS`` (``ticks_ns``: the absolute times of
     the output chunks, first token first; ``terminal``: ``"completion"``, ``"cancellation"``
-    or null for a request still in flight) plus the per-request ``attributes``, which are
-    repeated on every event row of their request. Each tick carries ``tokens=1``: the
-    tools record when a chunk arrived, not how many tokens it held; the authoritative
-    count goes on the terminal row as ``output_tokens``.
+    or null for a request still in flight; ``OPTIONAL_REQUEST_COLUMNS`` may be left out)
+    plus the per-request ``attributes``, which are repeated on every event row of their
+    request. Each tick carries ``tokens=1``: the tools record when a chunk arrived, not
+    how many tokens it held; the authoritative count goes on the terminal row as
+    ``output_tokens``.
 
     Rows are ordered by arrival, then by the request's position in the file, then in
     lifecycle order.
     """
-    missing = [name for name in REQUEST_COLUMNS if name not in requests.columns]
+    present = set(requests.columns)
+    missing = [n for n in REQUEST_COLUMNS if n not in present | set(OPTIONAL_REQUEST_COLUMNS)]
     if missing:  # a programming error in an importer, not a user error
         raise ValueError(f"request rows lack columns: {missing}")
     base = requests.select(
-        *(pl.col(name).cast(dtype) for name, dtype in REQUEST_COLUMNS.items()),
+        *(
+            (pl.col(name) if name in present else pl.lit(None)).cast(dtype).alias(name)
+            for name, dtype in REQUEST_COLUMNS.items()
+        ),
         *attributes,
     ).with_row_index("_req")
 

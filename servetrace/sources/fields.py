@@ -15,6 +15,7 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import MAX_ABS_NS
+from servetrace.sources.reading import describe_json
 from servetrace.units import TIME_UNITS
 
 _MISSING = object()
@@ -34,6 +35,12 @@ class Fields:
     def error(self, where: str, message: str, hint: str | None = None) -> InputError:
         return InputError(f"{self.path}: {where}: {message}", hint=hint)
 
+    def record(self, value: Any, where: str) -> dict[str, Any]:
+        """``value`` when it is a JSON object (a record, a block of records), else the error."""
+        if not isinstance(value, dict):
+            raise self.error(where, f"expected an object ({describe_json(value)})")
+        return value
+
     def lookup(self, obj: Any, dotted: str) -> Any:
         current = obj
         for key in dotted.split("."):
@@ -46,6 +53,11 @@ class Fields:
         """The field's value, or None when it is absent (no type check)."""
         value = self.lookup(obj, dotted)
         return None if value is _MISSING else value
+
+    def text(self, obj: Any, dotted: str) -> str | None:
+        """The field's value as text (an id, a message, whatever its JSON type), or None."""
+        value = self.get(obj, dotted)
+        return None if value is None else str(value)
 
     def _get(self, obj: Any, dotted: str, where: str, required: bool) -> Any:
         value = self.lookup(obj, dotted)
@@ -119,31 +131,24 @@ class Fields:
         return None
 
     def string(self, obj: Any, dotted: str, where: str, *, required: bool = True) -> str | None:
-        value = self._get(obj, dotted, where, required)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise self.error(where, f"field '{dotted}' must be a string, got {_show(value)}")
-        return value
+        return self._typed(obj, dotted, where, required, str, "a string")
 
     def mapping(
         self, obj: Any, dotted: str, where: str, *, required: bool = True
     ) -> Mapping[str, Any] | None:
-        value = self._get(obj, dotted, where, required)
-        if value is None:
-            return None
-        if not isinstance(value, Mapping):
-            raise self.error(where, f"field '{dotted}' must be an object, got {_show(value)}")
-        return value
+        return self._typed(obj, dotted, where, required, Mapping, "an object")
 
     def array(
         self, obj: Any, dotted: str, where: str, *, required: bool = True
     ) -> list[Any] | None:
+        return self._typed(obj, dotted, where, required, list, "a list")
+
+    def _typed(
+        self, obj: Any, dotted: str, where: str, required: bool, kind: type, what: str
+    ) -> Any:
         value = self._get(obj, dotted, where, required)
-        if value is None:
-            return None
-        if not isinstance(value, list):
-            raise self.error(where, f"field '{dotted}' must be a list, got {_show(value)}")
+        if value is not None and not isinstance(value, kind):
+            raise self.error(where, f"field '{dotted}' must be {what}, got {_show(value)}")
         return value
 
     def float_lists(
@@ -291,6 +296,20 @@ class Fields:
                 + ", ".join(TIME_UNITS),
             )
         return TIME_UNITS[name]
+
+
+Column = tuple[Any, Callable[[Any], Any]]
+"""A column of ``record_frame``: its Polars type, and how to get its value from a record."""
+
+
+def record_frame(records: Sequence[Any], columns: Mapping[str, Column]) -> pl.DataFrame:
+    """One row per record, one column per entry of ``columns``; read record by record, so
+    the first bad value in the file is the one reported."""
+    rows = [[get(record) for _, get in columns.values()] for record in records]
+    return pl.DataFrame(
+        {name: [row[i] for row in rows] for i, name in enumerate(columns)},
+        schema={name: dtype for name, (dtype, _) in columns.items()},
+    )
 
 
 def _is_number(value: Any) -> bool:

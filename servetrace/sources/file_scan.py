@@ -1,9 +1,9 @@
 """One local trace file (Parquet, Arrow IPC, CSV, JSON Lines; text gzip allowed) as a raw
 LazyFrame, its failures as one line naming the file.
 
-What a local read (``canonical``) and a read of object-store URIs beside local paths
-(``uri_trace``) share: which files are trace files, how each is scanned, and how a Polars
-error becomes an ``InputError`` naming the file and, for text, the line.
+What a local read and a read of object-store URIs beside local paths (``canonical``)
+share: which files are trace files, how each is scanned, and how a Polars error becomes
+an ``InputError`` naming the file and, for text, the line.
 """
 
 from __future__ import annotations
@@ -37,10 +37,7 @@ SUFFIX_FORMATS: dict[str, str] = {
 
 def format_of(path: Path) -> str | None:
     """The format a file's name says (``.gz`` looked through), or None: not a trace file."""
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    return SUFFIX_FORMATS.get(suffixes[-1]) if suffixes else None
+    return SUFFIX_FORMATS.get(sniff.suffix(path))
 
 
 def sniff_format(path: Path) -> str:
@@ -50,13 +47,7 @@ def sniff_format(path: Path) -> str:
         return known
     with open(path, "rb") as handle:
         head = handle.read(8)
-    if head.startswith(b"PAR1"):
-        return "parquet"
-    if head.startswith(b"ARROW1"):
-        return "ipc"
-    if head.lstrip().startswith(b"{"):
-        return "ndjson"
-    return "csv"
+    return sniff.binary_format(head) or ("ndjson" if head.lstrip().startswith(b"{") else "csv")
 
 
 def resolve_paths(inputs: Sequence[str]) -> list[Path]:
@@ -139,7 +130,7 @@ def _drop_blank_lines(frame: pl.LazyFrame, key_columns: Sequence[str]) -> pl.Laz
 def _scan_ndjson(path: Path) -> pl.LazyFrame:
     head = sniff.read_head(path, 3)
     # scan_ndjson has no glob=False: a name with glob characters is read from memory.
-    if sniff.is_gzip(path) or sniff.has_bom(head) or paths.has_magic(str(path)):
+    if sniff.is_gzip(path) or head.startswith(sniff.UTF8_BOM) or paths.has_magic(str(path)):
         data = sniff.read_all(path).removeprefix(sniff.UTF8_BOM)
         return pl.read_ndjson(data, infer_schema_length=None).lazy()
     limits.check_lines(path)

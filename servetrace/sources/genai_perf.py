@@ -27,12 +27,13 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import MAX_ABS_NS
+from servetrace.sources import chunks
 from servetrace.sources import response_body as body
-from servetrace.sources.chunks import chunk_columns, sse_payload
+from servetrace.sources.chunks import sse_payload
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
 from servetrace.sources.fields import Fields
 from servetrace.sources.reading import (
-    describe_json,
+    holds_blocks,
     load_document,
     sibling,
     strip_suffixes,
@@ -46,10 +47,7 @@ _OUTPUTS = pl.List(pl.Struct({"response": pl.Utf8(), "text_output": pl.Utf8()}))
 
 def sniff(doc: Any) -> bool:
     """True for a perf_analyzer / GenAI-Perf profile export."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("experiments"), list):
-        return False
-    experiments = doc["experiments"]
-    return not experiments or (isinstance(experiments[0], dict) and "requests" in experiments[0])
+    return holds_blocks(doc, "experiments", "requests")
 
 
 def read(path: str | Path) -> ImportResult:
@@ -68,14 +66,12 @@ def read(path: str | Path) -> ImportResult:
     wheres: list[str] = []
     for e_index, block in enumerate(doc["experiments"]):
         e_where = f"experiments[{e_index}]"
-        if not isinstance(block, dict):
-            raise fields.error(e_where, f"expected an object ({describe_json(block)})")
+        block = fields.record(block, e_where)
         label = _experiment_label(block.get("experiment"))
         block_requests = fields.array(block, "requests", e_where) or []
         for r_index, request in enumerate(block_requests):
             where = f"{e_where}.requests[{r_index}]"
-            if not isinstance(request, dict):
-                raise fields.error(where, f"expected an object ({describe_json(request)})")
+            request = fields.record(request, where)
             send = fields.integer(request, "timestamp", where)
             times = fields.array(request, "response_timestamps", where, required=False) or []
             texts = fields.array(request, "response_outputs", where, required=False) or []
@@ -113,6 +109,8 @@ def read(path: str | Path) -> ImportResult:
             "arrival_ns": pl.Series(sends, dtype=pl.Int64),
             "experiment": experiment,
             "stamps": stamp_column,
+            "stream_end_ns": stamp_column.list.max(),
+            "responses": stamp_column.list.len(),
             "texts": fields.struct_lists(
                 outputs, _OUTPUTS, "response_outputs", wheres.__getitem__
             ).list.eval(
@@ -123,31 +121,16 @@ def read(path: str | Path) -> ImportResult:
             ),
         }
     )
-    chunks = (
-        frame.select("request_id", "stamps", "texts")
-        .explode("stamps", "texts", keep_nulls=False)
+    parts = (
+        frame.select("request_id", time_ns="stamps", payload="texts")
+        .explode("time_ns", "payload", keep_nulls=False)
         .with_row_index("_chunk")
         # one response may hold several SSE events ("data: …\n\ndata: …")
-        .with_columns(pl.col("texts").str.split("\n"))
-        .explode("texts", keep_nulls=True)
-        .with_columns(payload=sse_payload(pl.col("texts")))
-        .with_columns(*body.chunk_fields(pl.col("payload")), **chunk_columns(pl.col("payload")))
-        .group_by("_chunk", maintain_order=True)
-        .agg(
-            pl.col("request_id", "stamps").first(),
-            pl.col("content").any(),
-            pl.col("completion_tokens", "prompt_tokens").drop_nulls().last(),
-            *body.last_fields(),
-        )
+        .with_columns(pl.col("payload").str.split("\n"))
+        .explode("payload", keep_nulls=True)
+        .with_columns(sse_payload(pl.col("payload")))
     )
-    per_request = chunks.group_by("request_id", maintain_order=True).agg(
-        *body.last_fields(),
-        ticks_ns=pl.col("stamps").filter(pl.col("content")).sort(),
-        stream_end_ns=pl.col("stamps").max(),
-        output_tokens=pl.col("completion_tokens").drop_nulls().last(),
-        prompt_tokens=pl.col("prompt_tokens").drop_nulls().last(),
-        responses=pl.len(),
-    )
+    per_request = chunks.per_request(parts).rename({"completion_tokens": "output_tokens"})
     requests = (
         body.typed(
             frame.drop("stamps", "texts").join(
@@ -156,7 +139,6 @@ def read(path: str | Path) -> ImportResult:
             lambda row: f"{path}: {wheres[row]}",
         )
         .with_columns(
-            pl.col("responses").fill_null(0),
             has_content=pl.col("ticks_ns").list.len().fill_null(0) > 0,
         )
         .with_columns(
@@ -166,8 +148,6 @@ def read(path: str | Path) -> ImportResult:
             .when(pl.col("responses") > 0)
             .then(pl.lit("error")),
             terminal_ns=pl.col("stream_end_ns"),
-            terminal_known=pl.lit(True),
-            error_code=pl.lit(None, dtype=pl.Int64),
             error=pl.when(~pl.col("has_content") & (pl.col("responses") > 0)).then(
                 pl.lit("no content in any response")
             ),

@@ -44,7 +44,7 @@ from servetrace.sources.events import (
     import_result,
 )
 from servetrace.sources.fields import Fields
-from servetrace.sources.reading import describe_json, load_document
+from servetrace.sources.reading import holds_blocks, load_document
 from servetrace.sources.times import checked_ns
 from servetrace.units import NS_PER_S as _NS_PER_S
 
@@ -70,13 +70,23 @@ _TIMES = {
     "targeted": ("targeted_start", None),
 }
 
+# The columns ``_collect`` fills, one value per request.
+_SCHEMA = {
+    "request_id": pl.Utf8,
+    "status": pl.Utf8,
+    "benchmark": pl.Int64,
+    "conversation_id": pl.Utf8,
+    "error": pl.Utf8,
+    "prompt_tokens": pl.Int64,
+    "output_tokens": pl.Int64,
+    "token_iterations": pl.Int64,
+    **dict.fromkeys(_TIMES, pl.Float64),
+}
+
 
 def sniff(doc: Any) -> bool:
     """True for a GuideLLM report."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        return False
-    benchmarks = doc["benchmarks"]
-    return not benchmarks or (isinstance(benchmarks[0], dict) and "requests" in benchmarks[0])
+    return holds_blocks(doc, "benchmarks", "requests")
 
 
 def read(path: str | Path) -> ImportResult:
@@ -86,26 +96,12 @@ def read(path: str | Path) -> ImportResult:
     )
     fields = Fields(path, "GuideLLM")
     notes = Notes()
-    columns: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "request_id",
-            "status",
-            "benchmark",
-            "conversation_id",
-            "error",
-            "prompt_tokens",
-            "output_tokens",
-            "token_iterations",
-            *_TIMES,
-        )
-    }
+    columns: dict[str, list[Any]] = {name: [] for name in _SCHEMA}
     summaries: list[dict[str, Any]] = []
     wheres: list[str] = []
     for b_index, benchmark in enumerate(doc["benchmarks"]):
         b_where = f"benchmarks[{b_index}]"
-        if not isinstance(benchmark, dict):
-            raise fields.error(b_where, f"expected an object ({describe_json(benchmark)})")
+        benchmark = fields.record(benchmark, b_where)
         metrics = benchmark.get("metrics")
         summaries.append(metrics if isinstance(metrics, dict) else {})
         groups = fields.mapping(benchmark, "requests", b_where)
@@ -114,28 +110,13 @@ def read(path: str | Path) -> ImportResult:
             records = fields.array(groups, status, f"{b_where}.requests", required=False) or []
             for r_index, record in enumerate(records):
                 where = f"{b_where}.requests.{status}[{r_index}]"
-                if not isinstance(record, dict):
-                    raise fields.error(where, f"expected an object ({describe_json(record)})")
+                record = fields.record(record, where)
                 _collect(fields, record, where, status, b_index, columns)
                 wheres.append(where)
     if not columns["request_id"]:
         raise InputError(f"{path}: no requests in 'benchmarks[].requests'")
 
-    frame = pl.DataFrame(
-        columns,
-        schema={
-            "request_id": pl.Utf8,
-            "status": pl.Utf8,
-            "benchmark": pl.Int64,
-            "conversation_id": pl.Utf8,
-            "error": pl.Utf8,
-            "prompt_tokens": pl.Int64,
-            "output_tokens": pl.Int64,
-            "token_iterations": pl.Int64,
-            **dict.fromkeys(_TIMES, pl.Float64),
-        },
-        strict=False,
-    )
+    frame = pl.DataFrame(columns, schema=_SCHEMA, strict=False)
     duplicated = frame["request_id"].is_duplicated()
     if duplicated.any():
         frame = frame.with_columns(
@@ -169,7 +150,6 @@ def read(path: str | Path) -> ImportResult:
                 pl.col("first_ns"),
             ),
             terminal_known=pl.col("end_ns").is_not_null(),
-            error_code=pl.lit(None, dtype=pl.Int64),
             error=pl.when(completed)
             .then(None)
             .otherwise(
@@ -257,8 +237,7 @@ def _collect(
     columns["request_id"].append(str(request_id) if request_id is not None else where)
     columns["status"].append(status)
     columns["benchmark"].append(benchmark)
-    conversation = fields.get(info, "conversation_id")
-    columns["conversation_id"].append(None if conversation is None else str(conversation))
+    columns["conversation_id"].append(fields.text(info, "conversation_id"))
     error = fields.get(info, "error") or fields.get(record, "error")
     columns["error"].append(None if error is None else str(error))
     columns["prompt_tokens"].append(

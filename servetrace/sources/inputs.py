@@ -29,13 +29,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from servetrace.errors import InputError, UsageError
-from servetrace.sources import blis_files, detect, llmd_report
+from servetrace.sources import blis_files, llmd_report
 from servetrace.sources.file_scan import resolve_paths
 from servetrace.sources.guidellm_csv import count_rows, is_benchmarks_csv
 from servetrace.sources.objectstore import is_uri
-from servetrace.sources.paths import has_magic
+from servetrace.sources.paths import entries_of, has_magic
 from servetrace.sources.reading import read_text, strip_suffixes
-from servetrace.sources.registry import detect_format
+from servetrace.sources.registry import detect_format, format_of_inputs
 from servetrace.sources.summary_files import summary_kind
 
 # The file that makes a directory a partial result (``analysis.partial_io``).
@@ -101,17 +101,10 @@ _JSONISH = (".json", ".jsonl", ".gz")
 
 
 def _visible(folder: Path) -> tuple[list[Path], list[Path]]:
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return [], []
-    files = [Path(e.path) for e in entries if not e.name.startswith(".") and e.is_file()]
-    dirs = [
-        Path(e.path)
-        for e in entries
-        if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
-    ]
-    return files, dirs
+    """The files and the folders (not symlinked ones) of ``folder``, hidden ones skipped."""
+    entries = [e for e in entries_of(folder) if not e.name.startswith(".")]
+    files = [Path(e.path) for e in entries if e.is_file()]
+    return files, [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
 
 
 def per_request_beside(summary: Path, kind: str) -> list[Path]:
@@ -230,17 +223,8 @@ def _summary_sources(path: Path, kind: str) -> list[RunSource]:
         except (InputError, json.JSONDecodeError, RecursionError):
             rows = None
         if isinstance(rows, list) and rows:
-            return [
-                RunSource(
-                    paths=(),
-                    fmt=kind,
-                    summary=path,
-                    summary_only=True,
-                    summary_row=index,
-                    notes=(f"{path}: only vLLM's summary: its own numbers are reported",),
-                )
-                for index in range(len(rows))
-            ]
+            note = f"{path}: only vLLM's summary: its own numbers are reported"
+            return [_summary_source(path, kind, note, index) for index in range(len(rows))]
     if kind == "guidellm":  # benchmarks.csv: one run per benchmark row
         return [_summary_source(path, kind, row=index) for index in range(max(1, count_rows(path)))]
     if kind == "vllm-bench":  # cumulative_results.md alone: a table, not a run
@@ -325,7 +309,7 @@ def discover(texts: Sequence[str], from_format: str | None = None) -> list[RunSo
             else:
                 sources.extend(_summary_sources(p, kind))
     if rest:
-        fmt, paths = detect.inputs(rest, from_format)
+        fmt, paths = format_of_inputs(rest, from_format)
         if fmt == "blis":
             sources += [_blis_source(data, header) for data, header in blis_files.pair(paths)]
         elif fmt in RUN_FORMATS:

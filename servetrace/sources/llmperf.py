@@ -44,6 +44,16 @@ from servetrace.units import NS_PER_S as _NS_PER_S
 FORMAT = "llmperf"
 _ATTRIBUTES = ("tool_inter_token_latency_ns",)
 _REQUIRED = ("ttft_s", "end_to_end_latency_s")
+# The columns read from each record, one value per request.
+_SCHEMA = {
+    "ttft_s": pl.Float64,
+    "e2e_s": pl.Float64,
+    "itl_s": pl.Float64,
+    "input_tokens": pl.Int64,
+    "output_count": pl.Int64,
+    "code": pl.Int64,
+    "msg": pl.Utf8,
+}
 
 
 def sniff(doc: Any) -> bool:
@@ -68,14 +78,10 @@ def read(path: str | Path) -> ImportResult:
         )
     fields = Fields(path, "LLMPerf")
     notes = Notes()
-    columns: dict[str, list[Any]] = {
-        name: []
-        for name in ("ttft_s", "e2e_s", "itl_s", "input_tokens", "output_count", "code", "msg")
-    }
+    columns: dict[str, list[Any]] = {name: [] for name in _SCHEMA}
     for index, record in enumerate(doc):
         where = f"record {index}"
-        if not isinstance(record, dict):
-            raise fields.error(where, f"expected an object ({describe_json(record)})")
+        record = fields.record(record, where)
         ttft = fields.number(record, "ttft_s", where, minimum=0)
         e2e = fields.number(record, "end_to_end_latency_s", where, minimum=0)
         if ttft is not None and e2e is not None and e2e > 0 and ttft > e2e:
@@ -98,19 +104,7 @@ def read(path: str | Path) -> ImportResult:
         message = fields.get(record, "error_msg")
         columns["msg"].append(str(message) if message not in (None, "") else None)
 
-    frame = pl.DataFrame(
-        columns,
-        schema={
-            "ttft_s": pl.Float64,
-            "e2e_s": pl.Float64,
-            "itl_s": pl.Float64,
-            "input_tokens": pl.Int64,
-            "output_count": pl.Int64,
-            "code": pl.Int64,
-            "msg": pl.Utf8,
-        },
-        strict=False,
-    ).with_row_index("index")
+    frame = pl.DataFrame(columns, schema=_SCHEMA, strict=False).with_row_index("index")
     frame = with_ns(
         frame,
         {"ttft_s": "ttft_s", "e2e_s": "end_to_end_latency_s", "itl_s": "inter_token_latency_s"},

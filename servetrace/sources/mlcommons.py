@@ -85,13 +85,7 @@ def sniff_file(path: Path) -> bool:
     that cannot be read at all is an error (it is no other format either)."""
     if not path.is_file() or not is_sqlite(path):
         return False
-    try:
-        return set(_REQUIRED) <= set(_columns(path))
-    except sqlite3.DatabaseError as error:
-        raise InputError(
-            f"{path}: the SQLite database is unreadable: {error}",
-            hint="the file may be cut short or still being written; copy it again",
-        ) from None
+    return set(_REQUIRED) <= set(_columns(path))
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -102,9 +96,16 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _columns(path: Path) -> list[str]:
+    """The columns of table ``events`` (none without one); an unreadable database is an
+    error naming the file."""
     connection = _connect(path)
     try:
         rows = connection.execute("PRAGMA table_info(events)").fetchall()
+    except sqlite3.DatabaseError as error:
+        raise InputError(
+            f"{path}: the SQLite database is unreadable: {error}",
+            hint="the file may be cut short or still being written; copy it again",
+        ) from None
     finally:
         connection.close()
     return [row[1] for row in rows]
@@ -116,13 +117,7 @@ def read(path: str | Path) -> ImportResult:
         raise InputError(f"{path}: no such file")
     if not is_sqlite(path):
         raise FormatMismatch(f"{path}: not an SQLite database (MLCommons endpoints' events.db)")
-    try:
-        columns = _columns(path)
-    except sqlite3.DatabaseError as error:
-        raise InputError(
-            f"{path}: the SQLite database is unreadable: {error}",
-            hint="the file may be cut short or still being written; copy it again",
-        ) from None
+    columns = _columns(path)
     missing = [name for name in _REQUIRED if name not in columns]
     if missing:
         found = ", ".join(columns) if columns else "no 'events' table"
@@ -315,10 +310,6 @@ def _requests(path: Path, per_sample: pl.DataFrame, notes: Notes) -> pl.DataFram
         terminal_ns=pl.when(errored)
         .then(pl.coalesce("complete_ns", "error_ns"))
         .otherwise(pl.col("complete_ns")),
-        terminal_known=pl.lit(True),
-        prompt_tokens=pl.lit(None, dtype=pl.Int64),
-        output_tokens=pl.lit(None, dtype=pl.Int64),
-        error_code=pl.lit(None, dtype=pl.Int64),
     )
     _report(requests, notes)
     return requests

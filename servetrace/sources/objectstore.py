@@ -41,6 +41,7 @@ from servetrace.sources.paths import (
     segment_matches,
     with_partition_columns,
 )
+from servetrace.sources.sniff import binary_format
 
 _T = TypeVar("_T")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
@@ -314,11 +315,9 @@ def _format(part: Part) -> str:
         with part.filesystem.open_input_stream(part.path) as stream:
             return bytes(stream.read(8))
 
-    start = guarded(part.uri, head)
-    if start.startswith(b"PAR1"):
-        return "parquet"
-    if start.startswith(b"ARROW1"):
-        return "ipc"
+    fmt = binary_format(guarded(part.uri, head))
+    if fmt is not None:
+        return fmt
     raise UsageError(
         f"{part.uri}: object stores are read as Parquet or Arrow IPC; this object is neither",
         hint="copy a text trace to this machine, or convert it: servetrace import … -o "

@@ -63,7 +63,8 @@ def _walk_files(root: Path) -> Iterator[Path]:
             yield base / name
 
 
-def _entries(folder: Path) -> list[os.DirEntry[str]]:
+def entries_of(folder: Path) -> list[os.DirEntry[str]]:
+    """The entries of ``folder`` by name."""
     try:
         with os.scandir(folder) as listing:
             return sorted(listing, key=lambda e: e.name)
@@ -74,7 +75,7 @@ def _entries(folder: Path) -> list[os.DirEntry[str]]:
 def _descendant_dirs(folder: Path) -> Iterator[Path]:
     """``folder`` and every directory below it, hidden ones and symlinks excluded (``**``)."""
     yield folder
-    for entry in _entries(folder):
+    for entry in entries_of(folder):
         if entry.name.startswith(".") or entry.is_symlink():
             continue
         if entry.is_dir():
@@ -107,7 +108,7 @@ def _glob(pattern: str) -> list[Path]:
                 for sub in _descendant_dirs(folder):
                     found.extend(
                         Path(e.path)
-                        for e in _entries(sub)
+                        for e in entries_of(sub)
                         if not e.name.startswith(".") and e.is_file()
                     )
                 return
@@ -118,7 +119,7 @@ def _glob(pattern: str) -> list[Path]:
             candidates = [folder / segment]
         else:
             candidates = [
-                Path(e.path) for e in _entries(folder) if segment_matches(segment, e.name)
+                Path(e.path) for e in entries_of(folder) if segment_matches(segment, e.name)
             ]
         for candidate in candidates:
             if last:

@@ -27,17 +27,20 @@ def read_bytes(path: Path) -> bytes:
     return read_all(path, lines=False)
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, expected: str = "JSON") -> str:
+    """The file's content as UTF-8 text; ``expected`` names what it should hold."""
     data = read_bytes(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(
-            f"{path}: not UTF-8 text (byte {error.start}); expected JSON",
+            f"{path}: not UTF-8 text (byte {error.start}); expected {expected}"
         ) from None
 
 
-def parse_json_text(text: str, path: Path) -> Any:
+def load_json(path: Path) -> Any:
+    """Parse a whole JSON document; errors name the line and column."""
+    text = read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -51,11 +54,6 @@ def parse_json_text(text: str, path: Path) -> Any:
             f"{path}: not valid JSON at line {error.lineno} column {error.colno}: {error.msg}",
             hint="the file looks truncated; re-export it" if truncated else None,
         ) from None
-
-
-def load_json(path: Path) -> Any:
-    """Parse a whole JSON document; errors name the line and column."""
-    return parse_json_text(read_text(path), path)
 
 
 def json_lines(text: str) -> list[str]:
@@ -116,6 +114,15 @@ def load_document(path: Path, sniff: Callable[[Any], bool], what: str, expected:
     if not sniff(doc):
         raise FormatMismatch(f"{path}: not {what}: expected {expected} ({describe_json(doc)})")
     return doc
+
+
+def holds_blocks(doc: Any, key: str, inner: str) -> bool:
+    """True when ``doc[key]`` is a list whose first item, if any, is an object with
+    ``inner``: a report of blocks (GenAI-Perf's experiments, GuideLLM's benchmarks)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        return False
+    blocks = doc[key]
+    return not blocks or (isinstance(blocks[0], dict) and inner in blocks[0])
 
 
 def describe_json(doc: Any) -> str:

@@ -51,15 +51,19 @@ from servetrace.sources import (
     trtllm,
     vllm_bench,
 )
-from servetrace.sources._engine import first_json_value
+from servetrace.sources._engine import first_json_value, visible_files
 from servetrace.sources.events import ImportResult
+from servetrace.sources.file_scan import resolve_paths
+from servetrace.sources.objectstore import is_uri
 from servetrace.sources.reading import FormatMismatch, read_text
+from servetrace.sources.summary_files import summary_kind
 
 __all__ = [
     "FORMATS",
     "ImportResult",
     "detect_format",
     "engine_inputs",
+    "format_of_inputs",
     "import_file",
     "nesting_refused",
 ]
@@ -188,13 +192,8 @@ def _detect_format(path: str | Path) -> str | None:
 
 def _detect_folder(path: Path) -> str | None:
     """The engine format of a folder holding its rotated files, or None."""
-    files = [
-        p
-        for p in sorted(path.rglob("*"))
-        if p.is_file() and not any(s.startswith(".") for s in p.relative_to(path).parts)
-    ]
     # Canonical parts are never engine exports: do not open them.
-    files = [p for p in files if p.suffix.lower() not in _CANONICAL_SUFFIXES][:50]
+    files = [p for p in visible_files(path) if p.suffix.lower() not in _CANONICAL_SUFFIXES][:50]
     for name, accepts in _FOLDER_SNIFFERS.items():
         if any(accepts(p) for p in files):
             return name
@@ -219,15 +218,7 @@ def engine_inputs(
     if from_format is not None:
         engine_formats = (otlp.FORMAT, sglang.FORMAT, trtllm.FORMAT, mlcommons.FORMAT)
         return (from_format, paths) if from_format in engine_formats else None
-    detected = {path: detect_format(path) for path in paths}
-    formats = set(detected.values())
-    if len(formats) > 1:
-        listed = "; ".join(f"{p}: {f or 'not a known export'}" for p, f in detected.items())
-        raise InputError(
-            f"the inputs are not all the same kind of export ({listed})",
-            hint="give one engine's exports at a time",
-        )
-    fmt = formats.pop()
+    fmt = _one_format(paths, "export", "give one engine's exports at a time")
     if fmt is None:
         databases = [p for p in paths if mlcommons.is_sqlite(p) and detect_format(p) is None]
         if databases:
@@ -245,25 +236,90 @@ def _engine_only(path: Path) -> bool:
     return path.is_dir() or path.suffix.lower() == ".log" or mlcommons.is_sqlite(path)
 
 
-def _summary_hint(path: str | Path) -> str | None:
-    """When the file is a tool's aggregate summary, point at the per-request file."""
-    try:
-        doc = json.loads(read_text(Path(path)))
-    except (InputError, json.JSONDecodeError, RecursionError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    records = doc.get("records")
-    metrics: dict[str, Any] = records if isinstance(records, dict) else doc
-    if any(isinstance(v, dict) and "unit" in v and "avg" in v for v in metrics.values()):
-        return (
-            "this is an aggregate summary (AIPerf profile_export_aiperf.json or GenAI-Perf "
-            "profile_export_genai_perf.json); import the per-request profile_export.jsonl "
-            "(AIPerf) or profile_export.json (GenAI-Perf) beside it"
+def _one_format(paths: Sequence[Path], kind: str, hint: str) -> str | None:
+    """The one format ``detect_format`` finds for every path (None: no known export); a
+    mix is refused rather than half-imported."""
+    detected = {path: detect_format(path) for path in paths}
+    if len(set(detected.values())) > 1:
+        listed = "; ".join(f"{p}: {f or 'not a known export'}" for p, f in detected.items())
+        raise InputError(f"the inputs are not all the same kind of {kind} ({listed})", hint=hint)
+    return next(iter(detected.values()), None)
+
+
+# Only these can be another tool's export; Parquet, Arrow and CSV are always canonical.
+JSON_SUFFIXES = (".json", ".jsonl", ".gz")
+
+CANONICAL = None  # what ``source_format`` returns for a servetrace event log
+
+
+def source_format(paths: Sequence[Path], from_format: str | None = None) -> str | None:
+    """The foreign format to import ``paths`` with, or None (``CANONICAL``) for a trace:
+    an explicit ``from_format`` wins; otherwise a BLIS TraceV2 CSV or header is ``blis``,
+    JSON-family files are sniffed by content and anything else is a canonical trace.
+
+    All files must be of one kind: a mix of exports, or of an export and a canonical log,
+    is refused rather than half-imported.
+    """
+    if from_format:
+        return from_format
+    blis_paths = [p for p in paths if blis_files.is_blis(p)]
+    if blis_paths and len(blis_paths) == len(paths):
+        return "blis"
+    if blis_paths:
+        raise InputError(
+            f"the inputs are not all the same kind of file ({blis_paths[0]} is a BLIS "
+            f"TraceV2 file, {next(p for p in paths if p not in blis_paths)} is not)",
+            hint="give one BLIS trace (its CSV and its YAML header) at a time",
         )
-    if any(key.startswith("results_") for key in doc):
-        return "this is an LLMPerf summary; import the *_individual_responses.json beside it"
-    return None
+    if not paths or not all(p.suffix.lower() in JSON_SUFFIXES for p in paths):
+        return CANONICAL
+    return _one_format(
+        paths,
+        "file",
+        "give one tool's per-request exports at a time (and --from FORMAT if needed)",
+    )
+
+
+def format_of_inputs(
+    texts: Sequence[str], from_format: str | None = None
+) -> tuple[str | None, list[Path]]:
+    """``(format, files)`` of what the user pointed at, decided alike by the library and
+    every command: an engine export's folder or database (recognised before the paths are
+    expanded as a trace), else the resolved paths with their format (None for a
+    canonical trace)."""
+    if any(is_uri(text) for text in texts):
+        return _uri_inputs(texts, from_format)
+    engine = engine_inputs(texts, from_format)
+    if engine is not None:
+        return engine
+    paths = resolve_paths(texts)
+    return source_format(paths, from_format), paths
+
+
+def _uri_inputs(texts: Sequence[str], from_format: str | None) -> tuple[str | None, list[Path]]:
+    """Object-store URIs are canonical traces (Parquet or Arrow), resolved when read;
+    the paths returned only name the run (``RunSource.where``)."""
+    if from_format:
+        uri = next(text for text in texts if is_uri(text))
+        raise UsageError(
+            f"{uri}: --from {from_format} imports files on this machine, not object-store URIs",
+            hint="copy the export here first (aws s3 cp, gsutil cp), or analyse a "
+            "canonical Parquet trace on the store",
+        )
+    return CANONICAL, [Path(text) for text in texts]
+
+
+_AGGREGATES_HINT = (
+    "this is an aggregate summary (AIPerf profile_export_aiperf.json or GenAI-Perf "
+    "profile_export_genai_perf.json); import the per-request profile_export.jsonl "
+    "(AIPerf) or profile_export.json (GenAI-Perf) beside it"
+)
+# A tool's summary given where its per-request file belongs: point at that file.
+_SUMMARY_HINTS = {
+    "aiperf": _AGGREGATES_HINT,
+    "genai-perf": _AGGREGATES_HINT,
+    "llmperf": "this is an LLMPerf summary; import the *_individual_responses.json beside it",
+}
 
 
 def import_file(path: str | Path, fmt: str | None = None) -> ImportResult:
@@ -276,10 +332,11 @@ def import_file(path: str | Path, fmt: str | None = None) -> ImportResult:
     if fmt is None:
         fmt = detect_format(path)
         if fmt is None:
+            hint = _SUMMARY_HINTS.get(summary_kind(Path(path)) or "")
             raise InputError(
                 f"{path}: not a file servetrace can import: its content matches none of the "
                 "known per-request exports",
-                hint=_summary_hint(path) or "name its format with --from; choices: " + _choices(),
+                hint=hint or "name its format with --from; choices: " + _choices(),
             )
     try:
         with nesting_refused(path):

@@ -43,8 +43,8 @@ import polars as pl
 
 from servetrace.errors import InputError, UsageError
 from servetrace.sources.events import ImportResult, Notes, count_phrase, import_result
+from servetrace.sources.file_scan import format_of, read_table
 from servetrace.sources.reading import json_lines, read_text
-from servetrace.sources.sniff import read_all
 from servetrace.sources.times import checked_ns
 from servetrace.sources.workload_files import workload_error
 from servetrace.units import TIME_UNITS
@@ -71,20 +71,8 @@ _HINT = (
 
 
 def _load(path: Path) -> pl.DataFrame:
-    suffixes = "".join(path.suffixes).lower()
-    try:
-        if suffixes.endswith(".parquet"):
-            return pl.read_parquet(path)
-        if suffixes.endswith((".arrow", ".ipc", ".feather")):
-            return pl.read_ipc(path)
-        if suffixes.endswith((".csv", ".tsv")):
-            return pl.read_csv(
-                read_all(path),
-                separator="\t" if suffixes.endswith(".tsv") else ",",
-                infer_schema_length=None,
-            )
-    except (pl.exceptions.PolarsError, OSError) as error:
-        raise InputError(f"{path}: cannot read the table: {error}") from None
+    if format_of(path) in ("parquet", "ipc", "csv"):  # a table read as the canonical reader does
+        return read_table(path)
     text = read_text(path)
     try:
         doc: Any = json.loads(text)
@@ -181,11 +169,12 @@ def read(
         rid = pl.col("_key").cast(pl.String)
     else:
         rid = pl.int_range(pl.len()).cast(pl.String)
-    code = (
-        pl.col(source["error_code"]).cast(pl.Int64, strict=False)
-        if "error_code" in source
-        else null
-    )
+
+    def integers(field: str) -> pl.Expr:
+        """The column mapped to ``field`` cast to Int64; null when no column is."""
+        return pl.col(source[field]).cast(pl.Int64, strict=False) if field in source else null
+
+    code = integers("error_code")
     text = (
         pl.col(source["error"]).cast(pl.String).str.strip_chars()
         if "error" in source
@@ -200,16 +189,8 @@ def read(
         arrival.alias("arrival_ns"),
         first.alias("first_ns"),
         end.alias("end_ns"),
-        (
-            pl.col(source["prompt_tokens"]).cast(pl.Int64, strict=False)
-            if "prompt_tokens" in source
-            else null
-        ).alias("prompt_tokens"),
-        (
-            pl.col(source["output_tokens"]).cast(pl.Int64, strict=False)
-            if "output_tokens" in source
-            else null
-        ).alias("output_tokens"),
+        integers("prompt_tokens").alias("prompt_tokens"),
+        integers("output_tokens").alias("output_tokens"),
         code.alias("error_code"),
         pl.when(failed)
         .then(pl.coalesce(text.replace("", None), code.cast(pl.String)))
@@ -234,7 +215,6 @@ def read(
         .then(pl.lit("error"))
         .otherwise(pl.lit("completion")),
         terminal_ns=pl.max_horizontal("end_ns", pl.when(served).then(pl.col("first_ns"))),
-        terminal_known=pl.lit(True),
         error_type=pl.when(pl.col("_failed") & pl.col("error_code").is_null()).then(
             pl.col("error")
         ),

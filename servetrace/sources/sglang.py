@@ -61,9 +61,7 @@ import polars as pl
 from servetrace.errors import InputError
 from servetrace.sources._engine import (
     ADMISSION,
-    NS_PER_S,
     agree,
-    describe_keys,
     engine_result,
     extra_attributes,
     folder_files,
@@ -71,8 +69,9 @@ from servetrace.sources._engine import (
 )
 from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.fields import Fields
-from servetrace.sources.reading import FormatMismatch, iter_json_lines
+from servetrace.sources.reading import FormatMismatch, describe_json, iter_json_lines
 from servetrace.sources.times import checked_ns
+from servetrace.units import NS_PER_S
 
 FORMAT = "sglang"
 FILE_PREFIX = "sglang-request-metrics-"
@@ -178,7 +177,7 @@ def _read_file(path: Path, extras: list[dict[str, Any]]) -> pl.DataFrame:
             if index == 0:
                 raise FormatMismatch(
                     f"{path}: line {line}: not an SGLang request-metrics record: expected "
-                    f"'request_parameters' and meta_info fields ({describe_keys(obj)})"
+                    f"'request_parameters' and meta_info fields ({describe_json(obj)})"
                 )
             raise fields.error(where, "not an SGLang request-metrics record")
         objects.append(obj)
@@ -287,7 +286,6 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("cancellation"))
         .otherwise(pl.lit("completion")),
         terminal_ns=finished,
-        terminal_known=pl.lit(True),
         last_token_ns=pl.min_horizontal(_ns("last"), finished),
         sent_ns=_ns("sent"),
         queue_time_ns=_ns("queue"),

@@ -95,7 +95,7 @@ def read_all(path: Path, *, lines: bool = True) -> bytes:
             raise gzip_error(path, error) from None
 
 
-def _suffix(path: Path) -> str:
+def suffix(path: Path) -> str:
     """The last suffix of the name, a final ``.gz`` looked through (lower case)."""
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
@@ -103,13 +103,16 @@ def _suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
+def binary_format(head: bytes) -> str | None:
+    """``parquet`` or ``ipc`` (Arrow) by a file's first bytes, else None."""
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    return "ipc" if head.startswith(b"ARROW1") else None
+
+
 def named_json(path: Path) -> bool:
     """True when the name says JSON (``.json``, ``.jsonl``, ``.ndjson``, also ``.gz``)."""
-    return _suffix(path) in (".json", ".jsonl", ".ndjson")
-
-
-def has_bom(head: bytes) -> bool:
-    return head.startswith(UTF8_BOM)
+    return suffix(path) in (".json", ".jsonl", ".ndjson")
 
 
 def cr_only_lines(head: bytes) -> bool:
@@ -143,7 +146,7 @@ def json_head(path: Path) -> JsonHead:
     if first is None:
         # Longer than a record may be: a JSON Lines file by its name is refused now, before
         # the rest is decompressed; else it may be one minified document, for the parser.
-        if _suffix(path) in (".jsonl", ".ndjson"):
+        if suffix(path) in (".jsonl", ".ndjson"):
             raise limits.record_too_long(path, number, cap)
         return JsonHead("document")
     text = first.removeprefix(UTF8_BOM).lstrip()

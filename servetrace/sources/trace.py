@@ -1,7 +1,6 @@
 """The canonical trace a read produces (``Trace``), and the steps every read ends with:
 one source's raw columns normalised (``canonical_events``), then every source as one
-trace (``assemble``). Shared by a local read (``canonical``) and an object-store read
-(``uri_trace``)."""
+trace (``assemble``). Shared by a local read and an object-store read (``canonical``)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,6 @@ from servetrace.errors import InputError
 from servetrace.sources._engine import (
     ADMISSION,
     agree,
-    describe_keys,
     engine_result,
     extra_attributes,
     iter_json_values,
@@ -57,7 +56,7 @@ from servetrace.sources._engine import (
 )
 from servetrace.sources.events import ImportResult, Notes, count_phrase
 from servetrace.sources.fields import Fields
-from servetrace.sources.reading import FormatMismatch, read_text
+from servetrace.sources.reading import FormatMismatch, describe_json, read_text
 from servetrace.sources.times import with_ns
 from servetrace.units import NS_PER_S, NS_PER_US
 
@@ -120,7 +119,7 @@ def read(path: str | Path) -> ImportResult:
         if not sniff_item(items[0]) and not items_read:
             raise FormatMismatch(
                 f"{path}: line {line}: not a TensorRT-LLM /perf_metrics response: expected "
-                f"items with 'perf_metrics.timing_metrics' ({describe_keys(items[0])})"
+                f"items with 'perf_metrics.timing_metrics' ({describe_json(items[0])})"
             )
         for index, item in enumerate(items):
             where = f"poll {polls} (line {line}) item {index}"
@@ -179,15 +178,9 @@ def _columns(fields: Fields, items: list[dict[str, Any]], wheres: list[str]) -> 
     """The items as columns, each field checked in Polars; errors name poll, item, field."""
     where_of = wheres.__getitem__
 
-    def column(
-        section: str, name: str, *, integer: bool = False, required: bool = False
-    ) -> pl.Series:
-        values = []
-        for item in items:
-            metrics = item["perf_metrics"]
-            part = metrics if section == "" else metrics.get(section)
-            values.append(part.get(name) if isinstance(part, dict) else None)
-        dotted = f"perf_metrics.{section + '.' if section else ''}{name}"
+    def column(dotted: str, *, integer: bool = False, required: bool = False) -> pl.Series:
+        dotted = f"perf_metrics.{dotted}"
+        values = [fields.get(item, dotted) for item in items]
         try:
             return fields.column(values, dotted, where_of, integer=integer, nullable=not required)
         except InputError as error:
@@ -195,20 +188,19 @@ def _columns(fields: Fields, items: list[dict[str, Any]], wheres: list[str]) -> 
                 error.message, hint="TensorRT-LLM writes steady-clock seconds, as numbers"
             ) from None
 
-    timing = "timing_metrics"
     data: dict[str, pl.Series] = {
         "trtllm_request_id": pl.Series([str(item["request_id"]) for item in items], dtype=pl.Utf8),
-        **{f"{n}_s": column(timing, n, required=n in _REQUIRED) for n in _TIMES},
-        "kv_cache_size": column(timing, "kv_cache_size", integer=True),
-        "first_iter": column("", "first_iter", integer=True),
-        "last_iter": column("", "last_iter", integer=True),
+        **{f"{n}_s": column(f"timing_metrics.{n}", required=n in _REQUIRED) for n in _TIMES},
+        "kv_cache_size": column("timing_metrics.kv_cache_size", integer=True),
+        "first_iter": column("first_iter", integer=True),
+        "last_iter": column("last_iter", integer=True),
         "status": pl.Series(
             [None if item.get("status") is None else str(item["status"]) for item in items],
             dtype=pl.Utf8,
         ),
-        **{f"kv_{n}": column("kv_cache_metrics", n, integer=True) for n in _KV},
-        "spec_acceptance_rate": column("speculative_decoding", "acceptance_rate"),
-        **{f"spec_{n}": column("speculative_decoding", n, integer=True) for n in _SPEC[1:]},
+        **{f"kv_{n}": column(f"kv_cache_metrics.{n}", integer=True) for n in _KV},
+        "spec_acceptance_rate": column("speculative_decoding.acceptance_rate"),
+        **{f"spec_{n}": column(f"speculative_decoding.{n}", integer=True) for n in _SPEC[1:]},
     }
     return pl.DataFrame(data)
 
@@ -242,7 +234,6 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         ticks_ns=pl.concat_list(_ns("first_token_time")),
         terminal=pl.when(failed).then(pl.lit("cancellation")).otherwise(pl.lit("completion")),
         terminal_ns=_ns("last_token_time"),
-        terminal_known=pl.lit(True),
         last_token_ns=_ns("last_token_time"),
         server_arrival_ns=_ns("server_arrival_time"),
         server_first_token_ns=_ns("server_first_token_time"),
@@ -250,9 +241,6 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         kv_cache_transfer_end_ns=_ns("kv_cache_transfer_end"),
         kv_cache_hit_rate=pl.col("kv_num_reused_blocks")
         / (pl.col("kv_num_reused_blocks") + pl.col("kv_num_missed_blocks")),
-        prompt_tokens=pl.lit(None, dtype=pl.Int64),
-        output_tokens=pl.lit(None, dtype=pl.Int64),
-        error_code=pl.lit(None, dtype=pl.Int64),
         error=pl.when(failed).then(pl.format("status {}", pl.col("status"))),
     )
 

@@ -79,10 +79,13 @@ def read(path: str | Path) -> ImportResult:
                 "the per-request arrays must be parallel",
             )
 
+    arrival_known = "start_times" in arrays
+    arrays = {key: arrays.get(key, [None] * count) for key in _ARRAYS}
+
     def where(index: int) -> str:
         return f"request {index}"
 
-    errors = [_error_text(value) for value in arrays.get("errors", [None] * count)]
+    errors = [_error_text(value) for value in arrays["errors"]]
     frame = pl.DataFrame(
         {
             "request_id": [str(i) for i in range(count)],
@@ -92,20 +95,13 @@ def read(path: str | Path) -> ImportResult:
                 arrays["output_lens"], "output_lens", where, integer=True, minimum=0
             ),
             "input_lens": fields.column(
-                arrays.get("input_lens", [None] * count),
-                "input_lens",
-                where,
-                integer=True,
-                minimum=0,
+                arrays["input_lens"], "input_lens", where, integer=True, minimum=0
             ),
-            "start_s": fields.column(
-                arrays.get("start_times", [None] * count), "start_times", where
-            ),
-            "e2e_s": fields.column(arrays.get("e2els", [None] * count), "e2els", where, minimum=0),
+            "start_s": fields.column(arrays["start_times"], "start_times", where),
+            "e2e_s": fields.column(arrays["e2els"], "e2els", where, minimum=0),
             "error": pl.Series(errors, dtype=pl.Utf8),
         }
     )
-    arrival_known = "start_times" in arrays
     if not arrival_known:
         notes.add(
             "this vLLM result has no per-request send times ('start_times'); every arrival "
@@ -147,7 +143,6 @@ def read(path: str | Path) -> ImportResult:
             terminal_known=pl.col("completed"),
             output_tokens=pl.when(pl.col("completed")).then(pl.col("output_lens")),
             prompt_tokens=pl.col("input_lens"),
-            error_code=pl.lit(None, dtype=pl.Int64),
             error=pl.when(pl.col("completed"))
             .then(None)
             .otherwise(pl.col("error").fill_null("no output token received")),

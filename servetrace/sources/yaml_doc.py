@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from servetrace.errors import InputError
-from servetrace.sources.sniff import read_all
+from servetrace.sources.reading import read_text
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -31,11 +31,7 @@ def load_yaml(path: Path, what: str) -> Any:
             f"{path}: reading {what} (YAML) needs PyYAML",
             hint="pip install 'servetrace[yaml]'",
         ) from None
-    data = read_all(path, lines=False)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not UTF-8 text (byte {error.start}); expected {what}") from None
+    text = read_text(path, what)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:

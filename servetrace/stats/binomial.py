@@ -1,4 +1,4 @@
-"""The binomial distribution without SciPy: pmf, CDF and tail sums, exact to ~1e-14.
+"""The binomial distribution without SciPy: the pmf and the window of its tail sums.
 
 ``analyze`` puts an order-statistic interval beside every percentile
 (``stats.order_ci``), so the binomial CDF is on the start-up path of every analysis;
@@ -19,7 +19,8 @@ series above) and the deviance ``bd0(x, m) = x ln(x/m) + m − x`` summed as a s
 **Tails** — ``P(B ≤ k)`` and ``P(B ≥ k)`` are sums of the pmf over a window
 ``[⌊np⌋ − W, ⌈np⌉ + W]`` with ``W = ⌈12σ + 40⌉``, ``σ² = npq``: Bernstein's inequality
 bounds the mass outside it by ``2·exp(−t²/(2(σ² + t/3))) < 1e-25`` (t = W), far below
-the 1e-12 the tests demand. The sums run in extended precision (``np.longdouble``).
+the 1e-12 the tests demand. The sums (``stats.order_ci``) run in extended precision
+(``np.longdouble``).
 Cost: O(σ) per (n, p), e.g. 0.4 M terms at n = 1e9, p = 0.5 — milliseconds.
 """
 
@@ -118,35 +119,9 @@ def bd0(x: npt.ArrayLike, m: npt.ArrayLike) -> FloatArray:
     return out
 
 
-def pmf(x: npt.ArrayLike, n: int, p: float) -> FloatArray:
-    """``P(B = x)`` for ``B ~ Binomial(n, p)``, whole x (0 outside 0..n)."""
-    x = np.asarray(x, dtype=np.float64)
-    q = 1.0 - p
-    out = np.zeros_like(x)
-    if p == 0.0 or q == 0.0:
-        out[x == (0 if p == 0.0 else n)] = 1.0
-        return out
-    np_, nq = n * p, n * q
-    inner = (x > 0) & (x < n)
-    xi = x[inner]
-    lc = stirlerr(np.array([float(n)]))[0] - stirlerr(xi) - stirlerr(n - xi)
-    lc = lc - bd0(xi, np_) - bd0(n - xi, nq)
-    lf = _LN_2PI + np.log(xi) + np.log1p(-xi / n)
-    out[inner] = np.exp(lc - 0.5 * lf)
-    nd = np.array([float(n)])
-    at0 = (-bd0(nd, nq)[0] - np_) if p < 0.1 else n * math.log(q)
-    atn = (-bd0(nd, np_)[0] - nq) if q < 0.1 else n * math.log(p)
-    out[x == 0] = math.exp(at0)
-    out[x == n] = math.exp(atn)
-    return out
-
-
 def pmf_pairs(x: npt.ArrayLike, n: npt.ArrayLike, p: float) -> FloatArray:
     """``P(B_i = x_i)`` for ``B_i ~ Binomial(n_i, p)``, elementwise: ``pmf`` of many sizes
-    in one pass (``order_ci.ranks`` asks for the windows of every ``--by`` group at once).
-
-    The same operations as ``pmf`` on each element, except that the two end masses
-    (x = 0, x = n) take NumPy's ``exp`` instead of ``math.exp`` (at most an ulp apart)."""
+    in one pass (``order_ci.ranks`` asks for the windows of every ``--by`` group at once)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     n = np.ascontiguousarray(np.broadcast_to(np.asarray(n, dtype=np.float64), x.shape))
     q = 1.0 - p
@@ -170,48 +145,13 @@ def pmf_pairs(x: npt.ArrayLike, n: npt.ArrayLike, p: float) -> FloatArray:
 
 
 def windows(n: npt.ArrayLike, p: float) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``_window`` of each size: ``(lo, hi)``, the same arithmetic elementwise."""
+    """``(lo, hi)`` of each size: the window ``[⌊np⌋ − W, ⌈np⌉ + W]`` its tail sums run
+    over (module docstring), clipped to ``0..n``."""
     n = np.asarray(n, dtype=np.int64)
     mean = n * p
     width = np.ceil(12.0 * np.sqrt(n * p * (1.0 - p)) + 40.0).astype(np.int64)
     lo = np.maximum(0, np.floor(mean).astype(np.int64) - width)
     return lo, np.minimum(n, np.ceil(mean).astype(np.int64) + width)
-
-
-def _window(n: int, p: float) -> tuple[int, int]:
-    mean = n * p
-    width = math.ceil(12.0 * math.sqrt(n * p * (1.0 - p)) + 40.0)
-    return max(0, math.floor(mean) - width), min(n, math.ceil(mean) + width)
-
-
-def tails(n: int, p: float) -> tuple[int, npt.NDArray[np.longdouble], npt.NDArray[np.longdouble]]:
-    """``(lo, cdf, sf)``: for ``j = lo + i`` in the window, ``cdf[i] = P(B ≤ j)`` and
-    ``sf[i] = P(B ≥ j)``; below the window the CDF is < 1e-25, above it the tail too."""
-    lo, hi = _window(n, p)
-    mass = pmf(np.arange(lo, hi + 1, dtype=np.float64), n, p).astype(np.longdouble)
-    cdf = np.cumsum(mass)
-    sf = np.cumsum(mass[::-1])[::-1]
-    return lo, cdf, sf
-
-
-def cdf(k: npt.ArrayLike, n: int, p: float) -> FloatArray:
-    """``P(B ≤ k)`` for each whole k (as ``scipy.stats.binom.cdf``)."""
-    k = np.asarray(k, dtype=np.int64)
-    lo, low, _ = tails(n, p)
-    idx = k - lo
-    inside = np.clip(idx, 0, low.size - 1)
-    out = np.where(idx < 0, 0.0, np.where(idx >= low.size, 1.0, low[inside]))
-    return np.asarray(np.where(k >= n, 1.0, np.where(k < 0, 0.0, out)), dtype=np.float64)
-
-
-def sf(k: npt.ArrayLike, n: int, p: float) -> FloatArray:
-    """``P(B > k)`` for each whole k (as ``scipy.stats.binom.sf``)."""
-    k = np.asarray(k, dtype=np.int64)
-    lo, _, high = tails(n, p)
-    idx = k + 1 - lo  # P(B > k) = P(B ≥ k + 1)
-    inside = np.clip(idx, 0, high.size - 1)
-    out = np.where(idx < 0, 1.0, np.where(idx >= high.size, 0.0, high[inside]))
-    return np.asarray(np.where(k >= n, 0.0, np.where(k < 0, 1.0, out)), dtype=np.float64)
 
 
 CELLS = 1 << 20  # matrix cells per block of stacked windows: memory stays a few MB

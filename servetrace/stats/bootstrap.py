@@ -222,27 +222,34 @@ def bootstrap_ratio_cis(
 
     points = {stat: (statistic(b, stat), statistic(c, stat)) for stat in stats}
 
-    def empty(stat: str) -> RatioCI:
+    def result(
+        stat: str,
+        method: str = "none",
+        interval: tuple[float | None, float | None, float | None] = (None, None, None),
+        m: tuple[int, int] = (0, 0),
+    ) -> RatioCI:
         pb, pc = points[stat]
-        ratio = ratio_of(pc, pb) if pb is not None and pc is not None else None
+        low, high, p_value = interval
         return RatioCI(
             stat=stat,
             baseline=pb,
             candidate=pc,
-            ratio=ratio,
-            ci_low=None,
-            ci_high=None,
-            p_value=None,
+            ratio=ratio_of(pc, pb) if pb is not None and pc is not None else None,
+            ci_low=low,
+            ci_high=high,
+            p_value=p_value,
             confidence=confidence,
-            method="none",
+            method=method,
             resamples=resamples,
             seed=seed,
             n_baseline=int(b.size),
             n_candidate=int(c.size),
+            m_baseline=m[0],
+            m_candidate=m[1],
         )
 
     if b.size == 0 or c.size == 0:
-        return {stat: empty(stat) for stat in stats}
+        return {stat: result(stat) for stat in stats}
 
     boot: dict[str, FloatArray] = {}
     m_b = m_c = 0
@@ -283,28 +290,9 @@ def bootstrap_ratio_cis(
             boot[stat] = ratios(boot_c[stat], boot_b[stat])
         method = "bootstrap"
 
-    out: dict[str, RatioCI] = {}
-    for stat in stats:
-        pb, pc = _known(points[stat][0]), _known(points[stat][1])
-        low, high, p_value = _interval(boot[stat], confidence)
-        out[stat] = RatioCI(
-            stat=stat,
-            baseline=pb,
-            candidate=pc,
-            ratio=ratio_of(pc, pb),
-            ci_low=low,
-            ci_high=high,
-            p_value=p_value,
-            confidence=confidence,
-            method=method,
-            resamples=resamples,
-            seed=seed,
-            n_baseline=int(b.size),
-            n_candidate=int(c.size),
-            m_baseline=m_b,
-            m_candidate=m_c,
-        )
-    return out
+    return {
+        stat: result(stat, method, _interval(boot[stat], confidence), (m_b, m_c)) for stat in stats
+    }
 
 
 def _known(value: float | None) -> float:

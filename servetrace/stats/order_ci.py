@@ -36,11 +36,6 @@ IntArray = npt.NDArray[np.int64]
 TIE_TOLERANCE = 1e-12
 
 
-def _ranks_many(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, IntArray]:
-    """``(l, u)`` of each size (all ≥ 1), every size at once."""
-    return _exact_ranks(sizes, q, tail)
-
-
 def _exact_ranks(sizes: IntArray, q: float, tail: float) -> tuple[IntArray, IntArray]:
     """``(l, u)`` of each size (all ≥ 1) from the exact tail sums (``stats.binomial``; no
     SciPy), every size at once.
@@ -148,7 +143,7 @@ def ranks(n: int | IntArray, q: float, confidence: float) -> tuple[IntArray, Int
     high = np.ones(distinct.size, dtype=np.int64)
     some = distinct >= 1
     if some.any():
-        low[some], high[some] = _ranks_many(distinct[some], q, tail)
+        low[some], high[some] = _exact_ranks(distinct[some], q, tail)
     return low[where.reshape(-1)], high[where.reshape(-1)]
 
 

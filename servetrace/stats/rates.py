@@ -40,39 +40,30 @@ def rate_ratio_ci(
     sb, sc = float(xb.sum()), float(xc.sum())
     vb = base_value if base_value is not None else (sb / base_exposure if base_exposure else None)
     vc = cand_value if cand_value is not None else (sc / cand_exposure if cand_exposure else None)
-    if vb is None or vc is None:
-        return RatioCI(
-            stat=stat,
-            baseline=vb,
-            candidate=vc,
-            ratio=None,
-            ci_low=None,
-            ci_high=None,
-            p_value=None,
-            confidence=confidence,
-            method="none",
-            resamples=0,
-            seed=0,
-            n_baseline=int(xb.size),
-            n_candidate=int(xc.size),
-        )
-    ratio = ratio_of(vc, vb)
-    if sb == 0 and sc == 0:
+
+    def result(ratio: float | None, bounds: tuple[float, float] | None, p: float | None) -> RatioCI:
+        low, high = bounds or (None, None)
         return RatioCI(
             stat=stat,
             baseline=vb,
             candidate=vc,
             ratio=ratio,
-            ci_low=None,
-            ci_high=None,
-            p_value=1.0,
+            ci_low=low,
+            ci_high=high,
+            p_value=p,
             confidence=confidence,
-            method="poisson",
+            method="none" if ratio is None else "poisson",
             resamples=0,
             seed=0,
             n_baseline=int(xb.size),
             n_candidate=int(xc.size),
         )
+
+    if vb is None or vc is None:
+        return result(None, None, None)
+    ratio = ratio_of(vc, vb)
+    if sb == 0 and sc == 0:
+        return result(ratio, None, 1.0)
 
     def rel_var(total: float, squares: float) -> tuple[float, float]:
         if total <= 0:
@@ -89,18 +80,4 @@ def rate_ratio_ci(
     )
     z = float(sps.norm.ppf(0.5 + confidence / 2.0))
     p_value = float(2.0 * sps.norm.sf(abs(centre) / se)) if se > 0 else 1.0
-    return RatioCI(
-        stat=stat,
-        baseline=vb,
-        candidate=vc,
-        ratio=ratio,
-        ci_low=math.exp(centre - z * se),
-        ci_high=math.exp(centre + z * se),
-        p_value=p_value,
-        confidence=confidence,
-        method="poisson",
-        resamples=0,
-        seed=0,
-        n_baseline=int(xb.size),
-        n_candidate=int(xc.size),
-    )
+    return result(ratio, (math.exp(centre - z * se), math.exp(centre + z * se)), p_value)

@@ -38,8 +38,6 @@ from servetrace.whatif.replay import (
 )
 from servetrace.whatif.steps import from_step_records, implied_steps, looks_chunked
 
-LIMITS = ("max_batch_tokens", "max_running", "kv_tokens")
-
 
 @dataclass(frozen=True)
 class Prediction:

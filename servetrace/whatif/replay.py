@@ -42,9 +42,6 @@ TOLERANCES: dict[str, tuple[float, int]] = {
     "p90": (0.15, 10 * NS_PER_MS),
     "p99": (0.25, 20 * NS_PER_MS),
 }
-# The simulator's KV block and the share of blocks its admission leaves free.
-BLOCK_SIZE = 16
-WATERMARK = 0.01
 
 
 @dataclass(frozen=True)
@@ -87,19 +84,15 @@ def engine_config(
     budget = int(known["max_batch_tokens"] or 1 << 20)
     running = known.get("max_running") or budget
     kv_tokens = known.get("kv_tokens")
-    blocks = (
-        math.ceil(kv_tokens / BLOCK_SIZE / (1 - WATERMARK))
-        if kv_tokens
-        else (1 << 40) // BLOCK_SIZE
-    )
+    # The simulator's own KV block and watermark: the budget is in tokens, not blocks.
+    block, watermark = EngineConfig.block_size, EngineConfig.watermark
+    blocks = math.ceil(kv_tokens / block / (1 - watermark)) if kv_tokens else (1 << 40) // block
     costs = calibration.costs
     return EngineConfig(
         policy=policy,
         max_batch_tokens=budget,
         max_running=min(int(running), budget),
         kv_blocks=int(blocks),
-        block_size=BLOCK_SIZE,
-        watermark=WATERMARK,
         step_base_ns=round(costs["base_ns"]),
         step_prefill_token_ns=round(costs["prefill_token_ns"]),
         step_decode_seq_ns=round(costs["decode_seq_ns"]),

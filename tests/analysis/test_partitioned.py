@@ -204,3 +204,42 @@ def test_hash_partitions_are_balanced_and_stable() -> None:
     assert again.equals(parts)
     assert partition_count(0, 10) == 1 and partition_count(10, 10) == 1
     assert partition_count(11, 10) == 2
+
+
+def test_partitioned_keeps_the_fluidity_columns(tmp_path: Path) -> None:
+    """--fluidity on a log out of time order: the partitioned engine shares the batched
+    one's kernel (``pieces``), so its per-request fluidity equals memory's."""
+    from servetrace.analysis.fluidity import FluidityTargets
+    from servetrace.analysis.result import AnalysisOptions
+
+    path, _ = _unsorted_trace(tmp_path)
+    options = AnalysisOptions(fluidity=FluidityTargets(ttft_ns=30 * MS, tbt_ns=20 * MS))
+    whole = analyze_paths([str(path)], options=options)
+    got = analyze_partitioned(read_events([str(path)]), options, batch_rows=50)
+    assert "fluidity_missed" in got.requests.columns
+    _assert_same(got, whole)
+
+
+def test_an_unadmitted_request_queues_when_another_partition_admits(tmp_path: Path) -> None:
+    """Whether a request with neither admission nor output waited in a queue depends on
+    the whole trace: admitted requests in one partition, such requests alone in another,
+    and each cancelled one is cancelled while queued, as in memory."""
+    ids = pl.DataFrame({"request_id": list(range(200))}).with_columns(partitioned.partition_of(2))
+    admitted, bare = (
+        ids.filter(pl.col(partitioned.PART) == part)["request_id"].to_list()[:4] for part in (0, 1)
+    )
+    frame = events(
+        *[
+            make_request(r, arrival=i, admission=i + 1, first=i + 2, complete=i + 3)
+            for i, r in enumerate(admitted)
+        ],
+        *[make_request(r, arrival=50 + i, cancel=60 + i) for i, r in enumerate(bare)],
+    )
+    path = tmp_path / "split.parquet"
+    frame.write_parquet(path)
+    whole = analyze_paths([str(path)])
+    got = analyze_partitioned(read_events([str(path)]), batch_rows=5, partitions=2)
+    cancelled = got.requests.filter(pl.col("request_id").is_in(bare))
+    assert cancelled["cancelled_in"].to_list() == ["queued"] * 4
+    assert cancelled["queue_wait_ns"].to_list() == [10 * MS] * 4
+    _assert_same(got, whole)

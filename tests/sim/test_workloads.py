@@ -11,7 +11,7 @@ import pytest
 from servetrace.errors import InputError, UsageError
 from servetrace.sim.readers import read_azure_2023, read_mooncake, read_workload
 from servetrace.sim.synthetic import LengthDistribution, synthetic_workload
-from servetrace.sim.workloads import WORKLOAD_SCHEMA, head, scale_rate, window
+from servetrace.sim.workloads import WORKLOAD_SCHEMA, head, scale_rate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "workloads"
 AZURE = DATA / "azure_conv_2023_head300.csv"
@@ -239,10 +239,5 @@ def test_transformations() -> None:
     expected = [math.floor(t / 2 + 0.5) for t in wl["arrival_ns"].to_list()]
     assert all(abs(a - b) <= 1 for a, b in zip(fast["arrival_ns"], expected, strict=True))
     assert head(wl, 10).equals(wl.head(10))
-    mid = window(wl, 10 * S, 20 * S)
-    assert mid["arrival_ns"][0] == 0
-    assert mid.height == wl.filter(pl.col("arrival_ns").is_between(10 * S, 20 * S, "left")).height
-    kept = window(wl, 10 * S, 20 * S, rebase=False)
-    assert kept["arrival_ns"].min() >= 10 * S
     with pytest.raises(UsageError):
         scale_rate(wl, 0)

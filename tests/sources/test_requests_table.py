@@ -225,3 +225,21 @@ def test_workload_files_point_to_simulate(path: Path, extra: list[str]) -> None:
     assert f"servetrace simulate --workload {path}" in result.stderr
     with pytest.raises(InputError, match="workload to replay"):
         servetrace.analyze(path, from_format="requests" if extra else None)
+
+
+def test_a_table_is_read_as_the_canonical_reader_reads_it(tmp_path: Path) -> None:
+    """Gzip and a blank last row are read; a broken cell is named by line and column."""
+    import gzip
+
+    text = b"request_id,arrival,ttft,e2e,output_tokens\n1,0,0.1,0.5,10\n2,1,0.2,0.6,20\n,,,,\n"
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(text))
+    result = requests_table.read(path)
+    assert result.records == 2
+    # arrivals are integers, so ns; the durations floats, so s
+    ends = result.events.filter(pl.col("event") == "completion")["ts"].to_list()
+    assert ends == [500_000_000, 1 + 600_000_000]
+    broken = tmp_path / "broken.csv"
+    broken.write_bytes(b"request_id,ttft,e2e\n1,0.1,0.5\n2,\xff0.2,0.6\n")
+    with pytest.raises(InputError, match=r"broken\.csv: line 3, column 'ttft': not UTF-8 text"):
+        requests_table.read(broken)

@@ -171,3 +171,12 @@ def test_a_folder_of_canonical_parts_is_not_an_engine_export(tmp_path: Path) -> 
         tmp_path / "part-0.parquet"
     )
     assert engine_inputs([str(tmp_path)]) is None
+
+
+def test_a_record_that_is_a_list_is_described_with_its_length(tmp_path: Path) -> None:
+    path = tmp_path / "sglang-request-metrics-20260302_10.log"
+    path.write_text("[1, 2]\n[3]\n")
+    with pytest.raises(
+        InputError, match=r"line 1: not an SGLang .*\(found a JSON list of 2 items\)"
+    ):
+        import_file(path, "sglang")

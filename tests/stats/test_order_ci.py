@@ -14,7 +14,6 @@ from servetrace.stats import binomial, order_ci
 from servetrace.stats.order_ci import (
     _exact_ranks,
     _largest_lower,
-    _ranks_many,
     _smallest_upper,
     interval,
     needed_for_bounds,
@@ -171,7 +170,6 @@ def test_ranks_are_integer_arrays() -> None:
         ranks(sizes, 0.9, 0.95),
         scan_ranks(sizes, 0.9, 0.95),
         _exact_ranks(sizes, 0.9, tail),
-        _ranks_many(sizes, 0.9, tail),
     ):
         assert [a.dtype for a in pair] == [np.dtype(np.int64)] * 2
 

@@ -37,10 +37,12 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.schema import SOURCE_CLIENT, SOURCE_SERVER
-from servetrace.sources._engine import NS_PER_S, agree, engine_result, extra_attributes
+from servetrace.sources._engine import agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
+from servetrace.sources.fields import record_frame
 from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds, unmapped
 from servetrace.sources.times import with_ns
+from servetrace.units import NS_PER_S
 
 DIALECT = "OpenTelemetry GenAI"
 _OPERATIONS = {"chat", "text_completion", "generate_content"}
@@ -61,44 +63,24 @@ def is_request_span(span: Span) -> bool:
 
 
 def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult:
-    schema = {
-        "request_id": pl.Utf8,
-        "span_id": pl.Utf8,
-        "arrival_ns": pl.Int64,
-        "end_ns": pl.Int64,
-        "ttfc_s": pl.Float64,
-        "prompt_tokens": pl.Int64,
-        "reported_output": pl.Int64,
-        "finish_reason": pl.Utf8,
-        "status": pl.Utf8,
-        "error_type": pl.Utf8,
-        "span_kind": pl.Utf8,
-        "trace_id": pl.Utf8,
-    }
-    columns: dict[str, list[object]] = {name: [] for name in schema}
-    extras: list[dict[str, object]] = []
-    for span in spans:
-        if span.end_ns is None:
-            raise _missing_end(span)
-        reasons = finish_reasons(span, *FINISH)
-        error_type = span.attributes.get("error.type")
-        response_id = span.attributes.get("gen_ai.response.id")
-        columns["request_id"].append(str(response_id) if response_id else None)
-        columns["span_id"].append(span.span_id or span.where)
-        columns["arrival_ns"].append(span.start_ns)
-        columns["end_ns"].append(span.end_ns)
-        columns["ttfc_s"].append(seconds(span, *TTFC))
-        columns["prompt_tokens"].append(count(span, *INPUT))
-        columns["reported_output"].append(count(span, *OUTPUT))
-        columns["finish_reason"].append(",".join(reasons) if reasons else None)
-        columns["status"].append(span.status)
-        columns["error_type"].append(
-            str(error_type) if error_type is not None else span.status_message
-        )
-        columns["span_kind"].append(span.kind)
-        columns["trace_id"].append(span.trace_id or None)
-        extras.append({"span_name": span.name, **unmapped(span, _KNOWN)})
-    frame = pl.DataFrame(columns, schema=schema)
+    frame = record_frame(
+        spans,
+        {
+            "request_id": (pl.Utf8, _response_id),
+            "span_id": (pl.Utf8, lambda s: s.span_id or s.where),
+            "arrival_ns": (pl.Int64, lambda s: s.start_ns),
+            "end_ns": (pl.Int64, _end),
+            "ttfc_s": (pl.Float64, lambda s: seconds(s, *TTFC)),
+            "prompt_tokens": (pl.Int64, lambda s: count(s, *INPUT)),
+            "reported_output": (pl.Int64, lambda s: count(s, *OUTPUT)),
+            "finish_reason": (pl.Utf8, lambda s: finish_reasons(s, *FINISH)),
+            "status": (pl.Utf8, lambda s: s.status),
+            "error_type": (pl.Utf8, _error_type),
+            "span_kind": (pl.Utf8, lambda s: s.kind),
+            "trace_id": (pl.Utf8, lambda s: s.trace_id or None),
+        },
+    )
+    extras = [{"span_name": span.name, **unmapped(span, _KNOWN)} for span in spans]
     # The response id names the request across systems; the span id is the fallback when
     # a span has none or two spans share one.
     unique = (
@@ -135,11 +117,23 @@ def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult
     )
 
 
-def _missing_end(span: Span) -> InputError:
-    return InputError(
-        f"{span.where}: missing field 'endTimeUnixNano': a GenAI span ends when the "
-        "response does, and this one has no end"
-    )
+def _response_id(span: Span) -> str | None:
+    value = span.attributes.get("gen_ai.response.id")
+    return str(value) if value else None
+
+
+def _error_type(span: Span) -> str | None:
+    value = span.attributes.get("error.type")
+    return str(value) if value is not None else span.status_message
+
+
+def _end(span: Span) -> int:
+    if span.end_ns is None:
+        raise InputError(
+            f"{span.where}: missing field 'endTimeUnixNano': a GenAI span ends when the "
+            "response does, and this one has no end"
+        )
+    return span.end_ns
 
 
 def _requests(frame: pl.DataFrame) -> pl.DataFrame:
@@ -166,9 +160,7 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("cancellation"))
         .otherwise(pl.lit("completion")),
         terminal_ns=end,
-        terminal_known=pl.lit(True),
         output_tokens=pl.col("reported_output"),
-        error_code=pl.lit(None, dtype=pl.Int64),
         error=pl.when(errored).then(pl.col("error_type").fill_null("span status ERROR")),
     )
 

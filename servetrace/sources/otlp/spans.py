@@ -14,8 +14,14 @@ from typing import Any
 
 from servetrace.errors import InputError
 from servetrace.schema import MAX_ABS_NS
-from servetrace.sources._engine import describe_keys, sniff_head
-from servetrace.sources.reading import FormatMismatch, iter_json_lines, json_lines, read_bytes
+from servetrace.sources._engine import sniff_head
+from servetrace.sources.reading import (
+    FormatMismatch,
+    describe_json,
+    iter_json_lines,
+    json_lines,
+    read_bytes,
+)
 
 FORMAT = "otlp"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -73,7 +79,7 @@ def read_spans(path: Path) -> list[Span]:
             if not spans and number == _first_line(text):
                 raise FormatMismatch(
                     f"{where}: not an OTLP JSON traces export: expected 'resourceSpans' "
-                    f"({describe_keys(obj)})"
+                    f"({describe_json(obj)})"
                 )
             raise InputError(f"{where}: expected an object with 'resourceSpans' (an OTLP export)")
         for r_index, resource_spans in enumerate(obj["resourceSpans"]):
@@ -286,10 +292,12 @@ def unmapped(span: Span, known: frozenset[str] | set[str]) -> dict[str, object]:
     }
 
 
-def finish_reasons(span: Span, *names: str) -> list[str]:
+def finish_reasons(span: Span, *names: str) -> str | None:
+    """The first present attribute among ``names``, its reasons joined by commas."""
     for name in names:
         value = span.attributes.get(name)
         if value is None:
             continue
-        return [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    return []
+        reasons = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        return ",".join(reasons) if reasons else None
+    return None

@@ -44,10 +44,12 @@ from pathlib import Path
 
 import polars as pl
 
-from servetrace.sources._engine import ADMISSION, NS_PER_S, agree, engine_result, extra_attributes
+from servetrace.sources._engine import ADMISSION, agree, engine_result, extra_attributes
 from servetrace.sources.events import ImportResult, Notes, count_phrase
+from servetrace.sources.fields import record_frame
 from servetrace.sources.otlp.spans import FORMAT, Span, count, finish_reasons, seconds, unmapped
 from servetrace.sources.times import with_ns
+from servetrace.units import NS_PER_S
 
 DIALECT = "vLLM llm_request"
 SPAN_NAME = "llm_request"
@@ -93,49 +95,29 @@ def is_request_span(span: Span) -> bool:
 
 
 def import_spans(spans: list[Span], *, path: Path, notes: Notes) -> ImportResult:
-    schema = {
-        "request_id": pl.Utf8,
-        "arrival_ns": pl.Int64,
-        "end_ns": pl.Int64,
-        "queue_s": pl.Float64,
-        "ttft_s": pl.Float64,
-        "e2e_s": pl.Float64,
-        "prefill_s": pl.Float64,
-        "decode_s": pl.Float64,
-        "inference_s": pl.Float64,
-        "prompt_tokens": pl.Int64,
-        "reported_output": pl.Int64,
-        "finish_reason": pl.Utf8,
-        "trace_id": pl.Utf8,
-        "span_id": pl.Utf8,
-        "status": pl.Utf8,
-        "status_message": pl.Utf8,
-    }
-    rows: dict[str, list[object]] = {name: [] for name in schema}
-    extras: list[dict[str, object]] = []
-    for span in spans:
-        reasons = finish_reasons(span, *FINISH)
-        rows["request_id"].append(_first_text(span, REQUEST_ID) or span.span_id)
-        rows["arrival_ns"].append(span.start_ns)
-        rows["end_ns"].append(span.end_ns)
-        rows["queue_s"].append(seconds(span, *QUEUE))
-        rows["ttft_s"].append(seconds(span, *TTFT))
-        e2e = seconds(span, *E2E)
-        if e2e is None and span.end_ns is None:
-            seconds(span, *E2E, required=True)  # raises: no end at all
-        rows["e2e_s"].append(e2e)
-        rows["prefill_s"].append(seconds(span, *PREFILL, minimum=-1e9))
-        rows["decode_s"].append(seconds(span, *DECODE, minimum=-1e9))
-        rows["inference_s"].append(seconds(span, *INFERENCE, minimum=-1e9))
-        rows["prompt_tokens"].append(count(span, *PROMPT))
-        rows["reported_output"].append(count(span, *OUTPUT))
-        rows["finish_reason"].append(",".join(reasons) if reasons else None)
-        rows["trace_id"].append(span.trace_id or None)
-        rows["span_id"].append(span.span_id or None)
-        rows["status"].append(span.status)
-        rows["status_message"].append(span.status_message)
-        extras.append(unmapped(span, _KNOWN))
-    frame = pl.DataFrame(rows, schema=schema)
+    frame = record_frame(
+        spans,
+        {
+            "request_id": (pl.Utf8, lambda s: _first_text(s, REQUEST_ID) or s.span_id),
+            "arrival_ns": (pl.Int64, lambda s: s.start_ns),
+            "end_ns": (pl.Int64, lambda s: s.end_ns),
+            "queue_s": (pl.Float64, lambda s: seconds(s, *QUEUE)),
+            "ttft_s": (pl.Float64, lambda s: seconds(s, *TTFT)),
+            # Without an end, the e2e latency is required: it is the only end there is.
+            "e2e_s": (pl.Float64, lambda s: seconds(s, *E2E, required=s.end_ns is None)),
+            "prefill_s": (pl.Float64, lambda s: seconds(s, *PREFILL, minimum=-1e9)),
+            "decode_s": (pl.Float64, lambda s: seconds(s, *DECODE, minimum=-1e9)),
+            "inference_s": (pl.Float64, lambda s: seconds(s, *INFERENCE, minimum=-1e9)),
+            "prompt_tokens": (pl.Int64, lambda s: count(s, *PROMPT)),
+            "reported_output": (pl.Int64, lambda s: count(s, *OUTPUT)),
+            "finish_reason": (pl.Utf8, lambda s: finish_reasons(s, *FINISH)),
+            "trace_id": (pl.Utf8, lambda s: s.trace_id or None),
+            "span_id": (pl.Utf8, lambda s: s.span_id or None),
+            "status": (pl.Utf8, lambda s: s.status),
+            "status_message": (pl.Utf8, lambda s: s.status_message),
+        },
+    )
+    extras = [unmapped(span, _KNOWN) for span in spans]
     extra_columns, extra_names = extra_attributes(extras, "otlp")
     frame = with_ns(
         frame.with_columns(*extra_columns.values()),
@@ -210,9 +192,7 @@ def _requests(frame: pl.DataFrame) -> pl.DataFrame:
             .when(cancelled)
             .then(pl.lit("cancellation"))
             .otherwise(pl.lit("completion")),
-            terminal_known=pl.lit(True),
             output_tokens=pl.col("reported_output"),
-            error_code=pl.lit(None, dtype=pl.Int64),
             error=pl.when(errored).then(
                 pl.when(status_error)
                 .then(pl.col("status_message").fill_null("span status ERROR"))

@@ -11,13 +11,14 @@ Every reader returns the **canonical metrics frame**, one row per sample:
 - ``le`` (Float64): a histogram bucket's upper bound (``inf`` for ``+Inf``), else null;
 - ``value`` (Float64): the sample (a summary's quantiles keep ``quantile`` in labels).
 
-``read(path, fmt)`` picks the reader (``FORMATS``) from ``fmt`` or the file's shape;
+``read(path, fmt)`` picks the reader (``schema.FORMATS``) from ``fmt`` or the file's shape;
 inference-perf's per-stage summaries have no time axis and are read apart
 (``inference_perf.read_stages``).
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import polars as pl
@@ -52,16 +53,7 @@ def read(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
     if not p.exists():
         raise InputError(f"{p}: no such file or folder", hint="give the server metrics file")
     chosen = fmt or detect(p)
-    if chosen == "prometheus":
-        from servetrace.sources.server_metrics.prometheus_text import read_text
-
-        return read_text(p)
-    if chosen == "query_range":
-        from servetrace.sources.server_metrics.query_range import read_query_range
-
-        return read_query_range(p)
-    if chosen == "aiperf":
-        from servetrace.sources.server_metrics.aiperf import read_aiperf
-
-        return read_aiperf(p)
-    raise InputError(f"{p}: unknown server metrics format {chosen!r}", hint=", ".join(FORMATS))
+    if chosen not in FORMATS:
+        raise InputError(f"{p}: unknown server metrics format {chosen!r}", hint=", ".join(FORMATS))
+    frame: pl.DataFrame = importlib.import_module(FORMATS[chosen]).read(p)
+    return frame

@@ -25,7 +25,7 @@ import polars as pl
 
 from servetrace.errors import InputError, first_line
 from servetrace.sources.reading import iter_json_lines, load_json
-from servetrace.sources.server_metrics.schema import frame, label_text
+from servetrace.sources.server_metrics.schema import KINDS, Row, frame, label_text
 
 METADATA = "server_metrics_metadata.json"
 EXPORT = "server_metrics_export.jsonl"
@@ -39,29 +39,18 @@ def _types(folder: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for endpoint in (doc.get("endpoints") or {}).values():
         for name, schema in (endpoint.get("metric_schemas") or {}).items():
-            if isinstance(schema, dict) and schema.get("type") in (
-                "counter",
-                "gauge",
-                "histogram",
-                "summary",
-            ):
+            if isinstance(schema, dict) and schema.get("type") in KINDS:
                 out[name] = schema["type"]
     return out
 
 
-def read_aiperf(path: Path) -> pl.DataFrame:
+def read(path: Path) -> pl.DataFrame:
     jsonl = path / EXPORT if path.is_dir() else path
     types = _types(jsonl.parent)
-    rows: dict[str, list[object]] = {k: [] for k in ("ts", "family", "kind", "labels", "le")}
-    rows["value"] = []
+    rows: list[Row] = []
 
     def add(ts: int, family: str, kind: str, labels: str, le: float | None, v: Any) -> None:
-        rows["ts"].append(ts)
-        rows["family"].append(family)
-        rows["kind"].append(kind)
-        rows["labels"].append(labels)
-        rows["le"].append(le)
-        rows["value"].append(float(v))
+        rows.append((ts, family, kind, labels, le, float(v)))
 
     for n, record in iter_json_lines(jsonl):
         where = f"{jsonl}: line {n}"

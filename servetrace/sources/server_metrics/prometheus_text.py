@@ -25,12 +25,11 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import InputError, first_line
-from servetrace.sources.server_metrics.schema import frame, label_text
+from servetrace.sources.server_metrics.schema import KINDS, Row, frame, label_text, ms_ns
+from servetrace.units import NS_PER_MS, NS_PER_S
 
-NS_PER_MS = 1_000_000
 
-
-def _parse(text: str, where: Path, default_ts_ns: int | None) -> dict[str, list[object]]:
+def _parse(text: str, where: Path, default_ts_ns: int | None) -> list[Row]:
     try:
         if text.rstrip().endswith("# EOF"):
             # OpenMetrics (float-second timestamps): the same client's OpenMetrics parser
@@ -42,11 +41,10 @@ def _parse(text: str, where: Path, default_ts_ns: int | None) -> dict[str, list[
             f"{where}: reading Prometheus text needs prometheus_client",
             hint="pip install 'servetrace[metrics]'",
         ) from None
-    rows: dict[str, list[object]] = {k: [] for k in ("ts", "family", "kind", "labels", "le")}
-    rows["value"] = []
+    rows: list[Row] = []
     try:
         for fam in text_string_to_metric_families(text):
-            kind = fam.type if fam.type in ("gauge", "counter", "histogram", "summary") else "gauge"
+            kind = fam.type if fam.type in KINDS else "gauge"
             for s in fam.samples:
                 if s.name.endswith("_created"):
                     continue  # prometheus_client's creation time, not a sample of the series
@@ -64,12 +62,8 @@ def _parse(text: str, where: Path, default_ts_ns: int | None) -> dict[str, list[
                 le = labels.pop("le", None) if kind == "histogram" else None
                 # Buckets under the family's name, _sum/_count (and counters) as exposed.
                 family = fam.name if le is not None else s.name
-                rows["ts"].append(ts)
-                rows["family"].append(family)
-                rows["kind"].append(kind)
-                rows["labels"].append(label_text(labels))
-                rows["le"].append(None if le is None else float(le))
-                rows["value"].append(float(s.value))
+                bound = None if le is None else float(le)
+                rows.append((ts, family, kind, label_text(labels), bound, float(s.value)))
     except InputError:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as e:
@@ -85,17 +79,17 @@ def _stamp_ns(stamp: object) -> int:
     milliseconds (which the parser gives as float seconds)."""
     sec = getattr(stamp, "sec", None)
     if sec is not None:
-        return int(sec) * 1_000_000_000 + int(getattr(stamp, "nsec", 0))
-    return round(float(stamp) * 1000) * NS_PER_MS  # type: ignore[arg-type]
+        return int(sec) * NS_PER_S + int(getattr(stamp, "nsec", 0))
+    return ms_ns(float(stamp))  # type: ignore[arg-type]
 
 
-def read_text(path: Path) -> pl.DataFrame:
+def read(path: Path) -> pl.DataFrame:
     """The canonical frame of one exposition file, or of a folder of scrape files."""
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
         if not files:
             raise InputError(f"{path}: no scrape files in the folder")
-        parts = []
+        rows = []
         for f in files:
             try:
                 stamp = int(f.stem) * NS_PER_MS
@@ -104,9 +98,8 @@ def read_text(path: Path) -> pl.DataFrame:
                     f"{f}: the scrape time must be the file name (epoch milliseconds)",
                     hint="name each scrape file by its time, e.g. 1733238000123.prom",
                 ) from None
-            parts.append(frame(_parse(_text(f), f, stamp)))
-        out = pl.concat(parts)
-        return out.sort("family", "labels", "le", "ts", nulls_last=True)
+            rows += _parse(_text(f), f, stamp)
+        return frame(rows)
     return frame(_parse(_text(path), path, None))
 
 

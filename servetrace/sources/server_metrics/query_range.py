@@ -17,7 +17,7 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.sources.reading import load_json
-from servetrace.sources.server_metrics.schema import frame, label_text
+from servetrace.sources.server_metrics.schema import Row, frame, label_text, ms_ns
 
 
 def _kind(name: str, labels: dict[str, str], histograms: set[str]) -> tuple[str, str]:
@@ -32,7 +32,7 @@ def _kind(name: str, labels: dict[str, str], histograms: set[str]) -> tuple[str,
     return "gauge", name
 
 
-def read_query_range(path: Path) -> pl.DataFrame:
+def read(path: Path) -> pl.DataFrame:
     doc = load_json(path)
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, dict) or data.get("resultType") != "matrix":
@@ -48,8 +48,7 @@ def read_query_range(path: Path) -> pl.DataFrame:
         and str(s.get("metric", {}).get("__name__", "")).endswith("_bucket")
         and "le" in s.get("metric", {})
     }
-    rows: dict[str, list[object]] = {k: [] for k in ("ts", "family", "kind", "labels", "le")}
-    rows["value"] = []
+    rows: list[Row] = []
     for n, series in enumerate(result):
         metric = dict(series.get("metric") or {})
         name = metric.pop("__name__", None)
@@ -60,6 +59,7 @@ def read_query_range(path: Path) -> pl.DataFrame:
             )
         kind, family = _kind(name, metric, histograms)
         le = metric.pop("le", None) if kind == "histogram" and family != name else None
+        bound = None if le is None else float(le)
         labels = label_text(metric)
         for m, pair in enumerate(series.get("values") or []):
             try:
@@ -70,10 +70,5 @@ def read_query_range(path: Path) -> pl.DataFrame:
                 ) from None
             if not math.isfinite(stamp):
                 raise InputError(f"{path}: data.result[{n}].values[{m}] has no finite time")
-            rows["ts"].append(round(stamp * 1000) * 1_000_000)
-            rows["family"].append(family)
-            rows["kind"].append(kind)
-            rows["labels"].append(labels)
-            rows["le"].append(None if le is None else float(le))
-            rows["value"].append(value)
+            rows.append((ms_ns(stamp), family, kind, labels, bound, value))
     return frame(rows)

@@ -57,7 +57,7 @@ def counter_deltas(metrics: pl.DataFrame, family: str) -> pl.DataFrame:
 
 def _deltas(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     prev = pl.col("value").shift(1).over(keys)
-    out = (
+    return (
         rows.sort([*keys, "ts"])
         .with_columns(
             pl.col("ts").shift(1).over(keys).alias("start_ns"),
@@ -80,7 +80,6 @@ def _deltas(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
             (pl.col("delta") * 1e9 / (pl.col("ts") - pl.col("start_ns"))).alias("rate_per_s"),
         )
     )
-    return out
 
 
 def total_deltas(deltas: pl.DataFrame, instants: np.ndarray) -> np.ndarray:
@@ -103,12 +102,6 @@ def histogram_deltas(metrics: pl.DataFrame, family: str, where: str) -> pl.DataF
     rows = metrics.filter(
         pl.col("family") == family, pl.col("kind") == "histogram", pl.col("le").is_not_null()
     )
-    if rows.is_empty():
-        return rows.select("labels", "le").with_columns(
-            pl.lit(None, pl.Int64).alias("start_ns"),
-            pl.lit(None, pl.Int64).alias("end_ns"),
-            pl.lit(None, pl.Float64).alias("delta"),
-        )
     layouts = rows.group_by("labels", "ts").agg(pl.col("le").sort().alias("les"))
     changed = layouts.group_by("labels").agg(pl.col("les").n_unique().alias("n"))
     bad = changed.filter(pl.col("n") > 1)

@@ -55,12 +55,10 @@ _EPOCH_FLOOR_NS = 100_000_000 * NS_PER_S
 
 @dataclass(frozen=True)
 class Alignment:
-    """What the alignment did: counts of steps, the shift and the error it measured."""
+    """What the alignment did: counts of steps and the error it measured."""
 
     total: int
     snapped: int
-    placed: int
-    shift_ns: int
     error_ns: int | None
 
 
@@ -96,8 +94,12 @@ def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:
     most votes win (ties: the smaller gap, then the earlier tick).
     """
     first = emitting.filter(pl.col("k") == pl.col("k").min().over("replica", "run"))
-    hypotheses = _candidates(first, ticks).select(
-        "replica", "run", k0="k", offset="base", hypothesis=pl.int_range(pl.len(), dtype=pl.Int64())
+    hypotheses = _each_tick(first, ticks, "replica", "run", "k", "cum").select(
+        "replica",
+        "run",
+        k0="k",
+        offset=pl.col("tick") - pl.col("cum"),
+        hypothesis=pl.int_range(pl.len(), dtype=pl.Int64()),
     )
     later = emitting.join(hypotheses.select("replica", "run", "k0").unique(), on=["replica", "run"])
     later = later.filter(
@@ -112,23 +114,10 @@ def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:
             "hi", ticks.search_sorted(pairs["base"] + pairs["steps"] * MAX_GAP_NS, "right")
         ),
     )
-    votes = (
-        pairs.select(
-            "replica",
-            "run",
-            "hypothesis",
-            "offset",
-            "k0",
-            "base",
-            "steps",
-            at=pl.int_ranges("lo", pl.max_horizontal("lo", "hi"), dtype=pl.Int64()),
-        )
-        .explode("at")
-        .drop_nulls("at")
-    )
-    votes = votes.with_columns(
-        gap=(ticks.gather(votes["at"]) - pl.col("base")) // pl.col("steps")
-    ).with_columns(bin=pl.col("gap") // GAP_STEP_NS)
+    votes = _each_tick(
+        pairs, ticks, "replica", "run", "hypothesis", "offset", "k0", "base", "steps"
+    ).with_columns(gap=(pl.col("tick") - pl.col("base")) // pl.col("steps"))
+    votes = votes.with_columns(bin=pl.col("gap") // GAP_STEP_NS)
     counts = votes.group_by("replica", "run", "hypothesis", "bin").agg(n=pl.len())
     scored = (
         pl.concat([counts.with_columns(bin=pl.col("bin") + step) for step in (-1, 0, 1)])
@@ -162,16 +151,6 @@ def _estimate_runs(emitting: pl.DataFrame, ticks: pl.Series) -> pl.DataFrame:
 def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
     """Each chunk's offset, chunk after chunk (a sequence over chunks, not over steps:
     NumPy on each chunk's few candidates, all runs at once)."""
-    empty = pl.DataFrame(
-        schema={
-            "chunk": pl.Int64(),
-            "chunk_offset": pl.Int64(),
-            "replica": pl.String(),
-            "run": pl.Int64(),
-        }
-    )
-    if emitting.height == 0:
-        return empty
     emitting = emitting.with_columns(
         key=(pl.struct("replica", "run").rank("dense") - 1).cast(pl.Int64())
     ).sort("chunk", "key", "k")
@@ -179,11 +158,10 @@ def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
         name: emitting[name].to_numpy().astype(np.int64)
         for name in ("key", "chunk", "k", "cum", "lo", "hi", "gap")
     }
-    keys = emitting.select("key", "replica", "run", "run_offset").unique("key").sort("key")
+    keys = emitting.select("key", "run_offset").unique("key").sort("key")
     offset = keys["run_offset"].to_numpy().astype(np.int64).copy()
-    out_key: list[np.ndarray] = []
-    out_chunk: list[np.ndarray] = []
-    out_offset: list[np.ndarray] = []
+    # Each step's chunk offset, set once its chunk has voted.
+    chunk_offset = np.zeros(emitting.height, dtype=np.int64)
     edges = np.flatnonzero(np.diff(cols["chunk"])) + 1
     for start, stop in zip(
         np.concatenate([[0], edges]), np.concatenate([edges, [len(cols["chunk"])]]), strict=True
@@ -219,39 +197,22 @@ def _track(emitting: pl.DataFrame, ticks: np.ndarray) -> pl.DataFrame:
                 center = unique[winner]
                 mask = (votes_key == key) & (np.abs(code - center) <= 1)
                 offset[key] = int(np.round(np.median(voted[mask])))
-        present = np.unique(part["key"])
-        out_key.append(present)
-        out_chunk.append(np.full(len(present), part["chunk"][0]))
-        out_offset.append(offset[present].copy())
-    found = pl.DataFrame(
-        {
-            "key": np.concatenate(out_key) if out_key else np.array([], dtype=np.int64),
-            "chunk": np.concatenate(out_chunk) if out_chunk else np.array([], dtype=np.int64),
-            "chunk_offset": np.concatenate(out_offset)
-            if out_offset
-            else np.array([], dtype=np.int64),
-        },
-        schema={"key": pl.Int64(), "chunk": pl.Int64(), "chunk_offset": pl.Int64()},
-    )
-    return found.join(keys.select("key", "replica", "run"), on="key").drop("key")
+        chunk_offset[start:stop] = offset[part["key"]]
+    found = emitting.select("replica", "run", "chunk", chunk_offset=pl.Series(chunk_offset))
+    return found.unique(["replica", "run", "chunk"])
 
 
-def _candidates(frame: pl.DataFrame, ticks: pl.Series, *keep: str) -> pl.DataFrame:
-    """One row per step and tick in its ``[lo, hi)`` range, with ``base = tick − cum``."""
+def _each_tick(frame: pl.DataFrame, ticks: pl.Series, *columns: str) -> pl.DataFrame:
+    """One row per row of ``frame`` and tick in its ``[lo, hi)`` range: ``columns`` and
+    the ``tick``."""
     exploded = (
         frame.select(
-            "replica",
-            "run",
-            "chunk",
-            "k",
-            "cum",
-            *keep,
-            at=pl.int_ranges("lo", pl.max_horizontal("lo", "hi"), dtype=pl.Int64()),
+            *columns, at=pl.int_ranges("lo", pl.max_horizontal("lo", "hi"), dtype=pl.Int64())
         )
         .explode("at")
         .drop_nulls("at")
     )
-    return exploded.with_columns(base=ticks.gather(exploded["at"]) - pl.col("cum"))
+    return exploded.with_columns(tick=ticks.gather(exploded["at"])).drop("at")
 
 
 def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Alignment]:
@@ -308,18 +269,17 @@ def align_to_ticks(steps: pl.DataFrame, ticks: pl.Series) -> tuple[pl.Series, Al
     alignment = Alignment(
         total=frame.height,
         snapped=snapped.height,
-        placed=int(ends["placed"].is_not_null().sum()),
-        shift_ns=0,
         error_ns=int(error) if isinstance(error, int) else None,
     )
     return ts_end.alias("ts_end"), alignment
 
 
-def describe(alignment: Alignment, what: str) -> str:
-    """The note a user reads about an alignment of ``what`` (e.g. "vLLM log steps")."""
+def describe(alignment: Alignment, shift_ns: int, what: str) -> str:
+    """The note a user reads about an alignment of ``what`` (e.g. "vLLM log steps") whose
+    log clock was shifted by ``shift_ns`` (its time zone) first."""
     shift = ""
-    if alignment.shift_ns:
-        hours = alignment.shift_ns / (3600 * NS_PER_S)
+    if shift_ns:
+        hours = shift_ns / (3600 * NS_PER_S)
         shift = f" after shifting the log's clock by {hours:+g} h (its time zone)"
     error = (
         f"; the logged durations placed them within {alignment.error_ns / 1000:g} µs of those"

@@ -14,17 +14,13 @@ import polars as pl
 
 from servetrace.sources.file_scan import read_table
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.schema import conform
 from servetrace.sources.steps.validate import require_columns
 
 
 def _ids(frame: pl.DataFrame) -> pl.DataFrame:
-    """``request_ids`` as a list of strings, from a list of any scalar or from text."""
-    if "request_ids" not in frame.columns:
+    """``request_ids`` from text as a list (a list of any scalar is cast by `conform`)."""
+    if "request_ids" not in frame.columns or isinstance(frame.schema["request_ids"], pl.List):
         return frame
-    dtype = frame.schema["request_ids"]
-    if isinstance(dtype, pl.List):
-        return frame.with_columns(pl.col("request_ids").cast(pl.List(pl.String)))
     text = pl.col("request_ids").cast(pl.String).str.replace_all(r"[\[\]\"',;]", " ")
     return frame.with_columns(
         text.str.strip_chars().str.split(" ").list.eval(pl.element().filter(pl.element() != ""))
@@ -36,4 +32,4 @@ def read(path: Path, ticks: pl.Series | None = None) -> StepFile:
     clock already."""
     frame = read_table(path)
     require_columns(path, frame.columns)
-    return StepFile(conform(_ids(frame)))
+    return StepFile(_ids(frame))

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class StepFile:
-    """The steps of one file in the canonical layout (`schema.conform`)."""
+    """The steps of one file: an importer's frame holds step columns by their canonical
+    names (``duration`` may stand for ``ts_start``); `read_steps` conforms it."""
 
     frame: pl.DataFrame
     # Facts the user is told beside the result: how the steps were aligned, what was skipped.
@@ -53,6 +54,7 @@ def read_steps(path: Path, fmt: str, ticks: pl.Series | None = None) -> StepFile
     every format obeys (`validate`): a broken one is an `InputError` naming the record.
     ``ticks``: the trace's tick instants, in any order; a format that aligns its steps to
     them (``ALIGNS_TO_TICKS``) gets them distinct and sorted, the others as they are."""
+    from servetrace.sources.steps.schema import conform
     from servetrace.sources.steps.validate import validate
 
     if fmt not in STEP_FORMATS:
@@ -65,5 +67,6 @@ def read_steps(path: Path, fmt: str, ticks: pl.Series | None = None) -> StepFile
     if ticks is not None and aligns_to_ticks(fmt):
         ticks = ticks.unique().sort()
     result: StepFile = module.read(path, ticks)
-    findings = validate(path, result.frame, ends_known=getattr(module, "ENDS_KNOWN", True))
-    return replace(result, notes=(*result.notes, *findings)) if findings else result
+    frame = conform(result.frame)
+    findings = validate(path, frame, ends_known=getattr(module, "ENDS_KNOWN", True))
+    return replace(result, frame=frame, notes=(*result.notes, *findings))

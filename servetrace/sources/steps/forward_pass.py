@@ -42,13 +42,12 @@ from servetrace.errors import InputError
 from servetrace.sources.sniff import read_all
 from servetrace.sources.steps.formats import StepFile
 from servetrace.sources.steps.record import RECORD_FORMAT, RECORD_VERSION, require_extra
-from servetrace.sources.steps.schema import conform
+from servetrace.sources.steps.schema import is_count
 
 FORMAT = "forward-pass"
 FPM_VERSION = 1
 _SCHEDULED = ("num_prefill_requests", "sum_prefill_tokens", "num_decode_requests")
 _QUEUED = ("num_prefill_requests", "num_decode_requests")
-_INT64_MAX = 2**63 - 1
 
 
 def read(path: Path, ticks: pl.Series | None) -> StepFile:
@@ -56,6 +55,8 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
     import msgpack
 
     raw = read_all(path, lines=False)
+    if not raw:
+        raise InputError(f"{path}: file is empty", hint="record with servetrace record-steps")
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(raw)
     rows: list[dict[str, Any]] = []
@@ -76,14 +77,13 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
             f"{path}: record {index + 1}: not MessagePack ({error}): the file is damaged "
             "or not written by servetrace record-steps"
         ) from None
-    if index == 0 and not raw:
-        raise InputError(f"{path}: file is empty", hint="record with servetrace record-steps")
     if not rows:
         raise InputError(
             f"{path}: no forward-pass messages ({heartbeats} heartbeats)",
             hint="record while the engine serves requests",
         )
-    frame = pl.DataFrame(rows, schema=_ROW_SCHEMA)
+    # Every value is checked (`_row`); `read_steps` gives the columns their step types.
+    frame = pl.DataFrame(rows, infer_schema_length=None)
     notes = [
         "forward-pass: a step ends when servetrace received its message (the message has "
         "no clock), later than the true end by the publish delay; decode tokens, cached "
@@ -93,19 +93,7 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         notes.append(f"forward-pass: {heartbeats} heartbeat messages (no step) dropped")
     if ticks is not None:
         notes.append("forward-pass: steps are not aligned to the trace's ticks")
-    return StepFile(conform(frame), tuple(notes), None)
-
-
-_ROW_SCHEMA = {
-    "step": pl.Int64(),
-    "replica": pl.String(),
-    "ts_end": pl.Int64(),
-    "duration": pl.Int64(),
-    "prefill_requests": pl.Int64(),
-    "prefill_tokens": pl.Int64(),
-    "decode_requests": pl.Int64(),
-    "queued_requests": pl.Int64(),
-}
+    return StepFile(frame, tuple(notes))
 
 
 def _check_header(path: Path, item: Any) -> None:
@@ -129,7 +117,7 @@ def _row(path: Path, index: int, item: Any) -> dict[str, Any] | None:
     if (
         not isinstance(item, list)
         or len(item) != 2
-        or not _is_int(item[0])
+        or not is_count(item[0])
         or not isinstance(item[1], list)
         or not item[1]
         or not all(isinstance(frame, bytes) for frame in item[1])
@@ -159,8 +147,8 @@ def _row(path: Path, index: int, item: Any) -> dict[str, Any] | None:
     dp_rank = message.get("dp_rank")
     counter = message.get("counter_id")
     return {
-        "step": counter if _is_int(counter) else None,
-        "replica": str(dp_rank) if _is_int(dp_rank) else None,
+        "step": counter if is_count(counter) else None,
+        "replica": str(dp_rank) if is_count(dp_rank) else None,
         "ts_end": item[0],
         "duration": round(wall * 1e9),
         "prefill_requests": counts["num_prefill_requests"],
@@ -168,10 +156,6 @@ def _row(path: Path, index: int, item: Any) -> dict[str, Any] | None:
         "decode_requests": counts["num_decode_requests"],
         "queued_requests": waiting["num_prefill_requests"] + waiting["num_decode_requests"],
     }
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
 
 
 def _map(where: str, message: dict[str, Any], name: str) -> dict[str, Any]:
@@ -183,6 +167,6 @@ def _map(where: str, message: dict[str, Any], name: str) -> dict[str, Any]:
 
 def _count(where: str, parent: dict[str, Any], parent_name: str, name: str) -> int:
     value = parent.get(name, 0)
-    if not _is_int(value):
+    if not is_count(value):
         raise InputError(f"{where}: '{parent_name}.{name}' must be a count, got {value!r}")
     return int(value)

@@ -53,24 +53,3 @@ def parse_marked(
         shown = text if len(text) <= 160 else text[:157] + "..."
         raise InputError(f"{path}: line {line}: {rule}: {shown!r}")
     return parsed
-
-
-def no_lines(path: Path, what: str, hint: str) -> InputError:
-    """The error for a log that holds none of the lines the format reads."""
-    return InputError(f"{path}: no {what} in the file", hint=hint)
-
-
-def seconds_ns(
-    year: pl.Expr | int, month: str, day: str, hour: str, minute: str, second: str
-) -> pl.Expr:
-    """The epoch ns of a log prefix's date and time (UTC: the prefix names no zone)."""
-    year_expr = year if isinstance(year, pl.Expr) else pl.lit(year)
-    return pl.datetime(
-        year_expr,
-        pl.col(month).cast(pl.Int32()),
-        pl.col(day).cast(pl.Int32()),
-        pl.col(hour).cast(pl.Int32()),
-        pl.col(minute).cast(pl.Int32()),
-        pl.col(second).cast(pl.Int32()),
-        time_unit="ns",
-    ).dt.epoch("ns")

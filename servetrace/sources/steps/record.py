@@ -56,7 +56,11 @@ def check_address(address: str) -> None:
     """Refuse an address that is malformed or has no listener (exit 3, one line)."""
     parts = urlsplit(address)
     if parts.scheme == "tcp":
-        host, port = parts.hostname, parts.port if _has_port(parts.netloc) else None
+        host = parts.hostname
+        try:
+            port = parts.port
+        except ValueError:  # not a number, or out of range
+            port = None
         if not host or port is None or host == "*":
             raise InputError(
                 f"{address}: not a publisher address: expected tcp://HOST:PORT",
@@ -78,13 +82,6 @@ def check_address(address: str) -> None:
         raise InputError(
             f"{address}: not a publisher address: expected tcp://HOST:PORT or ipc://PATH"
         )
-
-
-def _has_port(netloc: str) -> bool:
-    try:
-        return urlsplit(f"//{netloc}").port is not None
-    except ValueError:
-        return False
 
 
 def record(

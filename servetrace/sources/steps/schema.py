@@ -41,6 +41,18 @@ STEP_SCHEMA: dict[str, pl.DataType] = {name: dtype for name, (dtype, _, _) in ST
 REQUIRED_STEP_COLUMNS: tuple[str, ...] = tuple(
     name for name, (_, required, _) in STEP_COLUMNS.items() if required
 )
+# The columns that count requests or tokens (each ≥ 0): the integers but the index and times.
+COUNT_COLUMNS: tuple[str, ...] = tuple(
+    name
+    for name, (dtype, _, _) in STEP_COLUMNS.items()
+    if dtype == pl.Int64() and name not in ("step", "ts_start", "ts_end")
+)
+_INT64_MAX = 2**63 - 1
+
+
+def is_count(value: object) -> bool:
+    """Whether a decoded record's ``value`` is a count an Int64 step column holds."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX
 
 
 def conform(frame: pl.DataFrame) -> pl.DataFrame:

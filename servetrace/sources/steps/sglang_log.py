@@ -36,8 +36,7 @@ import polars as pl
 
 from servetrace.errors import InputError
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.logtext import log_lines, no_lines, parse_marked
-from servetrace.sources.steps.schema import conform
+from servetrace.sources.steps.logtext import log_lines, parse_marked
 
 FORMAT = "sglang-log"
 # A prefill line dates its batch when it is formed and a decode line when it is logged:
@@ -74,10 +73,9 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         ranks.str.extract(r"PP(\d+)").fill_null("0") == "0",
     )
     if parsed.height == 0:
-        raise no_lines(
-            path,
-            "SGLang 'Prefill batch' or 'Decode batch' lines",
-            "SGLang's scheduler writes them at log level info",
+        raise InputError(
+            f"{path}: no SGLang 'Prefill batch' or 'Decode batch' lines in the file",
+            hint="SGLang's scheduler writes them at log level info",
         )
     fields = parsed.with_columns(
         *(
@@ -129,4 +127,4 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         "is unavailable; decode tokens and durations are not logged (unavailable)",
         "sglang-log: times are the log prefix read as UTC, resolution 1 s; not aligned to a trace",
     ]
-    return StepFile(conform(frame), tuple(notes), None)
+    return StepFile(frame, tuple(notes))

@@ -45,12 +45,11 @@ from servetrace.errors import InputError
 from servetrace.sources.reading import json_lines
 from servetrace.sources.sniff import read_all
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.schema import conform
+from servetrace.sources.steps.schema import is_count
 
 FORMAT = "trtllm-iterations"
 # A poll without a `timestamp` leaves its iteration's end unknown (`validate`).
 ENDS_KNOWN = False
-_INT64_MAX = 2**63 - 1
 _BATCHING = {
     "prefill_requests": "numContextRequests",
     "prefill_tokens": "numCtxTokens",
@@ -60,50 +59,33 @@ _BATCHING = {
 
 
 def read(path: Path, ticks: pl.Series | None) -> StepFile:
-    rows = [_row(path, where, record) for where, record in _records(path)]
+    rows = [_row(f"{path}: {where}", record) for where, record in _records(path)]
     if not rows:
         raise InputError(f"{path}: no iteration records", hint="poll /metrics while serving")
-    frame = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
-    at = frame["timestamp"]
+    # Every value is checked (`_row`); `read_steps` gives the columns their step types.
+    frame = pl.DataFrame(rows, infer_schema_length=None)
+    stamps = frame["timestamp"].cast(pl.String())
     parsed = pl.coalesce(
-        at.str.to_datetime("%m-%d-%Y %H:%M:%S%.f", time_unit="ns", strict=False),
-        at.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="ns", strict=False),
-        at.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="ns", strict=False),
+        stamps.str.to_datetime("%m-%d-%Y %H:%M:%S%.f", time_unit="ns", strict=False),
+        stamps.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="ns", strict=False),
+        stamps.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_unit="ns", strict=False),
     ).dt.epoch("ns")
     bad = frame.with_columns(parsed=parsed).filter(
         pl.col("timestamp").is_not_null() & pl.col("parsed").is_null()
     )
     if bad.height:
-        where, text = bad["where"][0], bad["timestamp"][0]
+        at, text = bad["at"][0], bad["timestamp"][0]
         raise InputError(
-            f"{path}: {where}: 'timestamp' {text!r} is not TensorRT-LLM's "
-            "'MM-DD-YYYY HH:MM:SS.ffffff'"
+            f"{at}: 'timestamp' {text!r} is not TensorRT-LLM's 'MM-DD-YYYY HH:MM:SS.ffffff'"
         )
-    frame = frame.with_columns(ts_end=parsed, kv_usage=pl.col("used") / pl.col("max")).drop(
-        "where", "timestamp", "used", "max"
-    )
+    frame = frame.with_columns(ts_end=parsed).drop("at", "timestamp")
     notes = (
         "trtllm-iterations: a step ends at its record's 'timestamp' (the executor's local "
         "time read as UTC, µs resolution) and lasts 'iterLatencyMS' (the executor's whole "
         "iteration: under the overlap scheduler not one forward pass); decode tokens, cached "
         "tokens and batch membership are not in the record (unavailable)",
     )
-    return StepFile(conform(frame), notes, None)
-
-
-_SCHEMA = {
-    "where": pl.String(),
-    "step": pl.Int64(),
-    "duration": pl.Int64(),
-    "timestamp": pl.String(),
-    "prefill_requests": pl.Int64(),
-    "prefill_tokens": pl.Int64(),
-    "decode_requests": pl.Int64(),
-    "preempted": pl.Int64(),
-    "queued_requests": pl.Int64(),
-    "used": pl.Int64(),
-    "max": pl.Int64(),
-}
+    return StepFile(frame, notes)
 
 
 def _records(path: Path) -> list[tuple[str, Any]]:
@@ -131,63 +113,59 @@ def _records(path: Path) -> list[tuple[str, Any]]:
     return found
 
 
-def _row(path: Path, where: str, record: Any) -> tuple[Any, ...]:
+def _row(at: str, record: Any) -> dict[str, Any]:
+    """One record as a row; ``at`` names the file and the record."""
     if not isinstance(record, dict):
-        raise InputError(f"{path}: {where}: not an iteration-stats object")
-    step = _int(path, where, record, "iter", required=True)
+        raise InputError(f"{at}: not an iteration-stats object")
+    step = _int(at, record, "iter", required=True)
     latency = record.get("iterLatencyMS")
     if latency is not None and (
         not isinstance(latency, (int, float)) or isinstance(latency, bool) or not 0 <= latency < 1e9
     ):
-        raise InputError(
-            f"{path}: {where}: 'iterLatencyMS' must be milliseconds ≥ 0, got {latency!r}"
-        )
+        raise InputError(f"{at}: 'iterLatencyMS' must be milliseconds ≥ 0, got {latency!r}")
     stamp = record.get("timestamp")
     if stamp is not None and not isinstance(stamp, str):
-        raise InputError(f"{path}: {where}: 'timestamp' must be a string, got {stamp!r}")
-    batching = _object(path, where, record, "inflightBatchingStats")
-    kv = _object(path, where, record, "kvCacheStats")
-    counts = [
-        _int(path, where, batching, name, parent="inflightBatchingStats")
-        for name in _BATCHING.values()
-    ]
-    return (
-        where,
-        step,
-        None if latency is None else round(latency * 1e6),
-        stamp,
-        *counts,
-        _int(path, where, record, "numQueuedRequests"),
-        _int(path, where, kv, "usedNumBlocks", parent="kvCacheStats"),
-        _int(path, where, kv, "maxNumBlocks", parent="kvCacheStats") or None,
-    )
+        raise InputError(f"{at}: 'timestamp' must be a string, got {stamp!r}")
+    batching = _object(at, record, "inflightBatchingStats")
+    kv = _object(at, record, "kvCacheStats")
+    counts = {
+        column: _int(at, batching, name, parent="inflightBatchingStats")
+        for column, name in _BATCHING.items()
+    }
+    queued = _int(at, record, "numQueuedRequests")
+    used = _int(at, kv, "usedNumBlocks", parent="kvCacheStats")
+    blocks = _int(at, kv, "maxNumBlocks", parent="kvCacheStats")
+    return {
+        "at": at,
+        "step": step,
+        "duration": None if latency is None else round(latency * 1e6),
+        "timestamp": stamp,
+        **counts,
+        "queued_requests": queued,
+        "kv_usage": used / blocks if used is not None and blocks else None,
+    }
 
 
-def _object(path: Path, where: str, record: dict[str, Any], name: str) -> dict[str, Any]:
+def _object(at: str, record: dict[str, Any], name: str) -> dict[str, Any]:
     value = record.get(name)
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InputError(f"{path}: {where}: '{name}' must be an object, got {value!r}")
+        raise InputError(f"{at}: '{name}' must be an object, got {value!r}")
     return value
 
 
 def _int(
-    path: Path,
-    where: str,
-    record: dict[str, Any],
-    name: str,
-    required: bool = False,
-    parent: str | None = None,
+    at: str, record: dict[str, Any], name: str, required: bool = False, parent: str | None = None
 ) -> int | None:
     value = record.get(name)
     dotted = f"{parent}.{name}" if parent else name
     if value is None:
         if required:
             raise InputError(
-                f"{path}: {where}: no '{dotted}' (TensorRT-LLM writes it in every iteration record)"
+                f"{at}: no '{dotted}' (TensorRT-LLM writes it in every iteration record)"
             )
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _INT64_MAX:
-        raise InputError(f"{path}: {where}: '{dotted}' must be a count ≥ 0, got {value!r}")
+    if not is_count(value):
+        raise InputError(f"{at}: '{dotted}' must be a count ≥ 0, got {value!r}")
     return value

@@ -13,37 +13,33 @@ from pathlib import Path
 import polars as pl
 
 from servetrace.errors import InputError
-from servetrace.sources.steps.schema import REQUIRED_STEP_COLUMNS
+from servetrace.sources.steps.schema import COUNT_COLUMNS, REQUIRED_STEP_COLUMNS
 
 # The read's note on overlapping steps starts so (after the path): a stall analysis, which
 # counts them in its own findings, leaves it out.
 OVERLAP_NOTE = "finding overlapping_steps:"
 
-COUNT_COLUMNS = (
-    "prefill_requests",
-    "prefill_tokens",
-    "decode_requests",
-    "decode_tokens",
-    "cached_tokens",
-    "kv_tokens",
-    "queued_requests",
-    "preempted",
-)
 _ROW = "_row"
 
 
-def require_columns(path: Path, columns: Iterable[str]) -> None:
-    """The canonical columns a step file must have (``duration`` stands in for
-    ``ts_start``)."""
+def require_columns(
+    path: Path,
+    columns: Iterable[str],
+    required: tuple[str, ...] = REQUIRED_STEP_COLUMNS,
+    what: str = "a step file",
+    hint: str | None = "see the canonical step schema in docs/design.md",
+) -> None:
+    """The columns ``what`` must have: by default the canonical ones (``duration`` stands
+    in for ``ts_start``)."""
     present = set(columns)
     if "duration" in present:
         present.add("ts_start")
-    missing = [name for name in REQUIRED_STEP_COLUMNS if name not in present]
+    missing = [name for name in required if name not in present]
     if missing:
         raise InputError(
             f"{path}: rule missing_column: no column {', '.join(repr(m) for m in missing)} "
-            f"(a step file has {', '.join(REQUIRED_STEP_COLUMNS)})",
-            hint="see the canonical step schema in docs/design.md",
+            f"({what} has {', '.join(required)})",
+            hint=hint,
         )
 
 

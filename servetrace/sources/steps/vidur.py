@@ -15,10 +15,9 @@ from pathlib import Path
 
 import polars as pl
 
-from servetrace.errors import InputError
 from servetrace.sources.file_scan import read_table
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.schema import conform
+from servetrace.sources.steps.validate import require_columns
 
 BATCH_COLUMNS = (
     "batch_id",
@@ -42,18 +41,9 @@ def iterations_of(path: Path) -> Path | None:
     return None
 
 
-def _require(path: Path, frame: pl.DataFrame, columns: tuple[str, ...]) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"{path}: rule missing_column: no column {', '.join(map(repr, missing))} "
-            f"(a Vidur file has {', '.join(columns)})"
-        )
-
-
 def _membership(path: Path) -> pl.DataFrame:
     members = read_table(path)
-    _require(path, members, MEMBER_COLUMNS)
+    require_columns(path, members.columns, MEMBER_COLUMNS, "a Vidur file", hint=None)
     decoding = pl.col("prefill_done_before") == 1
     return members.group_by("batch_id").agg(
         pl.col("request_id").cast(pl.String).sort().alias("request_ids"),
@@ -69,7 +59,7 @@ def _ns(column: str) -> pl.Expr:
 def read(path: Path, ticks: pl.Series | None = None) -> StepFile:
     """The batches of ``path`` as steps, with membership from the sibling file if present."""
     batches = read_table(path)
-    _require(path, batches, BATCH_COLUMNS)
+    require_columns(path, batches.columns, BATCH_COLUMNS, "a Vidur file", hint=None)
     frame = batches.select(
         pl.col("batch_id").cast(pl.Int64).alias("step"),
         pl.col("replica_id").cast(pl.String).alias("replica"),
@@ -91,4 +81,4 @@ def read(path: Path, ticks: pl.Series | None = None) -> StepFile:
             maintain_order="left",
         )
         notes = (f"{path}: batch membership from {iterations.name}",)
-    return StepFile(conform(frame), notes)
+    return StepFile(frame, notes)

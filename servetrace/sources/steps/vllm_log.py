@@ -35,15 +35,14 @@ year, so a 02-29 prefix reads).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import polars as pl
 
+from servetrace.errors import InputError
 from servetrace.sources.steps.align import align_to_ticks, describe, tick_year, zone_shift
 from servetrace.sources.steps.formats import StepFile
-from servetrace.sources.steps.logtext import log_lines, no_lines, parse_marked, seconds_ns
-from servetrace.sources.steps.schema import conform
+from servetrace.sources.steps.logtext import log_lines, parse_marked
 
 FORMAT = "vllm-log"
 _NO_YEAR = 1972
@@ -64,6 +63,8 @@ _RULE = (
     "requests, d generation tokens, iteration elapsed time: x ms')"
 )
 _COUNTS = ("step", "prefill_requests", "prefill_tokens", "decode_requests", "decode_tokens")
+# The prefix's date and time, as the pattern's groups name them.
+_PARTS = ("month", "day", "hour", "minute", "second")
 
 
 # `formats.read_steps` gives this format the trace's distinct tick instants, sorted.
@@ -73,12 +74,12 @@ ALIGNS_TO_TICKS = True
 def read(path: Path, ticks: pl.Series | None) -> StepFile:
     parsed = parse_marked(log_lines(path), _MARKER, _PATTERN, "step", path, _RULE)
     if parsed.height == 0:
-        raise no_lines(
-            path,
-            "vLLM iteration-details lines",
-            "vLLM writes them when started with --enable-logging-iteration-details",
+        raise InputError(
+            f"{path}: no vLLM iteration-details lines in the file",
+            hint="vLLM writes them when started with --enable-logging-iteration-details",
         )
     steps = parsed.select(
+        *_PARTS,
         *(pl.col(name).cast(pl.Int64()) for name in _COUNTS),
         pl.coalesce(
             pl.col("dp").cast(pl.Int64()).cast(pl.String()),
@@ -90,11 +91,6 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
         .cast(pl.Float64())
         / 100,
         dummy=pl.col("tail").str.contains(r"\(dummy\)"),
-        month=pl.col("month"),
-        day=pl.col("day"),
-        hour=pl.col("hour"),
-        minute=pl.col("minute"),
-        second=pl.col("second"),
     )
     notes = [
         "vllm-log: a step's duration is vLLM's 'iteration elapsed time', the wait for the "
@@ -108,25 +104,22 @@ def read(path: Path, ticks: pl.Series | None) -> StepFile:
             "forward pass to keep step with its peers), kept with zero requests"
         )
     ts_end, error = _place(steps, ticks, notes)
-    frame = steps.with_columns(ts_end=ts_end).drop(
-        "dummy", "month", "day", "hour", "minute", "second"
-    )
-    return StepFile(conform(frame), tuple(notes), error)
+    frame = steps.with_columns(ts_end=ts_end).drop("dummy", *_PARTS)
+    return StepFile(frame, tuple(notes), error)
 
 
 def _place(
     steps: pl.DataFrame, ticks: pl.Series | None, notes: list[str]
 ) -> tuple[pl.Series, int | None]:
     """Each step's end, and the measured alignment error when aligned to ``ticks``."""
-    parts = ("month", "day", "hour", "minute", "second")
-    fallback = steps.select(seconds_ns(_NO_YEAR, *parts)).to_series()
+    fallback = steps.select(_seconds_ns(_NO_YEAR)).to_series()
     reason = "no trace was given"
     if ticks is not None and ticks.len():
         year = tick_year(ticks)
         if year is None:
             reason = "the trace's clock is not wall-clock time"
         else:
-            anchor = steps.select(seconds_ns(year, *parts)).to_series()
+            anchor = steps.select(_seconds_ns(year)).to_series()
             shift = zone_shift(anchor, ticks)
             if shift is None:
                 reason = "no token tick of the trace falls in the log's seconds"
@@ -142,11 +135,16 @@ def _place(
                     }
                 )
                 ts_end, alignment = align_to_ticks(frame, ticks)
-                alignment = dataclasses.replace(alignment, shift_ns=shift)
-                notes.append(describe(alignment, FORMAT))
+                notes.append(describe(alignment, shift, FORMAT))
                 return ts_end.fill_null(frame["anchor"]), alignment.error_ns
     notes.append(
         f"vllm-log: not aligned ({reason}): each step ends at its log second, read as UTC "
         f"in {_NO_YEAR} (the prefix has no year or time zone); resolution 1 s"
     )
     return fallback.alias("ts_end"), None
+
+
+def _seconds_ns(year: int) -> pl.Expr:
+    """The epoch ns of each prefix's date and time in ``year`` (UTC: it names no zone)."""
+    parts = (pl.col(part).cast(pl.Int32()) for part in _PARTS)
+    return pl.datetime(pl.lit(year), *parts, time_unit="ns").dt.epoch("ns")
