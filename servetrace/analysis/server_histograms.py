@@ -44,18 +44,18 @@ ITL_BUCKETS_S = (
     0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
     0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
 )  # fmt: skip
-SGLANG_TTFT_BUCKETS_S = (
+SGLANG_TTFT_BUCKETS_S: tuple[float, ...] = tuple(map(float, (
     0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400,
-)  # fmt: skip
-SGLANG_E2E_BUCKETS_S = (*SGLANG_TTFT_BUCKETS_S, 600, 1200, 1800, 2400)
-SGLANG_ITL_BUCKETS_S = (
+)))  # fmt: skip
+SGLANG_E2E_BUCKETS_S = (*SGLANG_TTFT_BUCKETS_S, 600.0, 1200.0, 1800.0, 2400.0)
+SGLANG_ITL_BUCKETS_S: tuple[float, ...] = tuple(map(float, (
     0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040,
     0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
-)  # fmt: skip
-SGLANG_QUEUE_BUCKETS_S = (
+)))  # fmt: skip
+SGLANG_QUEUE_BUCKETS_S: tuple[float, ...] = tuple(map(float, (
     0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100,
     200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000,
-)  # fmt: skip
+)))  # fmt: skip
 TRTLLM_PREFILL_BUCKETS_S = (
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0,
     40.0, 80.0, 160.0, 640.0, 2560.0,
@@ -70,8 +70,8 @@ class HistogramCheck:
     observed_at: str  # first_token | completion | admission | tick: when the server counts
     per: str  # request | gap | token (a tick's gap ÷ its tokens, once per token)
     counts: str  # what the server counts, in the likely cause's words
-    buckets_s: tuple[float, ...]  # vLLM's bounds (the simulator writes them)
-    help: str  # the family's HELP text in vLLM
+    buckets_s: tuple[float, ...]  # the engine's bounds (the simulator writes them)
+    help: str  # the family's HELP text in the engine
     definition: str  # how the server's value differs from the trace's, where it does
     description: str  # one line for the rule catalogue
     engine: str = "vllm"  # whose family (``server_engines.ENGINES``)
