@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 
 from servetrace.analysis.server_histograms import ENGINE_CHECKS, HistogramCheck
 
@@ -122,6 +123,14 @@ TRTLLM = Engine(
     "TensorRT-LLM refreshes it only when a request completes",
 )
 ENGINES: dict[str, Engine] = {e.name: e for e in (VLLM, SGLANG, TRTLLM)}
+
+
+class EngineName(str, Enum):
+    """An engine whose families the simulator writes (``simulate --metrics-engine``)."""
+
+    vllm = "vllm"
+    sglang = "sglang"
+    trtllm = "trtllm"
 
 
 def detect(families: Iterable[str]) -> Engine:

@@ -241,11 +241,16 @@ def test_the_samples_give_every_finding_or_its_reason(
     assert kv.trace is None and kv.trace_unavailable == NO_KV
 
 
-def test_analyze_says_whose_families_it_read(tmp_path: Path) -> None:
-    analysis, _ = simulated_pair(tmp_path, "sglang")
-    assert analysis.per_request.height == 150
+def test_simulate_and_analyze_say_whose_families(tmp_path: Path) -> None:
     runner = CliRunner()
-    args = ["analyze", str(tmp_path / "t.parquet"), "--server-metrics", str(tmp_path / "m.prom")]
+    trace, prom = tmp_path / "t.parquet", tmp_path / "m.prom"
+    sim = ["simulate", "--requests", "60", "--rate", "20", "--bundle-prob", "0.3"]
+    made = runner.invoke(
+        app, [*sim, "-o", str(trace), "--metrics-out", str(prom), "--metrics-engine", "sglang"]
+    )
+    assert made.exit_code == 0, made.output
+    assert "# TYPE sglang:num_queue_reqs gauge" in prom.read_text()
+    args = ["analyze", str(trace), "--server-metrics", str(prom)]
     done = runner.invoke(app, [*args, "-f", "json"])
     assert done.exit_code == 0, done.output
     report = json.loads(done.stdout)
