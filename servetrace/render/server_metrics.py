@@ -110,6 +110,12 @@ def _counted(value: float | None, unit: str) -> str:
     return f"{noun} {rest}".rstrip()
 
 
+def _whose(engine: str) -> str:
+    """Whose families were read, said when not vLLM's (the default, whose lines stay as
+    they were)."""
+    return "" if engine == "vllm" else f" ({ENGINES[engine].title}'s families)"
+
+
 def server_markdown(found: ServerComparison, origin_ns: int) -> str:
     head, *rest = server_lines(found, origin_ns, per_slice=False)
     text = f"\n### {head}\n\n" + "".join(f"- {line.strip()}\n" for line in rest)
@@ -129,8 +135,7 @@ def server_lines(found: ServerComparison, origin_ns: int, per_slice: bool = True
     clock = head["clock"]
     lines = [
         "server metrics vs the trace",
-        f"  {head['path']} ({ENGINES[head['engine']].title}'s families): "
-        f"{head['scrapes']:,} scrapes"
+        f"  {head['path']}{_whose(head['engine'])}: {head['scrapes']:,} scrapes"
         + (f" every {head['interval_ms']:g} ms" if head["interval_ms"] else "")
         + f"; clock: {clock['statement']} (offset {clock['offset_ms']:g} ms"
         + (f" ± {clock['resolution_ms']:g} ms)" if clock["resolution_ms"] else ")"),
