@@ -1,12 +1,12 @@
 """A server latency histogram against the trace's own values (design §12): one code for
-every row of ``server_histograms.HISTOGRAM_CHECKS``.
+every row of ``server_histograms.ENGINE_CHECKS`` (vLLM's, SGLang's, TensorRT-LLM's).
 
 Per scrape interval and bucket, the server's cumulative bucket delta against the trace's
 values the server would have counted in the interval (``observations``: each at the
-instant vLLM observes it), rebinned into the server's ``le`` bounds; exact when both
-cover the same requests on one clock. Over the whole span, p50/p90/p99 as
-``histogram_quantile`` interpolates them from the buckets against the trace's exact
-percentile, with the bucket that bounds the error.
+instant its engine observes it, once per request, gap or token), rebinned into the
+server's ``le`` bounds; exact when both cover the same requests on one clock. Over the
+whole span, p50/p90/p99 as ``histogram_quantile`` interpolates them from the buckets
+against the trace's exact percentile, with the bucket that bounds the error.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ and ``scheduler_metrics_mixin.py`` at 44cedc2b9c7dd31d9acae4498ea4fa0d3665feed a
 batch and every ~40th decode step, so between those they are stale;
 ``sglang:token_usage`` is the KV cache's fill; ``sglang:prompt_tokens_total`` and
 ``sglang:generation_tokens_total`` gain a request's tokens when it finishes;
-``sglang:num_requests_total`` counts finished requests (no ``finished_reason`` label);
+``sglang:num_requests_total`` counts finished requests (no ``finished_reason`` label, so
+an aborted one cannot be told apart);
 ``sglang:num_retracted_requests_total`` counts retractions, its preemptions.
 
 TensorRT-LLM, from NVIDIA/TensorRT-LLM ``tensorrt_llm/metrics/collector.py`` at

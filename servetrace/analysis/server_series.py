@@ -20,6 +20,8 @@ Per family (``family_series``), on the trace clock (scrape time − the clock of
 
 The trace side covers the trace's span only (outside it the trace says nothing, which is
 no zero); one the trace cannot give is None with its reason (``trace_unavailable``).
+vLLM's names stand for every engine's here: SGLang's and TensorRT-LLM's families of
+``server_engines`` are drawn beside the same trace quantities, counted by their rules.
 """
 
 from __future__ import annotations
