@@ -1,12 +1,12 @@
 """A server latency histogram against the trace's own values (design §12): one code for
-every row of ``server_histograms.HISTOGRAM_CHECKS``.
+every row of ``server_histograms.ENGINE_CHECKS`` (vLLM's, SGLang's, TensorRT-LLM's).
 
 Per scrape interval and bucket, the server's cumulative bucket delta against the trace's
 values the server would have counted in the interval (``observations``: each at the
-instant vLLM observes it), rebinned into the server's ``le`` bounds; exact when both
-cover the same requests on one clock. Over the whole span, p50/p90/p99 as
-``histogram_quantile`` interpolates them from the buckets against the trace's exact
-percentile, with the bucket that bounds the error.
+instant its engine observes it, once per request, gap or token), rebinned into the
+server's ``le`` bounds; exact when both cover the same requests on one clock. Over the
+whole span, p50/p90/p99 as ``histogram_quantile`` interpolates them from the buckets
+against the trace's exact percentile, with the bucket that bounds the error.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import polars as pl
 from servetrace.analysis.result import Analysis, events_of
 from servetrace.analysis.server_findings import Finding, differences
 from servetrace.analysis.server_histograms import HistogramCheck
+from servetrace.analysis.tick_order import tick_tokens
 from servetrace.analysis.unavailable import unavailable
 from servetrace.schema import TICK_EVENTS
 from servetrace.sources.server_metrics.series import histogram_deltas, total_deltas
@@ -53,7 +54,7 @@ def observations(
         return f"the trace has no {check.metric.replace('_', ' ')} ({why})"
     requests = analysis.per_request
     if check.observed_at == "tick":
-        return _gaps(requests, events)
+        return _gaps(requests, events, per_token=check.per == "token")
     column = f"{check.metric}_ns"
     if requests.height and requests[column].null_count() == requests.height:
         return f"the trace has no {check.metric.replace('_', ' ')}"
@@ -61,19 +62,27 @@ def observations(
     if check.observed_at == "completion":
         got = got.filter(pl.col("outcome") == "completed")
         at = got["arrival_ns"] + got["e2e_ns"]
+    elif check.observed_at == "admission":
+        # Admitted once at least: a request cancelled in its first queue never was.
+        queued = (pl.col("cancelled_in") == "queued") & (pl.col("preemptions") == 0)
+        got = got.filter(~queued.fill_null(False))
+        at = got["arrival_ns"] + got["queue_wait_ns"]
     else:  # the first token
         at = got["arrival_ns"] + got["ttft_ns"]
     return at.to_numpy(), got[column].to_numpy()
 
 
 def _gaps(
-    requests: pl.DataFrame, events: pl.LazyFrame | None
+    requests: pl.DataFrame, events: pl.LazyFrame | None, per_token: bool = False
 ) -> tuple[np.ndarray, np.ndarray] | str:
     """Every gap between consecutive output events of each request with real ticks, at
-    the later one: the server observes each step while a request runs, whatever its end."""
+    the later one: the server observes each step while a request runs, whatever its end.
+    ``per_token`` (SGLang): a gap ``g`` before a tick of ``k`` tokens is ``k`` values
+    ``g / k``."""
     if events is None:
         return NO_EVENTS
-    ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).select("request_id", "ts")
+    kept = [tick_tokens(events.collect_schema().names()).alias("k")] if per_token else []
+    ticks = events.filter(pl.col("event").is_in(TICK_EVENTS)).select("request_id", "ts", *kept)
     got = (
         events_of(ticks, requests.filter(pl.col("itl_mean_ns").is_not_null()))
         .sort("request_id", "ts")
@@ -81,7 +90,11 @@ def _gaps(
         .drop_nulls("gap_ns")
         .collect()
     )
-    return got["ts"].to_numpy(), got["gap_ns"].to_numpy()
+    if not per_token:
+        return got["ts"].to_numpy(), got["gap_ns"].to_numpy()
+    k = got["k"].to_numpy().astype(np.int64)
+    per = got["gap_ns"].to_numpy() / np.maximum(k, 1)
+    return np.repeat(got["ts"].to_numpy(), k), np.repeat(per, k)
 
 
 def histogram_quantile(q: float, les: np.ndarray, cum: np.ndarray) -> tuple[float, int] | None:
@@ -148,7 +161,9 @@ def histogram_finding(
     where: str,
 ) -> Finding:
     """``check``'s finding over the scrape intervals ``edges`` (trace clock)."""
-    extra: dict[str, Any] = {"definition": check.definition}
+    if check.absent is not None:
+        return Finding(check.name, None, unavailable=check.absent)
+    extra: dict[str, Any] = {"definition": check.definition, "per": check.per}
     deltas, family = None, check.families[0]
     for name in check.families:
         got = histogram_deltas(metrics, name, where)

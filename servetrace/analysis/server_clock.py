@@ -22,16 +22,15 @@ import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
+from servetrace.analysis.server_engines import ENGINES
 from servetrace.analysis.server_findings import Alignment
 from servetrace.errors import InputError
 from servetrace.sources.server_metrics.series import gauge_at
 
 WAITING, RUNNING = "vllm:num_requests_waiting", "vllm:num_requests_running"
-# Gauge family → the trace's level, the finding comparing them, what the two count.
-GAUGES = {
-    WAITING: ("queued", "waiting_gauge", "queued requests"),
-    RUNNING: ("running", "running_gauge", "running requests"),
-}
+# Gauge family → the trace's level, the finding comparing them, what the two count
+# (every engine's rows, vLLM's first: ``server_engines``).
+GAUGES = {family: row for e in ENGINES.values() for family, row in e.gauges.items()}
 
 
 def levels_known(analysis: Analysis) -> bool:
@@ -76,9 +75,14 @@ def _mismatch(
 
 
 def align(
-    metrics: pl.DataFrame, analysis: Analysis, where: str, clock_offset_ns: int | None
+    metrics: pl.DataFrame,
+    analysis: Analysis,
+    where: str,
+    clock_offset_ns: int | None,
+    running: str = RUNNING,
 ) -> Alignment:
-    """The offset between the server's clock and the trace's (module docstring)."""
+    """The offset between the server's clock and the trace's (module docstring), matched
+    on the engine's ``running`` gauge."""
     tl = analysis.timeline
     t0, t1 = tl.trace_start_ns or 0, tl.trace_end_ns or 0
     s0, s1 = int(metrics["ts"].min()), int(metrics["ts"].max())  # type: ignore[arg-type]
@@ -86,7 +90,7 @@ def align(
         return Alignment(clock_offset_ns, "assumed", "offset given with --clock-offset-ms")
     overlap = s0 <= t1 and s1 >= t0
     base = 0 if overlap else s0 - t0
-    rows = metrics.filter(pl.col("family") == RUNNING)
+    rows = metrics.filter(pl.col("family") == running)
     if rows.is_empty() or not levels_known(analysis):
         if not overlap:
             raise InputError(
@@ -96,7 +100,7 @@ def align(
             )
         return Alignment(0, "assumed", "no running gauge to align on: one clock assumed")
     instants = np.unique(rows["ts"].to_numpy())
-    gauge = gauge_at(metrics, RUNNING, instants)
+    gauge = gauge_at(metrics, running, instants)
     assert gauge is not None
     step = interval_of(instants)
     reach = max(t1 - t0, step)

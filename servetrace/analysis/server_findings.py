@@ -66,3 +66,4 @@ class ServerComparison:
     metrics: pl.DataFrame | None = field(default=None, compare=False, repr=False)
     slices: pl.DataFrame | None = field(default=None, compare=False, repr=False)
     slices_unavailable: dict[str, str] = field(default_factory=dict)  # column → why null
+    engine: str = "vllm"  # whose families were read (``server_engines.ENGINES``)

@@ -20,6 +20,12 @@ and a likely cause when it is not zero):
   ``le`` bounds, and the percentile error the buckets imply (``server_buckets``, one
   code for the families of ``server_histograms.HISTOGRAM_CHECKS``);
 - ``clock_offset``: the offset applied (0 when the clocks agree).
+
+The families are the engine's (``server_engines.detect`` from the names present: vLLM,
+SGLang or TensorRT-LLM), each counted by the trace when that engine counts it (SGLang and
+TensorRT-LLM count tokens at completion); a family the engine does not expose is
+unavailable with the reason, and a gauge the engine refreshes only now and then names
+its staleness as the likely cause of a disagreement.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ import polars as pl
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis, events_of
 from servetrace.analysis.server_buckets import histogram_finding, observations, per_interval
-from servetrace.analysis.server_clock import GAUGES, align, interval_of, levels_known
+from servetrace.analysis.server_clock import align, interval_of, levels_known
+from servetrace.analysis.server_engines import VLLM, Engine, detect
 from servetrace.analysis.server_findings import Finding, ServerComparison, differences
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.analysis.tick_order import tick_tokens
@@ -45,13 +52,8 @@ from servetrace.sources.server_metrics.series import (
     total_deltas,
 )
 
-COUNTERS = {
-    "success_counter": "vllm:request_success_total",
-    "preemption_counter": "vllm:num_preemptions_total",
-    "prompt_tokens_counter": "vllm:prompt_tokens_total",
-    "generation_tokens_counter": "vllm:generation_tokens_total",
-}
-ABORT = '"finished_reason":"abort"'
+# Finding → vLLM's counter (every engine's: ``server_engines.ENGINES[…].counters``).
+COUNTERS = {name: str(row.family) for name, row in VLLM.counters.items()}
 FINDINGS = (
     "clock_offset",
     "waiting_gauge",
@@ -61,14 +63,18 @@ FINDINGS = (
 )
 
 
-def _gauge_cause(f: Finding, what: str) -> str | None:
+def _gauge_cause(f: Finding, what: str, stale: str | None = None) -> str | None:
     if not f.max_abs:
         return None
     if f.mean_signed is not None and f.mean_signed > 0 and f.mean_abs == f.mean_signed:
-        return f"the server counts {what} the trace does not hold (other clients or replicas)"
-    if f.mean_signed is not None and -f.mean_signed == f.mean_abs:
-        return f"the trace holds {what} the server does not count (queueing before the server)"
-    return "the scrape instants and the events disagree in time (clock skew, late scrapes)"
+        cause = f"the server counts {what} the trace does not hold (other clients or replicas)"
+    elif f.mean_signed is not None and -f.mean_signed == f.mean_abs:
+        cause = f"the trace holds {what} the server does not count (queueing before the server)"
+    else:
+        cause = "the scrape instants and the events disagree in time (clock skew, late scrapes)"
+    if stale is None:
+        return cause
+    return f"a stale gauge ({stale}, so between refreshes it holds an old value); else {cause}"
 
 
 def _counter_cause(f: Finding, resets: int) -> str | None:
@@ -103,7 +109,8 @@ def compare(
             f"{where}: {broken['family'][0]} has a non-finite sample at ts {broken['ts'][0]}",
             hint="a counter or histogram count is a finite number",
         )
-    alignment = align(metrics, analysis, where, clock_offset_ns)
+    engine = detect(metrics["family"].unique().to_list())
+    alignment = align(metrics, analysis, where, clock_offset_ns, engine.running)
     off = alignment.offset_ns
     tl = analysis.timeline
     t0, t1 = tl.trace_start_ns or 0, tl.trace_end_ns or 0
@@ -121,7 +128,7 @@ def compare(
     shifted = all_instants - off
     inside = (shifted >= t0) & (shifted <= t1)
     levels = levels_at(tl.transitions, shifted[inside]) if levels_known(analysis) else None
-    for family, (level, name, what) in GAUGES.items():
+    for family, (level, name, what) in engine.gauges.items():
         gauge = gauge_at(metrics, family, all_instants[inside])
         if gauge is None:
             findings[name] = Finding(name, family, unavailable=f"no {family} series")
@@ -130,13 +137,17 @@ def compare(
         else:
             ok = ~np.isnan(gauge)
             f = differences(name, family, gauge[ok] - levels[level][ok], shifted[inside][ok])
-            findings[name] = replace(f, cause=_gauge_cause(f, what))
+            findings[name] = replace(f, cause=_gauge_cause(f, what, engine.stale))
     # Intervals between consecutive scrapes, on the trace clock.
     edges = shifted
     requests = analysis.per_request
-    counted = trace_counts(requests, events, edges)
-    for name, family in COUNTERS.items():
-        deltas = finding_deltas(metrics, name)
+    counted = trace_counts(requests, events, edges, engine)
+    for name, row in engine.counters.items():
+        if row.family is None:
+            findings[name] = Finding(name, None, unavailable=row.absent)
+            continue
+        family = row.family
+        deltas = finding_deltas(metrics, name, engine)
         if deltas.is_empty() and not metrics.filter(pl.col("family") == family).height:
             findings[name] = Finding(name, family, unavailable=f"no {family} series")
             continue
@@ -156,7 +167,7 @@ def compare(
             extra={"resets": resets},
         )
         findings[name] = replace(f, cause=_counter_cause(f, resets))
-    for check in HISTOGRAM_CHECKS:
+    for check in engine.histograms:
         seen = observations(check, analysis, events)
         findings[check.name] = histogram_finding(check, metrics, edges, off, seen, where)
     return ServerComparison(
@@ -167,31 +178,48 @@ def compare(
         alignment=alignment,
         findings=findings,
         metrics=metrics,
+        engine=engine.name,
     )
 
 
-def finding_deltas(metrics: pl.DataFrame, name: str) -> pl.DataFrame:
-    """The deltas of the counter of finding ``name`` (``series.counter_deltas``); a finish
-    with ``finished_reason="abort"`` is no success."""
-    deltas = counter_deltas(metrics, COUNTERS[name])
-    if name == "success_counter":
-        deltas = deltas.filter(~pl.col("labels").str.contains(ABORT, literal=True))
+def finding_deltas(metrics: pl.DataFrame, name: str, engine: Engine = VLLM) -> pl.DataFrame:
+    """The deltas of the engine's counter of finding ``name`` (``series.counter_deltas``);
+    a finish with a ``finished_reason`` the engine counts apart (vLLM's ``abort``) is no
+    success."""
+    row = engine.counters[name]
+    deltas = counter_deltas(metrics, str(row.family))
+    for reason in row.not_success:
+        label = f'"finished_reason":"{reason}"'
+        deltas = deltas.filter(~pl.col("labels").str.contains(label, literal=True))
     return deltas
 
 
 def trace_counts(
-    requests: pl.DataFrame, events: pl.LazyFrame | None, edges: np.ndarray
+    requests: pl.DataFrame,
+    events: pl.LazyFrame | None,
+    edges: np.ndarray,
+    engine: Engine = VLLM,
 ) -> dict[str, np.ndarray]:
-    """The trace's count of each counter's work per interval (those it can count)."""
+    """The trace's count of each counter's work per interval (those it can count), when
+    ``engine`` counts it: prompts at the first token or the completion, output tokens at
+    each tick or (a request's all) at its completion."""
     out: dict[str, np.ndarray] = {}
     done = requests.filter(pl.col("outcome") == "completed")
     end = (done["arrival_ns"] + done["e2e_ns"]).to_numpy()
     out["success_counter"] = per_interval(edges, end, np.ones(end.size))
     firsts = requests.filter(pl.col("ttft_ns").is_not_null())
     first = (firsts["arrival_ns"] + firsts["ttft_ns"]).to_numpy()
-    if firsts["prompt_tokens"].null_count() == 0:
-        prompt = firsts["prompt_tokens"].to_numpy().astype(np.float64)
-        out["prompt_tokens_counter"] = per_interval(edges, first, prompt)
+    rows = engine.counters
+    prompts, at = firsts, first
+    if rows["prompt_tokens_counter"].observed_at == "completion":
+        prompts, at = done, end
+    if prompts["prompt_tokens"].null_count() == 0:
+        prompt = prompts["prompt_tokens"].to_numpy().astype(np.float64)
+        out["prompt_tokens_counter"] = per_interval(edges, at, prompt)
+    at_end = rows["generation_tokens_counter"].observed_at == "completion"
+    if at_end and done["output_tokens"].null_count() == 0:
+        output = done["output_tokens"].to_numpy().astype(np.float64)
+        out["generation_tokens_counter"] = per_interval(edges, end, output)
     if events is None:
         return out
     lazy = events_of(events, requests)
@@ -204,7 +232,8 @@ def trace_counts(
     )
     tick = got["event"].is_in(TICK_EVENTS).to_numpy()
     ts, w = got["ts"].to_numpy(), got["w"].to_numpy().astype(np.float64)
-    out["generation_tokens_counter"] = per_interval(edges, ts[tick], w[tick])
+    if not at_end:
+        out["generation_tokens_counter"] = per_interval(edges, ts[tick], w[tick])
     pre = ts[~tick]
     out["preemption_counter"] = per_interval(edges, pre, np.ones(pre.size))
     return out

@@ -20,6 +20,8 @@ Per family (``family_series``), on the trace clock (scrape time − the clock of
 
 The trace side covers the trace's span only (outside it the trace says nothing, which is
 no zero); one the trace cannot give is None with its reason (``trace_unavailable``).
+vLLM's names stand for every engine's here: SGLang's and TensorRT-LLM's families of
+``server_engines`` are drawn beside the same trace quantities, counted by their rules.
 """
 
 from __future__ import annotations
@@ -33,19 +35,25 @@ from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.server_buckets import observations, per_interval, ratio
 from servetrace.analysis.server_clock import GAUGES, levels_known
+from servetrace.analysis.server_engines import ENGINES, Engine, every, owner
 from servetrace.analysis.server_findings import ServerComparison
-from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS, HistogramCheck
-from servetrace.analysis.server_metrics import COUNTERS, finding_deltas, trace_counts
+from servetrace.analysis.server_histograms import ENGINE_CHECKS, HistogramCheck
+from servetrace.analysis.server_metrics import finding_deltas, trace_counts
 from servetrace.sources.server_metrics.series import counter_deltas, gauge_at, total_deltas
 
-# Counter family → the finding comparing it.
-COUNTER_OF = {family: name for name, family in COUNTERS.items()}
+# Every engine's (``server_engines``), vLLM's first. Counter family → its finding:
+COUNTER_OF = {
+    row.family: name for e in ENGINES.values() for name, row in e.counters.items() if row.family
+}
 # Histogram family → its check (the trace's metric, when the server observes it).
 HISTOGRAMS: dict[str, HistogramCheck] = {
-    family: check for check in HISTOGRAM_CHECKS for family in check.families
+    family: check
+    for checks in ENGINE_CHECKS.values()
+    for check in checks
+    for family in check.families
 }
 # The KV cache's fill: a trace knows no block size nor cache size to set beside it.
-KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+KV_USAGE = tuple(every("kv_usage"))
 NO_KV = "a trace does not see the KV cache (its size and block layout are the engine's)"
 
 
@@ -86,12 +94,13 @@ class _Trace:
     def __init__(self, analysis: Analysis, events: pl.LazyFrame | None) -> None:
         self.analysis = analysis
         self.events = events
-        self._counts: dict[bytes, dict[str, np.ndarray]] = {}
+        self._counts: dict[tuple[bytes, str], dict[str, np.ndarray]] = {}
 
-    def counts(self, edges: np.ndarray) -> dict[str, np.ndarray]:
-        key = edges.tobytes()
+    def counts(self, edges: np.ndarray, engine: Engine) -> dict[str, np.ndarray]:
+        key = (edges.tobytes(), engine.name)
         if key not in self._counts:
-            self._counts[key] = trace_counts(self.analysis.per_request, self.events, edges)
+            requests = self.analysis.per_request
+            self._counts[key] = trace_counts(requests, self.events, edges, engine)
         return self._counts[key]
 
     def within(self, frame: pl.DataFrame) -> pl.DataFrame:
@@ -142,8 +151,11 @@ def _no_levels(trace: _Trace) -> str:
 
 def _counter(metrics: pl.DataFrame, family: str, off: int, trace: _Trace) -> FamilySeries:
     rows = metrics.filter(pl.col("family") == family, pl.col("le").is_null())
-    finding = COUNTER_OF.get(family)
-    deltas = finding_deltas(metrics, finding) if finding else counter_deltas(metrics, family)
+    finding, engine = COUNTER_OF.get(family), owner(family)
+    if finding:
+        deltas = finding_deltas(metrics, finding, engine)
+    else:
+        deltas = counter_deltas(metrics, family)
     instants = _instants(rows)
     edges = instants - off
     seconds = np.diff(edges).astype(np.float64) / 1e9
@@ -151,7 +163,7 @@ def _counter(metrics: pl.DataFrame, family: str, off: int, trace: _Trace) -> Fam
     drawn = (family, "counter", "rate_per_s", rows["labels"].n_unique(), server)
     if finding is None:
         return FamilySeries(*drawn)
-    counted = trace.counts(edges).get(finding)
+    counted = trace.counts(edges, engine).get(finding)
     if counted is None:
         return FamilySeries(*drawn, None, finding, finding, "the trace cannot count it")
     mine = trace.within(_over(edges, ratio(counted, seconds)))
@@ -195,7 +207,7 @@ def _drawn(kinds: dict[str, str]) -> list[str]:
         for s in ("_sum", "_count")
     }
     names = [f for f in kinds if f not in folded and not f.endswith("_created")]
-    first = [*GAUGES, *KV_USAGE, *COUNTERS.values(), *HISTOGRAMS]
+    first = [*GAUGES, *KV_USAGE, *COUNTER_OF, *HISTOGRAMS]
     order = {"gauge": 0, "counter": 1, "histogram": 2, "summary": 3}
     return sorted(
         names,

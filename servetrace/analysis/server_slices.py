@@ -29,9 +29,10 @@ import polars as pl
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.result import Analysis
 from servetrace.analysis.server_buckets import ratio
-from servetrace.analysis.server_clock import GAUGES, RUNNING, WAITING, levels_known
+from servetrace.analysis.server_clock import levels_known
+from servetrace.analysis.server_engines import ENGINES
 from servetrace.analysis.server_findings import ServerComparison
-from servetrace.analysis.server_metrics import COUNTERS, finding_deltas, trace_counts
+from servetrace.analysis.server_metrics import finding_deltas, trace_counts
 from servetrace.sources.server_metrics.series import gauge_at, total_deltas
 
 # The finding → (server column, trace column) of each counter.
@@ -41,9 +42,10 @@ COUNTER_COLUMNS = {
     "prompt_tokens_counter": ("server_prompt_tokens", "trace_prompt_tokens"),
     "generation_tokens_counter": ("server_generation_tokens", "trace_output_tokens"),
 }
+# The trace's level → (server column, trace column) of the engine's gauge of it.
 GAUGE_COLUMNS = {
-    WAITING: ("server_waiting_mean", "trace_queued_mean"),
-    RUNNING: ("server_running_mean", "trace_running_mean"),
+    "queued": ("server_waiting_mean", "trace_queued_mean"),
+    "running": ("server_running_mean", "trace_running_mean"),
 }
 COLUMNS = (
     "scrapes",
@@ -81,7 +83,9 @@ def server_slice_figures(
     out["scrapes"] = np.bincount(index, minlength=n).astype(np.float64)
     known = levels_known(analysis)
     at = levels_at(analysis.timeline.transitions, shifted[inside]) if known else None
-    for family, (server_col, trace_col) in GAUGE_COLUMNS.items():
+    engine = ENGINES[found.engine]
+    for family, (level_name, _, _) in engine.gauges.items():
+        server_col, trace_col = GAUGE_COLUMNS[level_name]
         gauge = gauge_at(metrics, family, instants[inside])
         if gauge is None:
             unavailable[server_col] = f"no {family} series"
@@ -90,12 +94,12 @@ def server_slice_figures(
         if at is None:
             unavailable[trace_col] = "the trace has no admissions"
         else:
-            level = at[GAUGES[family][0]].astype(np.float64)
+            level = at[level_name].astype(np.float64)
             # Over the scrapes the gauge has a value at (none before its first sample).
             if gauge is not None:
                 level = np.where(np.isnan(gauge), np.nan, level)
             out[trace_col] = _mean_by(index, level, n)
-    counted = trace_counts(analysis.per_request, events, edges)
+    counted = trace_counts(analysis.per_request, events, edges, engine)
     # The last slice takes the scrape interval holding the trace's end: the scrape that
     # counted its last events comes at or after it.
     server_edges = edges.copy()
@@ -103,11 +107,13 @@ def server_slice_figures(
     if after < shifted.size:
         server_edges[-1] = shifted[after]
     for name, (server_col, trace_col) in COUNTER_COLUMNS.items():
-        family = COUNTERS[name]
-        deltas = finding_deltas(metrics, name)
-        if metrics.filter(pl.col("family") == family).is_empty():
-            unavailable[server_col] = f"no {family} series"
+        row = engine.counters[name]
+        if row.family is None:
+            unavailable[server_col] = str(row.absent)
+        elif metrics.filter(pl.col("family") == row.family).is_empty():
+            unavailable[server_col] = f"no {row.family} series"
         else:
+            deltas = finding_deltas(metrics, name, engine)
             out[server_col] = total_deltas(deltas, server_edges + off)
         if name in counted:
             out[trace_col] = counted[name]

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from servetrace.analysis.server_engines import EngineName
 from servetrace.cli._app import app, emit, err_console, examples, guarded, warn
 from servetrace.cli._options import COUNT, DURATION_MS, FRACTION, POSITIVE, SEED, in_range
 from servetrace.render.formats import SimulateFormat
@@ -107,10 +108,14 @@ def simulate_command(
     metrics_out: Annotated[
         Path | None,
         typer.Option(
-            help="Also write the server's Prometheus series (vLLM's names) as one text "
-            "exposition with millisecond timestamps on the trace clock."
+            help="Also write the server's Prometheus series (--metrics-engine's names) as "
+            "one text exposition with millisecond timestamps on the trace clock."
         ),
     ] = None,
+    metrics_engine: Annotated[
+        EngineName,
+        typer.Option(help="Whose families --metrics-out writes, observed by its rules."),
+    ] = EngineName.vllm,
     scrape_interval_ms: Annotated[
         int,
         typer.Option(help="Scrape interval of --metrics-out.", callback=in_range(1, 86_400_000)),
@@ -155,7 +160,7 @@ def simulate_command(
         from servetrace.outputs import write_text
         from servetrace.sim.metrics import exposition
 
-        write_text(exposition(events, scrape_interval_ms * MS), metrics_out)
+        write_text(exposition(events, scrape_interval_ms * MS, metrics_engine.value), metrics_out)
     err_console.print(
         f"wrote {output}: {events.height:,} events of {load.height:,} requests "
         f"(policy {policy.value}, seed {seed})",

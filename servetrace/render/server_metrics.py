@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from servetrace.analysis.server_engines import ENGINES
 from servetrace.analysis.server_findings import Finding, ServerComparison
 from servetrace.analysis.server_histograms import HISTOGRAM_CHECKS
 from servetrace.units import NS_PER_MS
@@ -30,7 +31,8 @@ def _finding(f: Finding, origin_ns: int) -> dict[str, Any]:
     scale = _ms if f.name in TIME_FINDINGS else (lambda v: v)
     out: dict[str, Any] = {
         "family": f.family,
-        "unit": UNITS[f.name],
+        # A histogram's unit is its engine's observation (SGLang's ITL counts tokens).
+        "unit": f"{f.extra['per']}s per bucket" if "per" in f.extra else UNITS[f.name],
         "compared": f.compared,
         "max_abs": scale(f.max_abs),
         "mean_abs": scale(f.mean_abs),
@@ -68,6 +70,7 @@ def server_dict(found: ServerComparison, origin_ns: int) -> dict[str, Any]:
     return {
         "server_metrics": {
             "path": found.path,
+            "engine": found.engine,
             "scrapes": found.scrapes,
             "interval_ms": _ms(found.interval_ns),
             "clock": {
@@ -107,6 +110,12 @@ def _counted(value: float | None, unit: str) -> str:
     return f"{noun} {rest}".rstrip()
 
 
+def _whose(engine: str) -> str:
+    """Whose families were read, said when not vLLM's (the default, whose lines stay as
+    they were)."""
+    return "" if engine == "vllm" else f" ({ENGINES[engine].title}'s families)"
+
+
 def server_markdown(found: ServerComparison, origin_ns: int) -> str:
     head, *rest = server_lines(found, origin_ns, per_slice=False)
     text = f"\n### {head}\n\n" + "".join(f"- {line.strip()}\n" for line in rest)
@@ -126,7 +135,7 @@ def server_lines(found: ServerComparison, origin_ns: int, per_slice: bool = True
     clock = head["clock"]
     lines = [
         "server metrics vs the trace",
-        f"  {head['path']}: {head['scrapes']:,} scrapes"
+        f"  {head['path']}{_whose(head['engine'])}: {head['scrapes']:,} scrapes"
         + (f" every {head['interval_ms']:g} ms" if head["interval_ms"] else "")
         + f"; clock: {clock['statement']} (offset {clock['offset_ms']:g} ms"
         + (f" ± {clock['resolution_ms']:g} ms)" if clock["resolution_ms"] else ")"),

@@ -117,6 +117,7 @@ def _cell(value: Any, path: str) -> tuple[str, str | None]:
 
 def findings_section(view: TraceView, prefix: str) -> Section:
     """Every consistency finding: its numbers (cells read from the JSON), its cause."""
+    from servetrace.analysis.server_engines import ENGINES
     from servetrace.render.report_sections import Section
 
     report = view.json
@@ -132,7 +133,9 @@ def findings_section(view: TraceView, prefix: str) -> Section:
             cells.append((f["cause"] or "", None))
         rows.append(cells)
     off = [n for n, f in report["consistency"].items() if f["max_abs"] and n != "clock_offset"]
-    sentence = f"Clock: {clock['statement']} (offset {clock['offset_ms']:g} ms). " + (
+    engine = report["server_metrics"]["engine"]
+    whose = "" if engine == "vllm" else f"{ENGINES[engine].title}'s families. "
+    sentence = f"{whose}Clock: {clock['statement']} (offset {clock['offset_ms']:g} ms). " + (
         f"{len(off)} finding(s) disagree: {', '.join(off)}."
         if off
         else "Every available finding agrees: server and trace count the same."

@@ -160,3 +160,14 @@ def test_a_difference_of_one_reads_in_the_singular() -> None:
     assert _counted(1, "requests per bucket") == "request per bucket"
     assert _counted(2, "tokens") == "tokens"
     assert _counted(1.5, "preemptions") == "preemptions"
+
+
+def test_the_findings_say_whose_families_when_not_vllms(tmp_path: Path) -> None:
+    from tests.analysis.server_fixtures import simulated_pair
+
+    simulated_pair(tmp_path, "trtllm")
+    by = _sections(tmp_path / "t.parquet", tmp_path / "m.prom")
+    assert "t0-server-trtllm-num-requests-running" in by
+    sentence = by["t0-server-consistency"].sentence  # type: ignore[attr-defined]
+    assert sentence.startswith("TensorRT-LLM's families. Clock: ")
+    assert sentence.endswith("Every available finding agrees: server and trace count the same.")
