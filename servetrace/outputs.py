@@ -44,7 +44,9 @@ def check_directory(path: Path, flag: str) -> None:
     # Where the file goes: a symlink's target, which may point into a missing directory.
     parent = Path(os.path.realpath(path)).parent
     if not parent.is_dir():
-        raise UsageError(f"{flag} {path}: directory {parent} does not exist")
+        # Named as the user wrote it, unless a symlink sent the file elsewhere.
+        shown = parent if path.is_symlink() else path.parent
+        raise UsageError(f"{flag} {path}: directory {shown} does not exist")
     if path.is_dir():
         raise UsageError(f"{flag} {path}: is a directory, not a file")
 

@@ -90,11 +90,15 @@ def test_report_writes_one_file(tmp_path: Path, small: Path) -> None:
 
 
 @needs_extra
-def test_report_bad_paths(tmp_path: Path, small: Path) -> None:
+def test_report_bad_paths(tmp_path: Path, small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = runner.invoke(app, ["report", str(small), "-o", str(tmp_path / "r.txt")])
     assert result.exit_code == 2 and ".html" in result.stderr
     result = runner.invoke(app, ["report", str(small), "-o", str(tmp_path / "no/r.html")])
     assert result.exit_code == 2 and "does not exist" in result.stderr
+    # The missing directory is named as the user wrote it, not resolved.
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["report", str(small), "-o", "no/r.html"])
+    assert result.exit_code == 2 and "directory no does not exist" in result.stderr
     result = runner.invoke(
         app, ["report", str(tmp_path / "missing.parquet"), "-o", str(tmp_path / "r.html")]
     )
