@@ -107,8 +107,16 @@ def summarize_gaps(
         joined += reasons.null_count()
         for reason, count in reasons.drop_nulls().value_counts().iter_rows():
             unjoined[reason] = unjoined.get(reason, 0) + int(count)
-        ends = frame.filter(tail).select(
-            "_rk", pl.col("excess_ns").fill_null(0), pl.col("steps_with_prefill").fill_null(0) > 0
+        # Lazy, so that only the columns read are filtered (the tail is a few rows).
+        ends = (
+            frame.lazy()
+            .filter(tail)
+            .select(
+                "_rk",
+                pl.col("excess_ns").fill_null(0),
+                pl.col("steps_with_prefill").fill_null(0) > 0,
+            )
+            .collect()
         )
         tail_gaps += ends.height
         tail_with_prefill += int(ends["steps_with_prefill"].sum())
