@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.stall_findings import gap_ticks
 from servetrace.analysis.stalls_attribution import (
     COMPONENT,
     Baseline,
     excess_by_cause,
     share_sums,
 )
-from servetrace.analysis.stall_findings import gap_ticks
 from servetrace.analysis.stalls_cover import BLOCK, cover
 from servetrace.analysis.stalls_join import Membership, cumulate, join_core
 
