@@ -11,7 +11,7 @@ import polars as pl
 
 from servetrace.analysis.concurrency import levels_at
 from servetrace.analysis.lifecycle_rules import KEY
-from servetrace.analysis.stalls_cover import BLOCK, replica_runs
+from servetrace.analysis.stalls_cover import BLOCK, Cover, replica_runs
 
 
 @dataclass(frozen=True)
@@ -55,13 +55,21 @@ class Running:
 
 
 def consistency(
-    steps: pl.DataFrame, prepared: pl.DataFrame, ticks: pl.DataFrame, running: Running
+    steps: pl.DataFrame,
+    prepared: pl.DataFrame,
+    ticks: pl.DataFrame,
+    running: Running,
+    gap_tokens: np.ndarray,
 ) -> tuple[Finding, ...]:
     """The findings of ``steps`` (``prepared``: `stalls_join.prepare_steps` of them)
-    against the trace's ``ticks`` (`stalls.tick_gaps`) and what it has ``running``."""
+    against the trace's ``ticks`` (`stalls.tick_gaps`) and what it has ``running``;
+    ``gap_tokens``: the tokens of the ticks that end a gap at each prepared step's end,
+    as the join found them (`gap_ticks`): only the other ticks are searched here."""
     found: list[Finding] = []
+    # A first token counts no output token here: its tick weighs nothing.
+    rest = ticks.filter(pl.col("is_token") & ~pl.col("in_gap"))
     # The ticks' replicas are among the requests' (a count of 10^4 rows, not of 10^7).
-    ticked = pl.Series(_ticked(prepared, ticks, running.replicas))
+    ticked = pl.Series(_ticked(prepared, rest, running.replicas, gap_tokens))
     decoded = prepared["decode_tokens"]
     for name, count, words in (
         (
@@ -97,35 +105,43 @@ def _by_replica(frame: pl.DataFrame, replicas: int) -> dict[str, pl.DataFrame]:
     return {str(k[0]): part for k, part in frame.partition_by("replica", as_dict=True).items()}
 
 
-def _ticked(prepared: pl.DataFrame, ticks: pl.DataFrame, replicas: int) -> np.ndarray:
-    """Per prepared step, the tokens of the token ticks of its replica at its end: each
-    tick found among the replica's sorted step ends by one sorted search, and summed
-    there (no group-by of the ticks by instant), a block of ticks at a time (10^7 ticks'
-    arrays would be fresh memory, costlier to touch than to search)."""
-    out = np.zeros(prepared.height, dtype=np.int64)
+def gap_ticks(out: np.ndarray, where: Cover, gaps: pl.DataFrame, ends: np.ndarray) -> None:
+    """Add to ``out`` (per prepared step, of ``ends``) the tokens of the ticks that end
+    ``gaps`` at a step's end, at the last step ending then: read off the join's own search
+    (`Cover`), since the gaps' ticks are most of the trace's."""
+    at = np.flatnonzero(where.ending_at(ends, gaps["gap_end_ns"].to_numpy()))
+    if at.shape[0]:
+        tokens = gaps["tokens"].fill_null(0).to_numpy()
+        np.add.at(out, where.hi[at] - 1, tokens[at])
+
+
+def _ticked(
+    prepared: pl.DataFrame, ticks: pl.DataFrame, replicas: int, gap_tokens: np.ndarray
+) -> np.ndarray:
+    """Per prepared step, the tokens of the token ticks of its replica at its end: those
+    of the gaps' ticks (``gap_tokens``, at the last step ending then) and of ``ticks``,
+    each found among the replica's sorted step ends by one sorted search and summed there
+    (no group-by of the ticks by instant), a block of ticks at a time."""
+    out = gap_tokens.copy()
     ends_all = prepared["ts_end"].to_numpy()
     parts = replica_runs(prepared)
     for first in range(0, ticks.height, BLOCK):
         block = ticks.slice(first, BLOCK)
-        # A first token counts no output token here: its tick weighs nothing.
-        weighed = block.select(
-            "replica", "ts", tokens=pl.when("is_token").then(pl.col("tokens")).otherwise(0)
-        )
-        tokens = _by_replica(weighed, replicas)
+        tokens = _by_replica(block.select("replica", "ts", "tokens"), replicas)
         for replica, lo, hi in parts:
             own = tokens.get(replica)
             if own is None or own.is_empty() or hi == lo:
                 continue
             ends = ends_all[lo:hi]
             ts = own["ts"].to_numpy()
-            at = np.minimum(np.searchsorted(ends, ts, side="left"), hi - lo - 1)
+            at = np.maximum(np.searchsorted(ends, ts, side="right") - 1, 0)
             hit = ends[at] == ts
             weights = own["tokens"].to_numpy()[hit]
             out[lo:hi] += np.bincount(at[hit], weights=weights, minlength=hi - lo).astype(np.int64)
-    # Steps ending at one instant each carry the instant's ticks (the first's sum).
+    # Steps ending at one instant each carry the instant's ticks (the last's sum).
     for _, lo, hi in parts:
         ends = ends_all[lo:hi]
-        out[lo:hi] = out[lo:hi][np.searchsorted(ends, ends, side="left")]
+        out[lo:hi] = out[lo:hi][np.searchsorted(ends, ends, side="right") - 1]
     return out
 
 

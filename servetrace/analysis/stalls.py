@@ -247,7 +247,7 @@ def stall_analysis(
         requests=codes.height,
         keep=WORST,
     )
-    findings = consistency(steps, prepared, ticks, running)
+    findings = consistency(steps, prepared, ticks, running, sums.gap_tokens)
     if any(f.name == "overlapping_steps" for f in findings):  # said once, as a finding
         notes = tuple(note for note in notes if OVERLAP_NOTE not in note)
     return Stalls(

@@ -129,11 +129,12 @@ def excess_by_cause(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
         if last
         else pl.col("member_ns")
     )
-    frame = joined.with_columns(
+    # One lazy query: its chained steps are evaluated together, not column set by set.
+    frame = joined.lazy().with_columns(
         _own=own_steps if last else pl.col("member_steps"),
         _own_in_gap=pl.min_horizontal(pl.col("covered_ns"), own_ns),
     )
-    frame = frame.with_columns(_paused=_paused(frame))
+    frame = frame.with_columns(_paused=_paused(joined))
     usual = fit.at(pl.lit(fit.usual_batch), pl.lit(fit.usual_kv_tokens))
     own_fit = pl.col("last_baseline_ns").cast(pl.Float64)
     if "last_decode_requests" in joined.columns:  # steps without their fitted time
@@ -165,7 +166,7 @@ def excess_by_cause(joined: pl.DataFrame, fit: Baseline) -> pl.DataFrame:
             name: pl.when(joined_row).then(expr.cast(pl.Int64)) for name, expr in components.items()
         },
     ).drop("_own", "_own_in_gap", "_paused", "_baseline", "_own_baseline", "_prefill", "_joined")
-    return frame
+    return frame.collect()
 
 
 def with_cause(frame: pl.DataFrame) -> pl.DataFrame:
@@ -187,7 +188,7 @@ def with_cause(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(cause=_labels().gather(codes.to_series()))
 
 
-def _paused(frame: pl.DataFrame) -> pl.Expr:
+def _paused(joined: pl.DataFrame) -> pl.Expr:
     """The part of the time in covering steps without the request (``covered − own``)
     that prefill-only steps took while the request was running: their covered time less
     the request's own prefill-only steps (membership; else the last step's, where the
@@ -197,12 +198,12 @@ def _paused(frame: pl.DataFrame) -> pl.Expr:
             pl.col("member_prefill_only_ns"),
             pl.min_horizontal(pl.col("_own_in_gap"), pl.col("last_prefill_only_ns").fill_null(0)),
         )
-        if "last_prefill_only_ns" in frame.columns
+        if "last_prefill_only_ns" in joined.columns
         else pl.col("member_prefill_only_ns")
     )
     others = (pl.col("prefill_only_ns") - own).clip(lower_bound=0)
     paused = pl.min_horizontal(others, pl.col("covered_ns") - pl.col("_own_in_gap"))
-    preempted = pl.col("preempted") if "preempted" in frame.columns else pl.lit(False)
+    preempted = pl.col("preempted") if "preempted" in joined.columns else pl.lit(False)
     return pl.when(preempted).then(0).otherwise(paused.fill_null(0))
 
 

@@ -17,8 +17,10 @@ import polars as pl
 
 # Rows (gaps, ticks, membership pairs) are worked on a block at a time: at 10^7 rows
 # every array is 80 MB of fresh memory, whose first touch costs more than the arithmetic
-# on it, while a block's arrays are reused from one block to the next.
-BLOCK = 1 << 20
+# on it, while a block's arrays are reused from one block to the next. A block's Int64
+# column is 4 MiB: at 8 MiB (jemalloc's oversize threshold) Polars maps each afresh and
+# returns it when freed, and a run at 10^7 gaps took 10% more page faults.
+BLOCK = 1 << 19
 # Why a gap is covered by no step, as a code (`reasons`): its index here.
 REASON_CODES = ("replica_without_steps", "outside_steps", "zero_length", "no_step_ends_in_gap")
 
@@ -26,14 +28,15 @@ REASON_CODES = ("replica_without_steps", "outside_steps", "zero_length", "no_ste
 @dataclass(frozen=True)
 class Cover:
     """Per gap: the rows ``[lo, hi)`` of the prepared steps that cover it (``lo == hi``
-    for none), whether its replica has steps, and that replica's first start and last end
-    (with one replica, one value for every gap)."""
+    for none), whether its replica has steps, that replica's first start and last end, and
+    its first row (with one replica, one value for every gap)."""
 
     lo: np.ndarray
     hi: np.ndarray
     known: np.ndarray
     span_start: np.ndarray
     span_end: np.ndarray
+    first_row: np.ndarray
 
     @property
     def steps(self) -> np.ndarray:
@@ -46,6 +49,15 @@ class Cover:
     def last(self) -> np.ndarray:
         """The row of the last covering step, the one that emitted the tick (-1 for none)."""
         return np.where(self.hi > self.lo, self.hi - 1, -1)
+
+    def ending_at(self, ends: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Whether a step of each gap's replica ends at the gap's end ``b`` (of the prepared
+        steps' ``ends``): the last such step is then row ``hi - 1``."""
+        if not ends.shape[0]:
+            return np.zeros(b.shape[0], dtype=bool)
+        hit = np.take(ends, np.maximum(self.hi - 1, 0)) == b
+        hit &= self.hi > self.first_row
+        return hit
 
     def reasons(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Why each gap is unjoined: an index into `REASON_CODES`, -1 for a joined gap."""
@@ -82,17 +94,19 @@ def cover(gaps: pl.DataFrame, prepared: pl.DataFrame) -> Cover:
         replica = replicas[0] if replicas.len() else ""
         if replica not in where:
             zero = np.zeros(n, dtype=np.int64)
-            return Cover(zero, zero, np.asarray(False), np.asarray(0), np.asarray(0))
+            none = np.asarray(0)
+            return Cover(zero, zero, np.asarray(False), none, none, none)
         first, end = where[replica]
         lo, hi = _searches(ends_all[first:end], a, b)
         if first:
             lo += first
             hi += first
         span = (np.asarray(starts_all[first:end].min()), np.asarray(ends_all[first:end].max()))
-        return Cover(lo, hi, np.asarray(True), *span)
+        return Cover(lo, hi, np.asarray(True), *span, np.asarray(first))
     lo, hi = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     known = np.zeros(n, dtype=bool)
     span_start, span_end = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    first_row = np.zeros(n, dtype=np.int64)
     rows = gaps.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_g"), "replica")
     for (replica,), part in rows.group_by("replica"):
         if replica not in where:
@@ -104,7 +118,8 @@ def cover(gaps: pl.DataFrame, prepared: pl.DataFrame) -> Cover:
         known[idx] = True
         span_start[idx] = starts_all[first:end].min()
         span_end[idx] = ends_all[first:end].max()
-    return Cover(lo, hi, known, span_start, span_end)
+        first_row[idx] = first
+    return Cover(lo, hi, known, span_start, span_end, first_row)
 
 
 def _searches(ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

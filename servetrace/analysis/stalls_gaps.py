@@ -30,7 +30,8 @@ def tick_gaps(
       ``gap_end_ns``, ``tokens`` of the later tick), each request's in one run in time
       order, the runs in the order of ``ticks``, which is that of ``_rk`` (`by_code`
       puts them in ``per_request``'s order);
-    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``).
+    - ticks: every output tick of a valid request (``replica, ts, tokens, is_token``,
+      ``in_gap``: whether it ends a gap).
     """
     replica = (
         pl.col("replica").cast(pl.String).fill_null("")
@@ -87,9 +88,9 @@ def tick_gaps(
             "tokens",
         )
     )
-    kept = (
-        ticks if bool(valid_run.all()) else ticks.filter(pl.Series(np.repeat(valid_run, lengths)))
-    )
+    kept = ticks.with_columns(in_gap=pl.Series(in_gap))
+    if not bool(valid_run.all()):
+        kept = kept.filter(pl.Series(np.repeat(valid_run, lengths)))
     out = kept.select(
         pl.lit(only, pl.String).alias("replica")
         if one
@@ -99,6 +100,7 @@ def tick_gaps(
         "ts",
         "tokens",
         (~pl.col("is_first")).alias("is_token"),
+        "in_gap",
     )
     return gaps, out, codes.select("_rk", "request_id", "replica", "_pos")
 

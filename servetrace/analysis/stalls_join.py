@@ -22,6 +22,7 @@ import polars as pl
 from servetrace.analysis.stalls_cover import (
     BLOCK,
     REASON_CODES,
+    Cover,
     Cumulated,
     cover,
     covering_sums,
@@ -218,15 +219,16 @@ def _join(
     summed: tuple[str, ...] | None,
     last: dict[str, str] | None,
     cumulated: Cumulated | None = None,
+    where: Cover | None = None,
 ) -> pl.DataFrame:
     """``gaps`` with the `SUMMED` sums ``summed`` and the `LAST` columns ``last`` (None:
-    the columns `join_core` needs)."""
+    the columns `join_core` needs); ``where``: their `cover`, if the caller has it."""
     prepared = prepare_steps(steps) if prepared is None else prepared
     if "baseline_ns" not in prepared.columns:
         prepared = prepared.with_columns(baseline_ns=pl.lit(None, pl.Int64))
     summed = CORE_SUMMED if summed is None else summed
     last = _core_last(steps, placed is not None) if last is None else last
-    where = cover(gaps, prepared)
+    where = cover(gaps, prepared) if where is None else where
     a, b = gaps["gap_start_ns"].to_numpy(), gaps["gap_end_ns"].to_numpy()
     sums = covering_sums(where, cumulated or cumulate(prepared, summed))
     columns = [pl.Series("steps", where.steps)]
@@ -314,12 +316,14 @@ def join_core(
     placed: Membership | None,
     prepared: pl.DataFrame,
     cumulated: Cumulated | None = None,
+    where: Cover | None = None,
 ) -> pl.DataFrame:
     """`join_gaps` with only the columns `stalls_attribution.attribute` reads: the same
     values, without the composition that only the per-gap file shows. ``placed``:
     `membership` of ``gaps``; ``cumulated``: `cumulate` of ``prepared`` for the columns
-    summed (`CORE_SUMMED`), when the caller joins several blocks of gaps."""
-    return _join(gaps, steps, placed, prepared, None, None, cumulated)
+    summed (`CORE_SUMMED`), when the caller joins several blocks of gaps; ``where``:
+    `stalls_cover.cover` of ``gaps``, when the caller reads it too."""
+    return _join(gaps, steps, placed, prepared, None, None, cumulated, where)
 
 
 def cumulate(prepared: pl.DataFrame, names: tuple[str, ...] = CORE_SUMMED) -> Cumulated:

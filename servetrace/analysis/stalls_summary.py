@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from servetrace.analysis.stall_findings import gap_ticks
 from servetrace.analysis.stalls_attribution import (
     COMPONENT,
     Baseline,
     excess_by_cause,
     share_sums,
 )
-from servetrace.analysis.stalls_cover import BLOCK
+from servetrace.analysis.stalls_cover import BLOCK, cover
 from servetrace.analysis.stalls_join import Membership, cumulate, join_core
 
 # What a candidate for the worst stalls keeps of its gap.
@@ -42,6 +43,7 @@ class StallSums:
     per_request: pl.DataFrame  # ``_rk, tail_stalls, excess_ns`` of requests with any
     candidates: pl.DataFrame  # the gaps of largest excess (`CANDIDATE`, the components)
     kept: int  # how many worst stalls the candidates hold, ties included
+    gap_tokens: np.ndarray  # per prepared step, `stall_findings.gap_ticks`
 
 
 def in_tail(threshold_ns: int | None) -> pl.Expr:
@@ -89,10 +91,14 @@ def summarize_gaps(
     per_excess = np.zeros(requests, dtype=np.int64)
     candidates = []
     cumulated = cumulate(prepared)
+    step_ends = prepared["ts_end"].to_numpy()
+    gap_tokens = np.zeros(prepared.height, dtype=np.int64)
     for first in range(0, max(gaps.height, 1), BLOCK):
         block = gaps.slice(first, BLOCK)
         own = None if placed is None else tuple(x[first : first + BLOCK] for x in placed)
-        covered = join_core(block, steps, own, prepared, cumulated)  # type: ignore[arg-type]
+        where = cover(block, prepared)
+        gap_ticks(gap_tokens, where, block, step_ends)  # the findings' ticks, searched once
+        covered = join_core(block, steps, own, prepared, cumulated, where)  # type: ignore[arg-type]
         frame = excess_by_cause(covered, fit)
         for total, sums in zip((overall, in_the_tail), share_sums(frame, None, tail), strict=True):
             for name, value in sums.items():
@@ -101,8 +107,16 @@ def summarize_gaps(
         joined += reasons.null_count()
         for reason, count in reasons.drop_nulls().value_counts().iter_rows():
             unjoined[reason] = unjoined.get(reason, 0) + int(count)
-        ends = frame.filter(tail).select(
-            "_rk", pl.col("excess_ns").fill_null(0), pl.col("steps_with_prefill").fill_null(0) > 0
+        # Lazy, so that only the columns read are filtered (the tail is a few rows).
+        ends = (
+            frame.lazy()
+            .filter(tail)
+            .select(
+                "_rk",
+                pl.col("excess_ns").fill_null(0),
+                pl.col("steps_with_prefill").fill_null(0) > 0,
+            )
+            .collect()
         )
         tail_gaps += ends.height
         tail_with_prefill += int(ends["steps_with_prefill"].sum())
@@ -130,4 +144,5 @@ def summarize_gaps(
         per_request=per_request,
         candidates=largest(pl.concat(candidates), keep),
         kept=keep,
+        gap_tokens=gap_tokens,
     )

@@ -278,3 +278,32 @@ def test_steps_of_interleaved_replicas_are_sorted_and_overlaps_kept_per_replica(
     ]
     in_order = prepare_steps(steps.sort("replica", "ts_end"))
     assert in_order["overlaps"].to_list() == [False, True, False, True]
+
+
+def test_ticks_that_end_no_gap_count_at_step_ends(tmp_path: Path) -> None:
+    """The gaps' ticks are read off the join's search; the others (b never completes, so
+    it has no gap) are searched on their own, and count the same."""
+    trace = events(
+        make_request("a", admission=0, first=10, ticks=[20, 30], complete=30),
+        make_request("b", admission=0, first=10, ticks=[20]),
+    )
+    path, steps_path = tmp_path / "t.parquet", tmp_path / "s.parquet"
+    trace.write_parquet(path)
+    ms = 1_000_000
+    conform(
+        pl.DataFrame(
+            {
+                "ts_start": [0, 10 * ms, 20 * ms],
+                "ts_end": [10 * ms, 20 * ms, 30 * ms],
+                "prefill_requests": [2, 0, 0],
+                "prefill_tokens": [200, 0, 0],
+                "decode_requests": [0, 2, 1],
+                "decode_tokens": [0, 1, 1],  # two tokens at 20 ms (a's and b's), one decoded
+            }
+        )
+    ).write_parquet(steps_path)
+    stalls = servetrace.analyze(path, steps=steps_path).stalls
+    assert stalls is not None and stalls.gap_count == 2  # a's two: b has none
+    assert [(f.name, f.steps) for f in stalls.findings if f.name.startswith("ticks")] == [
+        ("ticks_above_decode_tokens", 1)
+    ]
