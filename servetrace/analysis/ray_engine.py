@@ -21,7 +21,9 @@ The only module that imports Ray (``servetrace[ray]``), and only when called.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -259,6 +261,25 @@ def analyze_ray(
             hint="convert the export first: servetrace import … -o trace.parquet",
         )
     paths, store = dataset_inputs(texts)
+    # Ray's driver prints the raylet's warnings ("N worker processes have been started")
+    # to stdout whatever log_to_driver says; stdout is where the report goes, so while
+    # Ray works they go to stderr with the other diagnostics.
+    with contextlib.redirect_stdout(sys.stderr):
+        records = _run(texts, paths, store, ingest, address, batch_rows, exact_gaps)
+    result = finish(combine([from_record(r) for r in records], exact_gaps), options)
+    return _named(result, tuple(texts))
+
+
+def _run(
+    texts: Sequence[str],
+    paths: list[str],
+    store: Any,
+    ingest: IngestOptions,
+    address: str | None,
+    batch_rows: int,
+    exact_gaps: int,
+) -> list[dict[str, Any]]:
+    """The partitions' records, analysed on Ray."""
     ray = _ray(address)
     label = ", ".join(texts)
     try:
@@ -291,8 +312,7 @@ def analyze_ray(
             f"{label}: Ray could not read or analyse the dataset: {first}",
             hint="is every file Parquet with the same columns, and reachable from every node?",
         ) from None
-    result = finish(combine([from_record(r) for r in records], exact_gaps), options)
-    return _named(result, tuple(texts))
+    return records
 
 
 def _root(error: BaseException) -> BaseException:

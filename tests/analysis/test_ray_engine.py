@@ -114,6 +114,27 @@ def test_by_a_column_is_the_local_report(broken: Path) -> None:
     assert len(got["by"]["groups"]) > 1 and got == expected
 
 
+def test_the_raylets_warnings_stay_off_the_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray's driver prints a raylet's warning to stdout whatever log_to_driver says (seen
+    under load: "N PYTHON worker processes have been started"); the JSON must still parse."""
+    from ray._private.worker import print_to_stdstream
+
+    counted = ray_engine._row_count
+
+    def warned(*args: Any) -> int:
+        line = "WARNING: 8 PYTHON worker processes have been started on node"
+        print_to_stdstream({"lines": [line], "pid": "raylet", "is_err": False}, False)
+        return counted(*args)
+
+    monkeypatch.setattr(ray_engine, "_row_count", warned)
+    result = _cli("analyze", str(SAMPLES / "realistic.parquet"), "-f", "json", "--engine", "ray")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["inputs"]
+    assert "worker processes" in result.stderr
+
+
 def test_quarantine_out_is_the_local_file_byte_for_byte(broken: Path, tmp_path: Path) -> None:
     files = {}
     for engine in ("local", "ray"):
