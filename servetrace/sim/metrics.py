@@ -156,12 +156,15 @@ def series(events: pl.DataFrame, interval_ns: int, engine: str = "vllm") -> dict
             pl.col("prompt_tokens").filter(at == "arrival").first().alias("prompt"),
             pl.col("_k").filter(at.is_in(("first_token", "token"))).sum().alias("out"),
         )
-        .drop_nulls(["arrival", "first"])
+        .drop_nulls("arrival")
     )
+    # A request admitted and cancelled before its first token was still admitted.
+    admitted = per.drop_nulls("admitted")
+    per = per.drop_nulls("first")
     done = per.drop_nulls("done")
     # When the engine counts a request: its first token, completion or first admission.
     moments = {"first_token": (per, "first"), "completion": (done, "done")}
-    moments["admission"] = (per.drop_nulls("admitted"), "admitted")
+    moments["admission"] = (admitted, "admitted")
     for finding, column in (
         ("prompt_tokens_counter", "prompt"),
         ("generation_tokens_counter", "out"),

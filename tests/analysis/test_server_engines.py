@@ -90,6 +90,29 @@ def test_each_engines_simulated_series_agree_exactly(
     assert found.findings["success_counter"].server_total == 150
 
 
+def test_sglangs_queue_counts_requests_cancelled_before_their_first_token(
+    tmp_path: Path,
+) -> None:
+    """SGLang observes the queue wait at the first prefill batch: a request admitted and
+    cancelled before its first token was observed, on the simulated server as in the trace."""
+    from servetrace.sim.config import EngineConfig
+    from servetrace.sim.metrics import exposition
+    from servetrace.sim.simulate import simulate
+    from servetrace.sim.synthetic import synthetic_workload
+
+    events = simulate(
+        synthetic_workload(200, 5.0, seed=1), EngineConfig(seed=1, cancel_fraction=0.1)
+    )
+    trace, prom = tmp_path / "t.parquet", tmp_path / "m.prom"
+    events.write_parquet(trace)
+    prom.write_text(exposition(events, S, "sglang"))
+    analysis = servetrace.analyze(trace)
+    in_prefill = analysis.per_request.filter(pl.col("cancelled_in") == "prefill").height
+    assert in_prefill == 2  # the case this is about: admitted, cancelled, no first token
+    f = _compare(analysis, read(prom)).findings["queue_histogram"]
+    assert f.max_abs == 0 and f.server_total == f.trace_total
+
+
 def test_sglangs_itl_counts_tokens_not_gaps(
     pairs: dict[str, tuple[Analysis, pl.DataFrame]],
 ) -> None:
