@@ -14,8 +14,12 @@ and ``scheduler_metrics_mixin.py`` at 44cedc2b9c7dd31d9acae4498ea4fa0d3665feed a
 batch and every ~40th decode step, so between those they are stale;
 ``sglang:token_usage`` is the KV cache's fill; ``sglang:prompt_tokens_total`` and
 ``sglang:generation_tokens_total`` gain a request's tokens when it finishes;
-``sglang:num_requests_total`` counts finished requests (no ``finished_reason`` label, so
-an aborted one cannot be told apart);
+``sglang:num_requests_total`` counts finished requests (no ``finished_reason`` label).
+Why the trace side counts completions only: a client that disconnects makes the
+tokenizer manager drop the request's state (``_discard_pending_req_states``) before any
+finished output arrives, so such a request reaches none of the per-request metrics
+(``observe_one_finished_request``); only a running request aborted while its client
+stays connected (``/abort_request``) is counted, as a finish;
 ``sglang:num_retracted_requests_total`` counts retractions, its preemptions.
 
 TensorRT-LLM, from NVIDIA/TensorRT-LLM ``tensorrt_llm/metrics/collector.py`` at
@@ -26,7 +30,9 @@ TensorRT-LLM, from NVIDIA/TensorRT-LLM ``tensorrt_llm/metrics/collector.py`` at
 request completes; ``trtllm_kv_cache_utilization`` is the cache's fill;
 ``trtllm_request_success_total`` (``finished_reason`` ∈ stop, length, timeout, cancelled),
 ``trtllm_prompt_tokens_total`` and ``trtllm_generation_tokens_total`` count at completion;
-no preemption counter.
+no preemption counter. A streamed request the client cancels is in none of them
+(``_extract_metrics`` runs after the stream's last chunk, which never comes); a
+non-streamed one is counted as ``finished_reason="cancelled"``, which is no success.
 
 Light on purpose (no NumPy or Polars), like ``server_histograms``.
 """
