@@ -285,7 +285,12 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 
 
 class MetricUnavailable(UsageError):
-    """The trace has no data for this metric (e.g. no prompt lengths, no goodput targets)."""
+    """The trace has no data for this metric (e.g. no prompt lengths, no goodput targets);
+    ``why``, where the data says it in words of its own (a server-metrics finding's reason)."""
+
+    def __init__(self, message: str, hint: str | None = None, why: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.why = why
 
 
 def canonical_metric(name: str) -> str:

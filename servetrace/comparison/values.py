@@ -167,7 +167,9 @@ def _consistency(analysis: Analysis, spec: MetricSpec, stat: str) -> float:
     finding = found.findings[spec.column]
     value = getattr(finding, stat)
     if value is None:
-        raise MetricUnavailable(f"{spec.name}.{stat} is not available: {finding.unavailable}")
+        raise MetricUnavailable(
+            f"{spec.name}.{stat} is not available: {finding.unavailable}", why=finding.unavailable
+        )
     return float(value)
 
 

@@ -58,6 +58,8 @@ def _unavailable(result: RuleResult, whose: str) -> str:
         return f"no engine steps were joined to {whose}: give --steps STEPS for {metric}.{stat}"
     if metric == "stalls":
         return f"{whose} has no {metric}.{stat} (no decode-step baseline, or no stalled gap)"
+    if result.why:
+        return result.why
     return f"no completed request of {whose} has a {metric}"
 
 

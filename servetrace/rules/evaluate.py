@@ -188,7 +188,9 @@ def _slo_result(
     value, limit = observed.value, rule.limit
     if value is None:
         reason = observed.reason or Reason.METRIC_MISSING
-        return RuleResult(rule, reason.status, reason, None, limit, missing_in="trace")
+        return RuleResult(
+            rule, reason.status, reason, None, limit, missing_in="trace", why=observed.why
+        )
     reason = Reason.WITHIN if OPERATORS[rule.op](value, limit) else Reason.BEYOND
     if band is None:
         return RuleResult(rule, reason.status, reason, value, limit)
@@ -225,7 +227,8 @@ def _regression_result(
         reason = next((r for r in reasons if r.status is Status.FAIL), reasons[0])
         if reason is not reasons[0]:
             side = "baseline"
-        return RuleResult(rule, reason.status, reason, value, None, base, missing_in=side)
+        why = (observed if side == "trace" else base_observed).why
+        return RuleResult(rule, reason.status, reason, value, None, base, missing_in=side, why=why)
     limit = rule.limit_for(base)
     worse_is_higher = get_metric(rule.metric).better == "lower"
     exceeded = value > limit if worse_is_higher else value < limit

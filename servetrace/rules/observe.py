@@ -50,6 +50,7 @@ def trace_facts(analysis: Analysis) -> TraceFacts:
 class Observed:
     value: float | None
     reason: Reason | None  # why there is no value (or why it means nothing)
+    why: str | None = None  # the data's own words for it, where it has them
 
 
 def observe_rule(
@@ -62,16 +63,17 @@ def observe_rule(
     # Facts are read only when needed: most rules have their value.
     if requests_valid == 0:
         return Observed(None, Reason.NO_REQUESTS)
+    why = None
     try:
         value = read()
-    except MetricUnavailable:
-        value = None
+    except MetricUnavailable as error:
+        value, why = None, error.why
     if spec.name == "preemptions":
         early = precheck(facts(), spec)
         if early is not None:
             return Observed(None, early)
     if value is None or not math.isfinite(value):
-        return Observed(None, missing_reason(facts(), spec, rule.stat))
+        return Observed(None, missing_reason(facts(), spec, rule.stat), why)
     return Observed(value, None)
 
 

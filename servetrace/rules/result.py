@@ -40,6 +40,7 @@ class RuleResult:
     p_value: float | None = None
     samples: int | None = None
     missing_in: Side | None = None
+    why: str | None = None  # a missing value's reason in the data's own words
     # SLOs on a latency percentile: its interval (ns; None ends are unbounded), the
     # samples behind it, and (INCONCLUSIVE) how many more would decide it.
     interval: tuple[float | None, float | None] | None = None

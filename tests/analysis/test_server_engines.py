@@ -285,3 +285,11 @@ def test_simulate_and_analyze_say_whose_families(tmp_path: Path) -> None:
     text = runner.invoke(app, args).stdout
     assert "m.prom (SGLang's families): " in text
     assert "prefill_histogram: unavailable (SGLang exposes no prefill-time histogram)" in text
+    # check skips a finding the engine cannot give, in the finding's own words.
+    gate = ["check", str(trace), "--server-metrics", str(prom)]
+    gated = runner.invoke(app, [*gate, "--slo", "consistency.prefill_histogram.max_abs<=0"])
+    assert gated.exit_code == 0, gated.output
+    assert (
+        "SKIP consistency.prefill_histogram.max_abs: unavailable: "
+        "SGLang exposes no prefill-time histogram" in gated.stdout
+    )
