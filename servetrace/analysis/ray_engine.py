@@ -265,54 +265,42 @@ def analyze_ray(
     # to stdout whatever log_to_driver says; stdout is where the report goes, so while
     # Ray works they go to stderr with the other diagnostics.
     with contextlib.redirect_stdout(sys.stderr):
-        records = _run(texts, paths, store, ingest, address, batch_rows, exact_gaps)
+        ray = _ray(address)
+        label = ", ".join(texts)
+        try:
+            dataset = ray.data.read_parquet(
+                paths, filesystem=store, file_extensions=["parquet", "pq"]
+            )
+            events = _row_count(paths, store)
+            if events == 0:
+                raise InputError(
+                    f"{label}: the trace has no event rows",
+                    hint="a trace needs at least one row: request_id, event, ts",
+                )
+            partitions = partition_count(events, batch_rows)
+            # Gaps cannot outnumber events: below the budget every partition keeps them exact.
+            keep = exact_gaps if events <= exact_gaps else 0
+            prepared = dataset.map_batches(
+                _prepare(ingest, partitions, label), batch_format="pyarrow", zero_copy_batch=True
+            )
+            grouped = prepared.groupby(PART, num_partitions=partitions).map_groups(
+                _kernel(label, keep), batch_format="pyarrow"
+            )
+            records = grouped.take_all()
+        except ServetraceError:
+            raise
+        except Exception as error:
+            found = _unmarked(error)
+            if found is not None:
+                raise found from None
+            root = _root(error)
+            first = f"{type(root).__name__}: {first_line(root, '')}"
+            raise InputError(
+                f"{label}: Ray could not read or analyse the dataset: {first}",
+                hint="is every file Parquet with the same columns, and reachable from every node?",
+            ) from None
     result = finish(combine([from_record(r) for r in records], exact_gaps), options)
     return _named(result, tuple(texts))
-
-
-def _run(
-    texts: Sequence[str],
-    paths: list[str],
-    store: Any,
-    ingest: IngestOptions,
-    address: str | None,
-    batch_rows: int,
-    exact_gaps: int,
-) -> list[dict[str, Any]]:
-    """The partitions' records, analysed on Ray."""
-    ray = _ray(address)
-    label = ", ".join(texts)
-    try:
-        dataset = ray.data.read_parquet(paths, filesystem=store, file_extensions=["parquet", "pq"])
-        events = _row_count(paths, store)
-        if events == 0:
-            raise InputError(
-                f"{label}: the trace has no event rows",
-                hint="a trace needs at least one row: request_id, event, ts",
-            )
-        partitions = partition_count(events, batch_rows)
-        # Gaps cannot outnumber events: below the budget every partition keeps them exact.
-        keep = exact_gaps if events <= exact_gaps else 0
-        prepared = dataset.map_batches(
-            _prepare(ingest, partitions, label), batch_format="pyarrow", zero_copy_batch=True
-        )
-        grouped = prepared.groupby(PART, num_partitions=partitions).map_groups(
-            _kernel(label, keep), batch_format="pyarrow"
-        )
-        records = grouped.take_all()
-    except ServetraceError:
-        raise
-    except Exception as error:
-        found = _unmarked(error)
-        if found is not None:
-            raise found from None
-        root = _root(error)
-        first = f"{type(root).__name__}: {first_line(root, '')}"
-        raise InputError(
-            f"{label}: Ray could not read or analyse the dataset: {first}",
-            hint="is every file Parquet with the same columns, and reachable from every node?",
-        ) from None
-    return records
 
 
 def _root(error: BaseException) -> BaseException:
